@@ -1,0 +1,251 @@
+/* base.c — arena, string buffer, diagnostics and file I/O (see base.h). */
+#include "base.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir.h"
+#include "ops.h"
+
+void kiln_bug(const char *file, int line, const char *expr) {
+  fprintf(stderr, "kiln: internal error at %s:%d: assertion '%s' failed\n", file, line, expr);
+  abort();
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "kiln: out of memory (%zu bytes)\n", n);
+    exit(1);
+  }
+  return p;
+}
+
+/* ---- arena ---------------------------------------------------------------- */
+
+struct ArenaBlock {
+  ArenaBlock *next;
+  size_t size;
+  _Alignas(16) unsigned char data[];
+};
+
+Arena *arena_new(void) {
+  Arena *a = xmalloc(sizeof *a);
+  memset(a, 0, sizeof *a);
+  return a;
+}
+
+void arena_free(Arena *a) {
+  if (!a)
+    return;
+  for (ArenaBlock *b = a->head, *next; b; b = next) {
+    next = b->next;
+    free(b);
+  }
+  free(a);
+}
+
+void *arena_alloc(Arena *a, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  if (!a->head || a->used + size > a->head->size) {
+    size_t bs = size > (1u << 20) ? size : (1u << 20);
+    ArenaBlock *b = xmalloc(sizeof *b + bs);
+    b->size = bs;
+    if (a->head && size > (1u << 20)) {
+      /* big one-off: keep the current head for small allocations */
+      b->next = a->head->next;
+      a->head->next = b;
+      memset(b->data, 0, size);
+      a->total += size;
+      return b->data;
+    }
+    b->next = a->head;
+    a->head = b;
+    a->used = 0;
+  }
+  void *p = a->head->data + a->used;
+  a->used += size;
+  a->total += size;
+  memset(p, 0, size);
+  return p;
+}
+
+void *arena_dup(Arena *a, const void *p, size_t size) {
+  void *q = arena_alloc(a, size);
+  if (size)
+    memcpy(q, p, size);
+  return q;
+}
+
+char *arena_strdup(Arena *a, const char *s) {
+  return arena_dup(a, s, strlen(s) + 1);
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = arena_alloc(a, (size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+void *arena_grow(Arena *a, void *p, int *cap, int need, size_t item) {
+  if (need <= *cap)
+    return p;
+  int nc = *cap ? *cap : 8;
+  while (nc < need)
+    nc *= 2;
+  void *q = arena_alloc(a, (size_t)nc * item);
+  if (p)
+    memcpy(q, p, (size_t)*cap * item);
+  *cap = nc;
+  return q;
+}
+
+/* ---- string buffer -------------------------------------------------------- */
+
+void buf_put(Buf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 256;
+    while (b->len + n + 1 > nc)
+      nc *= 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) {
+      fprintf(stderr, "kiln: out of memory\n");
+      exit(1);
+    }
+    b->s = ns;
+    b->cap = nc;
+  }
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  char small[512];
+  if (n < (int)sizeof small) {
+    vsnprintf(small, sizeof small, fmt, ap);
+    buf_put(b, small, (size_t)n);
+    return;
+  }
+  char *big = xmalloc((size_t)n + 1);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  buf_put(b, big, (size_t)n);
+  free(big);
+}
+
+void buf_printf(Buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+void buf_free(Buf *b) {
+  free(b->s);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---- diagnostics ---------------------------------------------------------- */
+
+bool diag_error(Diag *d, const char *fmt, ...) {
+  if (d->failed)
+    return false;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+  va_end(ap);
+  d->failed = true;
+  return false;
+}
+
+bool diag_node(Diag *d, const Graph *g, const Node *n, const char *fmt, ...) {
+  (void)g;
+  if (d->failed)
+    return false;
+  int k = snprintf(d->msg, sizeof d->msg, "node '%s' (%s): ", n->name ? n->name : "?",
+                   node_op_name(n));
+  if (k < 0 || k >= (int)sizeof d->msg)
+    k = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->msg + k, sizeof d->msg - (size_t)k, fmt, ap);
+  va_end(ap);
+  d->failed = true;
+  return false;
+}
+
+void diag_print(const Diag *d) {
+  /* one line, always: newlines in a message would break the contract */
+  char line[sizeof d->msg];
+  snprintf(line, sizeof line, "%s", d->failed ? d->msg : "unknown error");
+  for (char *p = line; *p; p++)
+    if (*p == '\n' || *p == '\r')
+      *p = ' ';
+  if (d->file)
+    fprintf(stderr, "kiln: %s: %s\n", d->file, line);
+  else
+    fprintf(stderr, "kiln: %s\n", line);
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+unsigned char *read_file(const char *path, size_t *len, Diag *d) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    diag_error(d, "cannot open '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  Buf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    buf_put(&b, chunk, n);
+  bool err = ferror(f);
+  fclose(f);
+  if (err) {
+    buf_free(&b);
+    diag_error(d, "cannot read '%s'", path);
+    return NULL;
+  }
+  if (!b.s)
+    buf_put(&b, "", 0);
+  *len = b.len;
+  return (unsigned char *)b.s;
+}
+
+bool write_file_atomic(const char *path, const void *data, size_t len, Diag *d) {
+  size_t pl = strlen(path);
+  char *tmp = xmalloc(pl + 32);
+  snprintf(tmp, pl + 32, "%s.tmp%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    diag_error(d, "cannot write '%s': %s", path, strerror(errno));
+    free(tmp);
+    return false;
+  }
+  bool ok = fwrite(data, 1, len, f) == len;
+  ok = (fclose(f) == 0) && ok;
+  if (ok && rename(tmp, path) != 0)
+    ok = false;
+  if (!ok) {
+    remove(tmp);
+    diag_error(d, "cannot write '%s'", path);
+  }
+  free(tmp);
+  return ok;
+}

@@ -1,0 +1,90 @@
+/* driver.c — load, lower and write: the stages behind `kiln compile`. */
+#include "driver.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx.h"
+#include "print.h"
+#include "templates.h"
+
+Graph *driver_load(Arena *a, const char *path, Diag *d) {
+  d->file = path;
+  return onnx_import(a, path, d);
+}
+
+static void dump(const Graph *g, const char *when, const char *pass) {
+  Buf b = {0};
+  printf("# ---- IR %s %s ----\n", when, pass);
+  ir_print(&b, g);
+  fputs(b.s, stdout);
+  buf_free(&b);
+}
+
+static bool wanted(const char *list, const char *name) {
+  if (!list)
+    return true;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n))
+      return true;
+    p += len + (end ? 1 : 0);
+  }
+  return false;
+}
+
+bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
+  if (o->passes) {
+    for (const char *p = o->passes; *p;) {
+      const char *end = strchr(p, ',');
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      bool known = false;
+      for (int i = 0; i < pass_count; i++)
+        if (strlen(pass_list[i].name) == len && !strncmp(pass_list[i].name, p, len))
+          known = true;
+      if (!known)
+        return diag_error(d, "--passes: unknown pass '%.*s'; expected names from `kiln passes`",
+                          (int)len, p);
+      p += len + (end ? 1 : 0);
+    }
+  }
+  for (int i = 0; i < pass_count; i++) {
+    const Pass *p = &pass_list[i];
+    if (!wanted(o->passes, p->name))
+      continue;
+    if (o->stop_before_plan && !strcmp(p->name, "plan"))
+      break;
+    if (o->dump_before && (!strcmp(o->dump_before, p->name) || !strcmp(o->dump_before, "all")))
+      dump(g, "before", p->name);
+    if (!p->fn(g, &o->pass, d))
+      return false;
+    if (o->verify_each && !graph_verify(g, i > 0, d))
+      return false;
+    if (o->dump_after && (!strcmp(o->dump_after, p->name) || !strcmp(o->dump_after, "all")))
+      dump(g, "after", p->name);
+  }
+  return true;
+}
+
+bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d) {
+  Buf c = {0}, h = {0};
+  bool ok = emit_c(g, eo, &c, &h, d);
+  const char *slash = strrchr(out_c, '/');
+  size_t dirlen = slash ? (size_t)(slash - out_c + 1) : 0;
+  char *hpath = arena_printf(g->arena, "%.*s%s", (int)dirlen, out_c, eo->header);
+  char *rtpath = arena_printf(g->arena, "%.*skiln_rt.h", (int)dirlen, out_c);
+  const char *rt = template_text("kiln_rt.h");
+  Diag wd = {0};
+  ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&
+       write_file_atomic(out_c, c.s, c.len, &wd);
+  if (!ok && wd.failed) {
+    remove(hpath);
+    remove(out_c);
+    diag_error(d, "%s", wd.msg);
+  }
+  buf_free(&c);
+  buf_free(&h);
+  return ok;
+}

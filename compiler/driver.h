@@ -1,0 +1,40 @@
+/* driver.h — the stages main.c strings together: load a model, run the
+ * pass pipeline (with dumps), emit C, interpret, check. */
+#ifndef KILN_DRIVER_H
+#define KILN_DRIVER_H
+
+#include "emit_api.h"
+#include "passes.h"
+
+typedef struct PipelineOptions {
+  PassOptions pass;
+  const char *passes;       /* --passes=a,b,c (NULL: the full list) */
+  const char *dump_after;   /* pass name, or "all" */
+  const char *dump_before;
+  bool verify_each;
+  bool stop_before_plan;    /* the interpreter needs no workspace */
+} PipelineOptions;
+
+Graph *driver_load(Arena *a, const char *path, Diag *d);
+bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d);
+/* Write the .c file out_c, the header eo->header and kiln_rt.h beside it,
+ * for a planned graph. Nothing is left behind on failure. */
+bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d);
+
+/* Reference interpreter: inputs in graph-input order; outputs (graph-output
+ * order) are allocated in g's arena. */
+bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d);
+
+typedef struct CheckOptions {
+  double rtol, atol;
+  bool interp;            /* compare the interpreter instead of generated C */
+  bool keep;              /* keep the build folder */
+  bool quiet;
+  const char *cc, *cflags;
+  PipelineOptions pipe;
+} CheckOptions;
+
+/* kiln check DIR: 0 all agree, 1 mismatch or error. */
+int check_dir(const char *dir, const CheckOptions *o);
+
+#endif

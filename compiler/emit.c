@@ -1,0 +1,474 @@
+/* emit.c — the C emitter: a planned Graph into model.h (the documented
+ * API) and model.c (weights, then one run function that reads like a
+ * hand-written forward pass: one commented block per node, every loop bound
+ * a constant). Kernels come from the ops' _emit functions; this file owns
+ * naming, weights, the workspace layout and the shared elementwise-loop
+ * generator. Output is deterministic: same graph, same bytes. */
+#include "emit.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "emit_api.h"
+#include "ops.h"
+#include "templates.h"
+
+/* ---- small helpers for _emit functions ------------------------------------ */
+
+const char *emit_ref(Emit *e, int vid) {
+  KILN_ASSERT(vid >= 0 && vid < e->g->nvals && e->refs[vid]);
+  return e->refs[vid];
+}
+
+void emit_line(Emit *e, const char *fmt, ...) {
+  for (int i = 0; i < e->indent; i++)
+    buf_puts(e->out, "  ");
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vprintf(e->out, fmt, ap);
+  va_end(ap);
+  buf_puts(e->out, "\n");
+}
+
+const char *emit_tmpname(Emit *e, const char *stem) {
+  return arena_printf(e->g->arena, "%s_%d", stem, e->tmp++);
+}
+
+const char *emit_int(Emit *e, int64_t v) { return arena_printf(e->g->arena, "%lld", (long long)v); }
+
+const char *emit_double_literal(Emit *e, DType dt, double v) {
+  const char *suffix = dt == DT_F32 ? "f" : "";
+  if (isnan(v))
+    return "NAN";
+  if (isinf(v))
+    return v > 0 ? "INFINITY" : "-INFINITY";
+  char s[64];
+  snprintf(s, sizeof s, dt == DT_F32 ? "%.9g" : "%.17g", v);
+  bool has_dot = strpbrk(s, ".eE") != NULL;
+  return arena_printf(e->g->arena, "%s%s%s", s, has_dot ? "" : ".0", suffix);
+}
+
+const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i) {
+  if (dt_is_float(dt))
+    return emit_double_literal(e, dt, el_get_f(dt, data, i));
+  if (dt == DT_BOOL)
+    return el_get_u(dt, data, i) ? "1" : "0";
+  if (dt_is_signed_int(dt)) {
+    int64_t v = el_get_i(dt, data, i);
+    if (v == INT64_MIN)
+      return "INT64_MIN";
+    return arena_printf(e->g->arena, dt == DT_I64 ? "INT64_C(%lld)" : "%lld", (long long)v);
+  }
+  uint64_t v = el_get_u(dt, data, i);
+  return arena_printf(e->g->arena, dt == DT_U64 ? "UINT64_C(%llu)" : dt == DT_U32 ? "%lluu" : "%llu",
+                      (unsigned long long)v);
+}
+
+const char *emit_mathfn(Emit *e, DType dt, const char *fn) {
+  return dt == DT_F32 ? arena_printf(e->g->arena, "%sf", fn) : fn;
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+void emit_tmpl(Emit *e, const char *name, ...) {
+  const char *text = template_text(name);
+  KILN_ASSERT(text != NULL);
+  const char *keys[32], *vals[32];
+  int nk = 0;
+  va_list ap;
+  va_start(ap, name);
+  for (const char *k; (k = va_arg(ap, const char *)) != NULL;) {
+    KILN_ASSERT(nk < 32);
+    keys[nk] = k;
+    vals[nk++] = va_arg(ap, const char *);
+  }
+  va_end(ap);
+  Buf line = {0};
+  bool at_start = true;
+  for (const char *p = text; *p;) {
+    if (at_start) {
+      /* template lines that are only a comment header are dropped */
+      if (!strncmp(p, "//!", 3)) {
+        while (*p && *p != '\n')
+          p++;
+        if (*p)
+          p++;
+        continue;
+      }
+      for (int i = 0; i < e->indent; i++)
+        buf_puts(&line, "  ");
+      at_start = false;
+    }
+    if (p[0] == '$' && p[1] == '{') {
+      const char *end = strchr(p, '}');
+      KILN_ASSERT(end != NULL);
+      int k;
+      for (k = 0; k < nk; k++)
+        if (strlen(keys[k]) == (size_t)(end - p - 2) && !strncmp(keys[k], p + 2, (size_t)(end - p - 2)))
+          break;
+      if (k == nk) {
+        fprintf(stderr, "kiln: internal error: template '%s' needs ${%.*s}\n", name,
+                (int)(end - p - 2), p + 2);
+        KILN_ASSERT(!"template key missing");
+      }
+      buf_puts(&line, vals[k]);
+      p = end + 1;
+      continue;
+    }
+    buf_put(&line, p, 1);
+    if (*p == '\n') {
+      /* strip trailing blanks from indentation-only lines */
+      buf_put(e->out, line.s, line.len);
+      line.len = 0;
+      at_start = true;
+    }
+    p++;
+  }
+  if (line.len) {
+    buf_put(e->out, line.s, line.len);
+    buf_puts(e->out, "\n");
+  }
+  buf_free(&line);
+}
+
+/* ---- elementwise loops ---------------------------------------------------- */
+
+/* Loop nest over the output shape; each operand indexes with its own
+ * broadcast strides. Adjacent dims that are contiguous for every operand
+ * merge, so same-shape operands give a single flat loop. */
+void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char *expr) {
+  Graph *g = e->g;
+  const Type *ot = &g->vals[out].type;
+  int rank = ot->rank;
+  int64_t dims[MAX_RANK], st[MAX_RANK + 1][MAX_RANK];
+  for (int d = 0; d < rank; d++)
+    dims[d] = ot->dims[d];
+  for (int k = 0; k <= nin; k++) {
+    const Type *t = k < nin ? &g->vals[ins[k]].type : ot;
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int td = d - (rank - t->rank);
+      int64_t dim = td >= 0 ? t->dims[td] : 1;
+      st[k][d] = dim == 1 ? 0 : s;
+      s *= dim;
+    }
+  }
+  /* merge dim d into d+1 where every operand is contiguous across them */
+  int r = 0;
+  int64_t md[MAX_RANK], ms[MAX_RANK + 1][MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] == 1)
+      continue;
+    bool merge = r > 0;
+    for (int k = 0; k <= nin && merge; k++)
+      if (ms[k][r - 1] != st[k][d] * dims[d])
+        merge = false;
+    if (merge) {
+      md[r - 1] *= dims[d];
+      for (int k = 0; k <= nin; k++)
+        ms[k][r - 1] = st[k][d];
+      continue;
+    }
+    md[r] = dims[d];
+    for (int k = 0; k <= nin; k++)
+      ms[k][r] = st[k][d];
+    r++;
+  }
+  if (type_numel(ot) == 0)
+    return;
+  const char *idx[MAX_RANK + 1];
+  for (int k = 0; k <= nin; k++) {
+    Buf b = {0};
+    for (int d = 0; d < r; d++) {
+      if (ms[k][d] == 0)
+        continue;
+      if (b.len)
+        buf_puts(&b, " + ");
+      if (ms[k][d] == 1)
+        buf_printf(&b, "i%d", d);
+      else
+        buf_printf(&b, "i%d * %lld", d, (long long)ms[k][d]);
+    }
+    idx[k] = arena_strdup(g->arena, b.len ? b.s : "0");
+    buf_free(&b);
+  }
+  for (int d = 0; d < r; d++) {
+    emit_line(e, "for (int i%d = 0; i%d < %lld; i%d++) {", d, d, (long long)md[d], d);
+    e->indent++;
+  }
+  Buf x = {0};
+  for (const char *p = expr; *p; p++) {
+    if (*p == '$' && isdigit((unsigned char)p[1])) {
+      int k = 0;
+      while (isdigit((unsigned char)p[1]))
+        k = k * 10 + (*++p - '0');
+      KILN_ASSERT(k < nin);
+      buf_printf(&x, "%s[%s]", emit_ref(e, ins[k]), idx[k]);
+    } else {
+      buf_put(&x, p, 1);
+    }
+  }
+  emit_line(e, "%s[%s] = (%s)(%s);", emit_ref(e, out), idx[nin], dt_ctype(ot->dt), x.s);
+  buf_free(&x);
+  for (int d = 0; d < r; d++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+void emit_elementwise(Emit *e, const Node *n, const char *expr) {
+  emit_elementwise_vals(e, n->in, n->nin, n->out[0], expr);
+}
+
+/* ---- the files ------------------------------------------------------------ */
+
+/* C identifier from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
+static const char *c_ident(Arena *a, const char *prefix, const char *s) {
+  Buf b = {0};
+  buf_puts(&b, prefix);
+  for (const char *p = s; *p; p++)
+    buf_put(&b, isalnum((unsigned char)*p) ? p : "_", 1);
+  char *r = arena_strdup(a, b.s);
+  buf_free(&b);
+  return r;
+}
+
+static const char *upper(Arena *a, const char *s) {
+  char *r = arena_strdup(a, s);
+  for (char *p = r; *p; p++)
+    *p = (char)toupper((unsigned char)*p);
+  return r;
+}
+
+/* "[2][16][64]" (or "[1]" for a scalar, "[]" when a dim is zero) */
+static const char *array_dims(Arena *a, const Type *t) {
+  if (type_numel(t) == 0)
+    return "[]";
+  if (t->rank == 0)
+    return "[1]";
+  Buf b = {0};
+  for (int i = 0; i < t->rank; i++)
+    buf_printf(&b, "[%lld]", (long long)t->dims[i]);
+  char *r = arena_strdup(a, b.s);
+  buf_free(&b);
+  return r;
+}
+
+/* Parameter names: unique C identifiers derived from input/output names. */
+static const char **param_names(Graph *g) {
+  int n = g->ninputs + g->noutputs;
+  const char **names = arena_alloc(g->arena, sizeof(char *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
+    int vid = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *base = c_ident(g->arena, isdigit((unsigned char)g->vals[vid].name[0]) ? "v" : "",
+                               g->vals[vid].name);
+    if (!strcmp(base, "workspace") || !strcmp(base, "ws") || !*base)
+      base = arena_printf(g->arena, "%s_", base);
+    const char *nm = base;
+    for (int k = 2;; k++) {
+      bool clash = false;
+      for (int j = 0; j < i; j++)
+        if (!strcmp(names[j], nm))
+          clash = true;
+      if (!clash)
+        break;
+      nm = arena_printf(g->arena, "%s_%d", base, k);
+    }
+    names[i] = nm;
+  }
+  return names;
+}
+
+static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, bool ws) {
+  buf_printf(b, "void %s_run%s(", prefix, ws ? "_ws" : "");
+  if (ws)
+    buf_puts(b, "void *workspace");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
+    buf_printf(b, "%s%s%s %s%s", (i || ws) ? ",\n    " : "", in ? "const " : "", dt_ctype(v->type.dt),
+               pn[i], array_dims(g->arena, &v->type));
+  }
+  if (!ws && g->ninputs + g->noutputs == 0)
+    buf_puts(b, "void");
+  buf_puts(b, ")");
+}
+
+static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn) {
+  Arena *a = g->arena;
+  const char *P = upper(a, o->prefix);
+  char ts[160];
+  buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", o->prefix,
+             KILN_VERSION, o->source ? o->source : "a model");
+  buf_puts(h, " * Every tensor is a dense row-major C array with the fixed shape below.\n");
+  buf_puts(h, " * Inputs:\n");
+  for (int i = 0; i < g->ninputs; i++)
+    buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i],
+               type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), g->vals[g->inputs[i]].name);
+  buf_puts(h, " * Outputs:\n");
+  for (int i = 0; i < g->noutputs; i++)
+    buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[g->ninputs + i],
+               type_str(&g->vals[g->outputs[i]].type, ts, sizeof ts),
+               g->vals[g->outputs[i]].name);
+  buf_printf(h, " *\n * %s_run() uses a static workspace of %s_WORKSPACE_SIZE bytes and is not\n"
+                " * re-entrant; %s_run_ws() takes a caller-owned workspace of that size\n"
+                " * (aligned to 64 bytes) and is safe to call from several threads with\n"
+                " * distinct workspaces. Neither allocates.\n */\n",
+             o->prefix, P, o->prefix);
+  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", P, P);
+  buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
+    buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P, in ? "IN" : "OUT",
+               upper(a, pn[i]), (long long)type_numel(t));
+  }
+  buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  put_signature(h, g, o->prefix, pn, false);
+  buf_puts(h, ";\n");
+  put_signature(h, g, o->prefix, pn, true);
+  buf_puts(h, ";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
+static void emit_weights(Buf *c, Emit *e, bool *used) {
+  Graph *g = e->g;
+  int k = 0;
+  for (int v = 0; v < g->nvals; v++) {
+    Value *val = &g->vals[v];
+    if (!val->data || !used[v])
+      continue;
+    char ts[160];
+    const char *nm = arena_printf(g->arena, "c%d", k++);
+    e->refs[v] = nm;
+    int64_t n = type_numel(&val->type);
+    buf_printf(c, "/* %s: %s */\nstatic const %s %s[%lld] = {", val->name,
+               type_str(&val->type, ts, sizeof ts), dt_ctype(val->type.dt), nm,
+               (long long)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+      buf_printf(c, "%s%s", i % 8 ? ", " : (i ? ",\n  " : "\n  "),
+                 emit_literal(e, val->type.dt, val->data, i));
+    buf_puts(c, n ? "\n};\n\n" : "0};\n\n");
+  }
+}
+
+static const char *node_comment(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  Buf b = {0};
+  char ts[160];
+  buf_printf(&b, "/* %s (%s):", n->origin ? n->origin : n->name, node_op_name(n));
+  for (int i = 0; i < n->nin; i++)
+    if (n->in[i] >= 0)
+      buf_printf(&b, "%s %s", i ? "," : "", type_str(&g->vals[n->in[i]].type, ts, sizeof ts));
+  buf_puts(&b, " ->");
+  for (int i = 0; i < n->nout; i++)
+    buf_printf(&b, "%s %s", i ? "," : "", type_str(&g->vals[n->out[i]].type, ts, sizeof ts));
+  buf_puts(&b, " */");
+  /* keep comments well-formed whatever the ONNX names contain */
+  for (char *p = strstr(b.s + 2, "*/"); p && p < b.s + b.len - 2; p = strstr(p + 1, "*/"))
+    p[1] = '_';
+  char *r = arena_strdup(g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
+bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
+  Arena *a = g->arena;
+  Emit e = {.g = g, .prefix = o->prefix};
+  e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
+  const char **pn = param_names(g);
+  emit_header(h, g, o, pn);
+
+  bool *used = arena_alloc(a, (size_t)g->nvals + 1);
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++)
+      if (g->nodes[i].in[j] >= 0)
+        used[g->nodes[i].in[j]] = true;
+  for (int i = 0; i < g->noutputs; i++)
+    used[g->outputs[i]] = true;
+
+  buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
+             o->prefix, KILN_VERSION, o->source ? o->source : "a model", o->header);
+  buf_printf(c, "#include \"%s\"\n\n#include <math.h>\n#include <string.h>\n\n"
+                "#include \"kiln_rt.h\"\n\n", o->header);
+  emit_weights(c, &e, used);
+
+  /* the run function */
+  Buf body = {0};
+  e.out = &body;
+  e.indent = 1;
+  put_signature(c, g, o->prefix, pn, true);
+  buf_puts(c, " {\n");
+  buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n  (void)ws;\n");
+  /* graph inputs first so that an output which is also an input is read
+   * from the input parameter */
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    const char *p = arena_printf(a, "p_%s", pn[i]);
+    buf_printf(c, "  %s%s *%s = (%s%s *)%s;\n  (void)%s;\n", in ? "const " : "", ct, p,
+               in ? "const " : "", ct, pn[i], p);
+    if (!e.refs[vid])
+      e.refs[vid] = p;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    for (int j = 0; j < n->nout; j++) {
+      Value *v = &g->vals[n->out[j]];
+      if (e.refs[n->out[j]])
+        continue;
+      if (v->alias_of >= 0) {
+        e.refs[n->out[j]] = e.refs[v->alias_of];
+        continue;
+      }
+      KILN_ASSERT(v->ws_offset >= 0);
+      const char *nm = arena_printf(a, "t%d", n->out[j]);
+      char ts[160];
+      emit_line(&e, "%s *%s = (%s *)(ws + %lld); /* %s '%s' */", dt_ctype(v->type.dt), nm,
+                dt_ctype(v->type.dt), (long long)v->ws_offset, type_str(&v->type, ts, sizeof ts),
+                v->name);
+      e.refs[n->out[j]] = nm;
+    }
+    emit_line(&e, "%s", node_comment(&e, n));
+    emit_line(&e, "{");
+    e.indent++;
+    if (!op_table[n->op].emit(&e, n)) {
+      buf_free(&body);
+      return diag_node(d, g, n, "cannot generate C for this node");
+    }
+    e.indent--;
+    emit_line(&e, "}");
+  }
+  /* outputs whose value lives elsewhere (a constant, an input, or an output
+   * listed twice) are copied into their parameter */
+  for (int k = 0; k < g->noutputs; k++) {
+    int vid = g->outputs[k];
+    const char *p = arena_printf(a, "p_%s", pn[g->ninputs + k]);
+    if (!strcmp(e.refs[vid], p))
+      continue;
+    size_t bytes = type_bytes(&g->vals[vid].type);
+    if (bytes)
+      emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
+                g->vals[vid].name);
+  }
+  buf_put(c, body.s ? body.s : "", body.len);
+  buf_free(&body);
+  buf_puts(c, "}\n\n");
+  buf_printf(c, "void %s_run(", o->prefix);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
+    buf_printf(c, "%s%s%s %s%s", i ? ",\n    " : "", in ? "const " : "", dt_ctype(v->type.dt), pn[i],
+               array_dims(a, &v->type));
+  }
+  if (g->ninputs + g->noutputs == 0)
+    buf_puts(c, "void");
+  buf_printf(c, ") {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s_run_ws(workspace",
+             (long long)(g->ws_size ? g->ws_size : 1), o->prefix);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    buf_printf(c, ", %s", pn[i]);
+  buf_puts(c, ");\n}\n");
+  return true;
+}

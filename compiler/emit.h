@@ -1,0 +1,50 @@
+/* emit.h — what an op's _emit function has to work with.
+ *
+ * The emitter walks the planned graph and, for each node, opens a block in
+ * the generated run function and calls the op's _emit. Every tensor is a flat
+ * row-major C array with a fixed shape; emit_ref gives the C expression of
+ * its pointer (a parameter, a weight array, or a slice of the workspace).
+ * Kernels come from templates/ (emit_tmpl) or, for elementwise ops, from a
+ * scalar expression expanded into broadcast loops (emit_elementwise). */
+#ifndef KILN_EMIT_H
+#define KILN_EMIT_H
+
+#include "ir.h"
+
+typedef struct Emit {
+  Graph *g;
+  Buf *out;           /* the run function's body */
+  int indent;         /* in units of two spaces */
+  const char *prefix; /* --name: prefix of every exported symbol */
+  const char **refs;  /* per value: its C pointer expression */
+  int tmp;            /* counter for unique local names */
+} Emit;
+
+/* C expression of value vid's pointer (typed: `const float *` etc.). */
+const char *emit_ref(Emit *e, int vid);
+/* One line at the current indentation (a newline is appended). */
+void emit_line(Emit *e, const char *fmt, ...) KILN_PRINTF(2, 3);
+/* Instantiate template `name` (templates/NAME.c.in). The variadic arguments
+ * are NULL-terminated key, value string pairs replacing ${KEY}. Every ${...}
+ * in the template must be given. */
+void emit_tmpl(Emit *e, const char *name, ...);
+/* A fresh identifier "stem_N" in the arena. */
+const char *emit_tmpname(Emit *e, const char *stem);
+/* Decimal / C literal helpers (arena strings). */
+const char *emit_int(Emit *e, int64_t v);
+/* Exact C literal for element i of a tensor of type dt ("0x1p-3f", "-7LL"). */
+const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i);
+const char *emit_double_literal(Emit *e, DType dt, double v);
+
+/* Elementwise kernel with numpy broadcasting over the node's inputs and
+ * output 0: `expr` is a C expression in $0, $1, ... (the scalar input
+ * elements, already of their own C types); the result is converted to the
+ * output's C type. Contiguous runs are collapsed into one flat loop. */
+void emit_elementwise(Emit *e, const Node *n, const char *expr);
+/* The same for an explicit list of inputs (value ids) and output. */
+void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char *expr);
+
+/* Name of the C math function for dt: emit_mathfn(e, DT_F32, "exp") = "expf". */
+const char *emit_mathfn(Emit *e, DType dt, const char *fn);
+
+#endif

@@ -1,0 +1,475 @@
+/* ir.c — dtypes, element access, graph construction and the shape helpers
+ * every _infer shares (see ir.h). */
+#include "ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* ---- dtypes --------------------------------------------------------------- */
+
+typedef struct DTInfo {
+  const char *name, *ctype;
+  size_t size;
+  char kind; /* 'f' float, 'i' signed, 'u' unsigned, 'b' bool, 0 unsupported */
+} DTInfo;
+
+static const DTInfo dtinfo[DT_MAX_] = {
+    [DT_F32] = {"f32", "float", 4, 'f'},      [DT_F64] = {"f64", "double", 8, 'f'},
+    [DT_I8] = {"i8", "int8_t", 1, 'i'},       [DT_I16] = {"i16", "int16_t", 2, 'i'},
+    [DT_I32] = {"i32", "int32_t", 4, 'i'},    [DT_I64] = {"i64", "int64_t", 8, 'i'},
+    [DT_U8] = {"u8", "uint8_t", 1, 'u'},      [DT_U16] = {"u16", "uint16_t", 2, 'u'},
+    [DT_U32] = {"u32", "uint32_t", 4, 'u'},   [DT_U64] = {"u64", "uint64_t", 8, 'u'},
+    [DT_BOOL] = {"bool", "bool", 1, 'b'},     [DT_F16] = {"f16", NULL, 2, 0},
+    [DT_BF16] = {"bf16", NULL, 2, 0},         [DT_STRING] = {"string", NULL, 0, 0},
+};
+
+static const DTInfo *dti(DType dt) {
+  static const DTInfo none = {"?", NULL, 0, 0};
+  return ((unsigned)dt < DT_MAX_ && dtinfo[dt].name) ? &dtinfo[dt] : &none;
+}
+
+bool dt_supported(DType dt) { return dti(dt)->kind != 0; }
+const char *dt_name(DType dt) { return dti(dt)->name; }
+const char *dt_ctype(DType dt) { return dti(dt)->ctype; }
+size_t dt_size(DType dt) { return dti(dt)->size; }
+bool dt_is_float(DType dt) { return dti(dt)->kind == 'f'; }
+bool dt_is_signed_int(DType dt) { return dti(dt)->kind == 'i'; }
+bool dt_is_unsigned_int(DType dt) { return dti(dt)->kind == 'u' || dti(dt)->kind == 'b'; }
+bool dt_is_int(DType dt) { return dt_is_signed_int(dt) || dt_is_unsigned_int(dt); }
+
+DType dt_from_name(const char *s) {
+  for (int i = 0; i < DT_MAX_; i++)
+    if (dtinfo[i].name && strcmp(dtinfo[i].name, s) == 0)
+      return (DType)i;
+  return DT_UNDEF;
+}
+
+double el_get_f(DType dt, const void *p, int64_t i) {
+  switch (dt) {
+  case DT_F32: return ((const float *)p)[i];
+  case DT_F64: return ((const double *)p)[i];
+  case DT_I8: return ((const int8_t *)p)[i];
+  case DT_I16: return ((const int16_t *)p)[i];
+  case DT_I32: return ((const int32_t *)p)[i];
+  case DT_I64: return (double)((const int64_t *)p)[i];
+  case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+  case DT_U16: return ((const uint16_t *)p)[i];
+  case DT_U32: return ((const uint32_t *)p)[i];
+  case DT_U64: return (double)((const uint64_t *)p)[i];
+  default: KILN_ASSERT(!"el_get_f: unsupported dtype"); return 0;
+  }
+}
+
+/* Float to integer without C's undefined behaviour: NaN -> 0, saturate. */
+static int64_t f2i(double v) {
+  if (v != v)
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)v;
+}
+
+int64_t el_get_i(DType dt, const void *p, int64_t i) {
+  switch (dt) {
+  case DT_F32: case DT_F64: return f2i(el_get_f(dt, p, i));
+  case DT_I8: return ((const int8_t *)p)[i];
+  case DT_I16: return ((const int16_t *)p)[i];
+  case DT_I32: return ((const int32_t *)p)[i];
+  case DT_I64: return ((const int64_t *)p)[i];
+  default: return (int64_t)el_get_u(dt, p, i);
+  }
+}
+
+uint64_t el_get_u(DType dt, const void *p, int64_t i) {
+  switch (dt) {
+  case DT_U8: case DT_BOOL: return ((const uint8_t *)p)[i];
+  case DT_U16: return ((const uint16_t *)p)[i];
+  case DT_U32: return ((const uint32_t *)p)[i];
+  case DT_U64: return ((const uint64_t *)p)[i];
+  case DT_F32: case DT_F64: {
+    double v = el_get_f(dt, p, i);
+    if (v != v || v <= -1.0)
+      return (uint64_t)f2i(v);
+    return v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+  }
+  default: return (uint64_t)el_get_i(dt, p, i);
+  }
+}
+
+void el_set_f(DType dt, void *p, int64_t i, double v) {
+  switch (dt) {
+  case DT_F32: ((float *)p)[i] = (float)v; return;
+  case DT_F64: ((double *)p)[i] = v; return;
+  case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+  default:
+    if (dt_is_signed_int(dt))
+      el_set_i(dt, p, i, f2i(v));
+    else
+      el_set_u(dt, p, i, (v != v || v < 0) ? (uint64_t)f2i(v) : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v);
+  }
+}
+
+void el_set_i(DType dt, void *p, int64_t i, int64_t v) {
+  switch (dt) {
+  case DT_F32: ((float *)p)[i] = (float)v; return;
+  case DT_F64: ((double *)p)[i] = (double)v; return;
+  case DT_I8: ((int8_t *)p)[i] = (int8_t)v; return;
+  case DT_I16: ((int16_t *)p)[i] = (int16_t)v; return;
+  case DT_I32: ((int32_t *)p)[i] = (int32_t)v; return;
+  case DT_I64: ((int64_t *)p)[i] = v; return;
+  default: el_set_u(dt, p, i, (uint64_t)v);
+  }
+}
+
+void el_set_u(DType dt, void *p, int64_t i, uint64_t v) {
+  switch (dt) {
+  case DT_F32: ((float *)p)[i] = (float)v; return;
+  case DT_F64: ((double *)p)[i] = (double)v; return;
+  case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+  case DT_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+  case DT_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
+  case DT_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+  case DT_U64: ((uint64_t *)p)[i] = v; return;
+  default: el_set_i(dt, p, i, (int64_t)v);
+  }
+}
+
+void el_convert(DType ddt, void *dst, int64_t j, DType sdt, const void *src, int64_t i) {
+  if (ddt == DT_BOOL) {
+    bool nz = dt_is_float(sdt) ? el_get_f(sdt, src, i) != 0 : el_get_u(sdt, src, i) != 0;
+    ((uint8_t *)dst)[j] = nz;
+  } else if (dt_is_float(sdt)) {
+    el_set_f(ddt, dst, j, el_get_f(sdt, src, i));
+  } else if (dt_is_signed_int(sdt)) {
+    el_set_i(ddt, dst, j, el_get_i(sdt, src, i));
+  } else {
+    el_set_u(ddt, dst, j, el_get_u(sdt, src, i));
+  }
+}
+
+/* ---- types ---------------------------------------------------------------- */
+
+int64_t type_numel(const Type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    n *= t->dims[i];
+  return n;
+}
+
+size_t type_bytes(const Type *t) { return (size_t)type_numel(t) * dt_size(t->dt); }
+
+bool type_equal(const Type *a, const Type *b) {
+  if (a->dt != b->dt || a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i])
+      return false;
+  return true;
+}
+
+const char *type_str(const Type *t, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "%s[", dt_name(t->dt));
+  if (t->rank < 0)
+    k += (size_t)snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "?");
+  for (int i = 0; i < t->rank; i++) {
+    const char *sep = i ? "," : "";
+    if (t->dims[i] < 0)
+      k += (size_t)snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "%s?", sep);
+    else
+      k += (size_t)snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "%s%lld", sep,
+                            (long long)t->dims[i]);
+  }
+  snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, "]");
+  return buf;
+}
+
+void type_strides(const Type *t, int64_t st[MAX_RANK]) {
+  int64_t s = 1;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= t->dims[i];
+  }
+}
+
+/* ---- graph ---------------------------------------------------------------- */
+
+Graph *graph_new(Arena *a, const char *file) {
+  Graph *g = arena_alloc(a, sizeof *g);
+  g->arena = a;
+  g->file = file ? arena_strdup(a, file) : NULL;
+  g->name = "model";
+  return g;
+}
+
+int graph_add_value(Graph *g, const char *name) {
+  g->vals = arena_grow(g->arena, g->vals, &g->capvals, g->nvals + 1, sizeof(Value));
+  Value *v = &g->vals[g->nvals];
+  memset(v, 0, sizeof *v);
+  v->name = name ? arena_strdup(g->arena, name) : arena_printf(g->arena, "v%d", g->nvals);
+  v->type.rank = -1;
+  v->producer = -1;
+  v->alias_of = -1;
+  v->ws_offset = -1;
+  return g->nvals++;
+}
+
+int graph_find_value(const Graph *g, const char *name) {
+  for (int i = 0; i < g->nvals; i++)
+    if (strcmp(g->vals[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+int graph_add_node(Graph *g, int op, const char *name, const int *in, int nin, const int *out,
+                   int nout) {
+  g->nodes = arena_grow(g->arena, g->nodes, &g->capnodes, g->nnodes + 1, sizeof(Node));
+  Node *n = &g->nodes[g->nnodes];
+  memset(n, 0, sizeof *n);
+  n->op = op;
+  n->name = name && *name ? arena_strdup(g->arena, name)
+                          : arena_printf(g->arena, "%s_%d", op_table[op].name, g->nnodes);
+  n->origin = n->name;
+  n->opset = g->opset;
+  n->nin = nin;
+  n->nout = nout;
+  n->in = arena_dup(g->arena, in, sizeof(int) * (size_t)(nin ? nin : 1));
+  n->out = arena_dup(g->arena, out, sizeof(int) * (size_t)(nout ? nout : 1));
+  for (int i = 0; i < nout; i++)
+    g->vals[out[i]].producer = g->nnodes;
+  return g->nnodes++;
+}
+
+void graph_add_input(Graph *g, int vid) {
+  g->inputs = arena_grow(g->arena, g->inputs, &g->capinputs, g->ninputs + 1, sizeof(int));
+  g->inputs[g->ninputs++] = vid;
+  g->vals[vid].is_input = true;
+}
+
+void graph_add_output(Graph *g, int vid) {
+  g->outputs = arena_grow(g->arena, g->outputs, &g->capoutputs, g->noutputs + 1, sizeof(int));
+  g->outputs[g->noutputs++] = vid;
+  g->vals[vid].is_output = true;
+}
+
+Attr *node_add_attr(Graph *g, Node *n, const char *name, AttrKind kind) {
+  Attr *a = arena_alloc(g->arena, sizeof(Attr) * (size_t)(n->nattr + 1));
+  if (n->nattr)
+    memcpy(a, n->attrs, sizeof(Attr) * (size_t)n->nattr);
+  n->attrs = a;
+  Attr *r = &a[n->nattr++];
+  r->name = arena_strdup(g->arena, name);
+  r->kind = kind;
+  return r;
+}
+
+void graph_count_uses(Graph *g) {
+  for (int i = 0; i < g->nvals; i++)
+    g->vals[i].nuses = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    if (n->dead)
+      continue;
+    for (int j = 0; j < n->nin; j++)
+      if (n->in[j] >= 0)
+        g->vals[n->in[j]].nuses++;
+  }
+  for (int i = 0; i < g->noutputs; i++)
+    g->vals[g->outputs[i]].nuses++;
+}
+
+void graph_compact(Graph *g) {
+  int k = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (g->nodes[i].dead)
+      continue;
+    g->nodes[k] = g->nodes[i];
+    k++;
+  }
+  g->nnodes = k;
+  for (int i = 0; i < g->nvals; i++)
+    g->vals[i].producer = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nout; j++)
+      if (g->nodes[i].out[j] >= 0)
+        g->vals[g->nodes[i].out[j]].producer = i;
+}
+
+void graph_replace_uses(Graph *g, int from, int to) {
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    for (int j = 0; j < n->nin; j++)
+      if (n->in[j] == from)
+        n->in[j] = to;
+  }
+  for (int i = 0; i < g->noutputs; i++)
+    if (g->outputs[i] == from)
+      g->outputs[i] = to;
+}
+
+/* Kahn's algorithm over node indices; nodes with no pending producers keep
+ * their original relative order, so sorted graphs are left as they are. */
+bool graph_toposort(Graph *g, Diag *d) {
+  int nn = g->nnodes;
+  if (nn == 0)
+    return true;
+  int *pending = arena_alloc(g->arena, sizeof(int) * (size_t)nn);
+  int *order = arena_alloc(g->arena, sizeof(int) * (size_t)nn);
+  bool *done = arena_alloc(g->arena, (size_t)nn);
+  /* producer of each value by scanning outputs */
+  int *prod = arena_alloc(g->arena, sizeof(int) * (size_t)g->nvals);
+  for (int i = 0; i < g->nvals; i++)
+    prod[i] = -1;
+  for (int i = 0; i < nn; i++)
+    for (int j = 0; j < g->nodes[i].nout; j++)
+      if (g->nodes[i].out[j] >= 0)
+        prod[g->nodes[i].out[j]] = i;
+  for (int i = 0; i < nn; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++) {
+      int v = g->nodes[i].in[j];
+      if (v >= 0 && prod[v] >= 0)
+        pending[i]++;
+    }
+  int k = 0;
+  /* repeated scans: O(n^2) worst case, fine for graphs of a few thousand nodes
+   * and keeps the original order whenever it is already valid */
+  bool progress = true;
+  while (k < nn && progress) {
+    progress = false;
+    for (int i = 0; i < nn; i++) {
+      if (done[i] || pending[i] > 0)
+        continue;
+      done[i] = true;
+      order[k++] = i;
+      progress = true;
+      for (int j = 0; j < g->nodes[i].nout; j++) {
+        int v = g->nodes[i].out[j];
+        if (v < 0)
+          continue;
+        for (int u = 0; u < nn; u++)
+          for (int m = 0; m < g->nodes[u].nin; m++)
+            if (g->nodes[u].in[m] == v)
+              pending[u]--;
+      }
+    }
+  }
+  if (k < nn) {
+    for (int i = 0; i < nn; i++)
+      if (!done[i])
+        return diag_node(d, g, &g->nodes[i], "the graph has a cycle through this node; expected an acyclic graph");
+  }
+  Node *sorted = arena_alloc(g->arena, sizeof(Node) * (size_t)nn);
+  for (int i = 0; i < nn; i++)
+    sorted[i] = g->nodes[order[i]];
+  memcpy(g->nodes, sorted, sizeof(Node) * (size_t)nn);
+  graph_compact(g);
+  return true;
+}
+
+Value *node_in(const Graph *g, const Node *n, int i) {
+  if (i < 0 || i >= n->nin || n->in[i] < 0)
+    return NULL;
+  return &g->vals[n->in[i]];
+}
+
+Value *node_out(const Graph *g, const Node *n, int i) {
+  if (i < 0 || i >= n->nout || n->out[i] < 0)
+    return NULL;
+  return &g->vals[n->out[i]];
+}
+
+bool node_has_in(const Node *n, int i) { return i >= 0 && i < n->nin && n->in[i] >= 0; }
+
+const Attr *attr_get(const Node *n, const char *name) {
+  for (int i = 0; i < n->nattr; i++)
+    if (strcmp(n->attrs[i].name, name) == 0)
+      return &n->attrs[i];
+  return NULL;
+}
+
+int64_t attr_int(const Node *n, const char *name, int64_t dflt) {
+  const Attr *a = attr_get(n, name);
+  return a && a->kind == ATTR_INT ? a->i : dflt;
+}
+
+double attr_float(const Node *n, const char *name, double dflt) {
+  const Attr *a = attr_get(n, name);
+  if (a && a->kind == ATTR_FLOAT)
+    return a->f;
+  if (a && a->kind == ATTR_INT)
+    return (double)a->i;
+  return dflt;
+}
+
+const char *attr_str(const Node *n, const char *name, const char *dflt) {
+  const Attr *a = attr_get(n, name);
+  return a && a->kind == ATTR_STRING ? a->s : dflt;
+}
+
+const char *node_op_name(const Node *n) {
+  return (n->op >= 0 && n->op < OP_COUNT_) ? op_table[n->op].name : "?";
+}
+
+/* ---- shape helpers -------------------------------------------------------- */
+
+bool shape_broadcast(const Type *a, const Type *b, Type *out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  Type t = {.dt = a->dt, .rank = r};
+  for (int i = 0; i < r; i++) {
+    int ia = i - (r - a->rank), ib = i - (r - b->rank);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return false;
+    t.dims[i] = da == 1 ? db : da;
+  }
+  *out = t;
+  return true;
+}
+
+int64_t bcast_src(const Type *out, const Type *in, int64_t i) {
+  int64_t src = 0, stride = 1;
+  for (int d = out->rank - 1; d >= 0; d--) {
+    int64_t od = out->dims[d], c = i % od;
+    i /= od;
+    int id = d - (out->rank - in->rank);
+    if (id < 0)
+      break;
+    if (in->dims[id] != 1)
+      src += c * stride;
+    stride *= in->dims[id];
+  }
+  return src;
+}
+
+bool axis_norm(int64_t axis, int rank, int *out) {
+  if (axis < -rank || axis >= rank)
+    return false;
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return true;
+}
+
+bool const_input_ints(Graph *g, const Node *n, int i, const char *what, int64_t **vals, int *len,
+                      Diag *d) {
+  const Value *v = node_in(g, n, i);
+  if (!v)
+    return diag_node(d, g, n, "input %d ('%s') is missing; expected a constant integer tensor", i, what);
+  if (!v->data)
+    return diag_node(d, g, n,
+                     "input '%s' (%s) is computed at run time; expected a compile-time constant "
+                     "(an initializer, or a value folded from one) because it fixes the output shape",
+                     v->name, what);
+  if (!dt_is_int(v->type.dt) || v->type.rank > 1)
+    return diag_node(d, g, n, "input '%s' (%s) is %s of rank %d; expected a 1-D integer tensor",
+                     v->name, what, dt_name(v->type.dt), v->type.rank);
+  int64_t m = type_numel(&v->type);
+  int64_t *r = arena_alloc(g->arena, sizeof(int64_t) * (size_t)(m ? m : 1));
+  for (int64_t k = 0; k < m; k++)
+    r[k] = el_get_i(v->type.dt, v->data, k);
+  *vals = r;
+  *len = (int)m;
+  return true;
+}

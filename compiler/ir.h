@@ -1,0 +1,172 @@
+/* ir.h — kiln's one IR, shared by both frontends, every pass, the
+ * interpreter and the emitter.
+ *
+ * A Graph holds SSA tensor Values (dtype + shape + optional constant data)
+ * and Nodes (an op, typed attributes, value ids). The node array is kept in
+ * topological order. Everything lives in the graph's arena. Shapes are fully
+ * static after the bind and infer passes; before that a graph input may have
+ * symbolic dims (dims[i] == -1, sym[i] names it) and other values have
+ * rank -1 (unknown). */
+#ifndef KILN_IR_H
+#define KILN_IR_H
+
+#include "base.h"
+
+#define MAX_RANK 8
+
+/* Element types. Values equal ONNX's TensorProto.DataType codes, so import
+ * and export need no table. */
+typedef enum DType {
+  DT_UNDEF = 0,
+  DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_U16 = 4, DT_I16 = 5, DT_I32 = 6,
+  DT_I64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11,
+  DT_U32 = 12, DT_U64 = 13, DT_BF16 = 16,
+  DT_MAX_ = 17
+} DType;
+
+bool dt_supported(DType dt);      /* numeric or bool, and kiln computes with it */
+const char *dt_name(DType dt);    /* "f32", "i64", "bool", ... */
+DType dt_from_name(const char *s);
+const char *dt_ctype(DType dt);   /* "float", "int64_t", "bool", ... */
+size_t dt_size(DType dt);
+bool dt_is_float(DType dt);
+bool dt_is_signed_int(DType dt);
+bool dt_is_unsigned_int(DType dt); /* bool counts as unsigned */
+bool dt_is_int(DType dt);
+
+/* Dtype-generic element access, used by _eval code that need not be fast:
+ * floats go through double, signed ints through int64, unsigned through
+ * uint64. Store converts with C's rules (float->int truncates). */
+double el_get_f(DType dt, const void *p, int64_t i);
+int64_t el_get_i(DType dt, const void *p, int64_t i);
+uint64_t el_get_u(DType dt, const void *p, int64_t i);
+void el_set_f(DType dt, void *p, int64_t i, double v);
+void el_set_i(DType dt, void *p, int64_t i, int64_t v);
+void el_set_u(DType dt, void *p, int64_t i, uint64_t v);
+/* Copy element i of (sdt, src) to element j of (ddt, dst) with ONNX Cast
+ * semantics. */
+void el_convert(DType ddt, void *dst, int64_t j, DType sdt, const void *src, int64_t i);
+
+typedef struct Type {
+  DType dt;
+  int rank;                 /* -1: not inferred yet */
+  int64_t dims[MAX_RANK];   /* -1: symbolic (graph inputs before bind) */
+} Type;
+
+int64_t type_numel(const Type *t);   /* product of dims (1 for rank 0) */
+size_t type_bytes(const Type *t);
+bool type_equal(const Type *a, const Type *b);
+/* "f32[1,16,64]" into buf (also handles unknown rank as "f32[?]"). */
+const char *type_str(const Type *t, char *buf, size_t n);
+/* Row-major strides of t into st (elements). */
+void type_strides(const Type *t, int64_t st[MAX_RANK]);
+
+/* A tensor with data: what _eval reads and writes, and what constants are. */
+typedef struct Tensor {
+  Type type;
+  void *data;       /* NULL for an absent optional input */
+} Tensor;
+
+typedef struct Value {
+  const char *name;          /* unique in the graph (ONNX name) */
+  Type type;
+  void *data;                /* constant contents, or NULL */
+  const char *sym[MAX_RANK]; /* symbolic dim names (graph inputs) */
+  int producer;              /* node index, -1 for inputs and constants */
+  int nuses;                 /* filled by graph_count_uses */
+  bool is_input, is_output;
+  int alias_of;              /* value whose storage this one shares, or -1 */
+  int64_t ws_offset;         /* byte offset in the workspace (plan), or -1 */
+} Value;
+
+typedef enum AttrKind {
+  ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS, ATTR_FLOATS, ATTR_STRINGS,
+  ATTR_TENSOR
+} AttrKind;
+
+typedef struct Attr {
+  const char *name;
+  AttrKind kind;
+  int64_t i;
+  double f;
+  const char *s;
+  int n;              /* length of ints / floats / strings */
+  int64_t *ints;
+  double *floats;
+  const char **strings;
+  Tensor *t;
+} Attr;
+
+typedef struct Node {
+  int op;             /* OpId */
+  const char *name;   /* ONNX node name, or one kiln made up ("Add_3") */
+  const char *origin; /* source trace: "MatMul_12 + Add_13"; kept by passes */
+  int opset;          /* version of the op's domain the model imports */
+  int nin, nout;
+  int *in;            /* value ids; -1 = absent optional input */
+  int *out;
+  int nattr;
+  Attr *attrs;
+  bool dead;          /* removed; compacted away by graph_compact */
+} Node;
+
+typedef struct Graph {
+  Arena *arena;
+  const char *file;   /* where it came from, for diagnostics */
+  const char *name;
+  int opset;          /* default-domain opset of the model */
+  Value *vals;  int nvals, capvals;
+  Node *nodes;  int nnodes, capnodes;
+  int *inputs;  int ninputs, capinputs;
+  int *outputs; int noutputs, capoutputs;
+  int64_t ws_size;    /* workspace bytes, set by the plan pass */
+} Graph;
+
+Graph *graph_new(Arena *a, const char *file);
+int graph_add_value(Graph *g, const char *name);  /* returns id */
+int graph_find_value(const Graph *g, const char *name); /* -1 if none */
+/* Add a node; in/out arrays are copied. Returns its index. */
+int graph_add_node(Graph *g, int op, const char *name, const int *in, int nin,
+                   const int *out, int nout);
+void graph_add_input(Graph *g, int vid);
+void graph_add_output(Graph *g, int vid);
+Attr *node_add_attr(Graph *g, Node *n, const char *name, AttrKind kind);
+void graph_count_uses(Graph *g);
+/* Drop dead nodes, keeping order. */
+void graph_compact(Graph *g);
+/* Replace every use of value `from` (node inputs and graph outputs) by `to`. */
+void graph_replace_uses(Graph *g, int from, int to);
+/* Sort nodes topologically (stable for already-sorted input); false + diag
+ * on a cycle or a value used before any producer. */
+bool graph_toposort(Graph *g, Diag *d);
+
+static inline Value *gval(const Graph *g, int vid) { return &g->vals[vid]; }
+/* Input i of n, or NULL when absent (i >= nin or the slot is ""). */
+Value *node_in(const Graph *g, const Node *n, int i);
+Value *node_out(const Graph *g, const Node *n, int i);
+bool node_has_in(const Node *n, int i);
+
+/* Attributes: lookups return the default when absent. */
+const Attr *attr_get(const Node *n, const char *name);
+int64_t attr_int(const Node *n, const char *name, int64_t dflt);
+double attr_float(const Node *n, const char *name, double dflt);
+const char *attr_str(const Node *n, const char *name, const char *dflt);
+
+/* The node's op name ("MatMul"), from the op table. */
+const char *node_op_name(const Node *n);
+
+/* ---- shape helpers shared by _infer functions ------------------------------ */
+
+/* Numpy-style broadcast of a and b into out; false if incompatible. */
+bool shape_broadcast(const Type *a, const Type *b, Type *out);
+/* Index into a tensor of type `in` that numpy broadcasting maps to element
+ * i of `out` (for _eval code; in's rank <= out's rank). */
+int64_t bcast_src(const Type *out, const Type *in, int64_t i);
+/* Normalise a possibly negative axis into [0, rank); false if out of range. */
+bool axis_norm(int64_t axis, int rank, int *out);
+/* Read a constant integer tensor input (shape, axes, pads...): false + diag
+ * when it is not a compile-time constant. *vals lives in g's arena. */
+bool const_input_ints(Graph *g, const Node *n, int i, const char *what,
+                      int64_t **vals, int *len, Diag *d);
+
+#endif

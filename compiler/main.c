@@ -1,0 +1,319 @@
+/* main.c — the kiln command line. Reads as the list of stages:
+ * load (onnx_import) -> lower (bind, infer, fold, simplify, dce, plan)
+ * -> emit C | interpret | check. See `kiln --help`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "onnx.h"
+#include "ops.h"
+#include "print.h"
+
+static const char *usage =
+    "usage: kiln <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  compile MODEL [-o OUT.c]   compile an ONNX model to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  run MODEL --input NAME=FILE.pb ...\n"
+    "                             run the reference interpreter and print the outputs\n"
+    "  check DIR                  compile, build, run and compare with DIR's reference data\n"
+    "                             (ONNX backend-test layout: model.onnx, test_data_set_N/)\n"
+    "  ops                        list the supported ONNX ops\n"
+    "  passes                     list the compiler passes\n"
+    "  --help, --version\n"
+    "\n"
+    "compile and run options:\n"
+    "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
+    "  -o FILE                    output .c file (default: NAME.c in the current folder)\n"
+    "  --name NAME                prefix of the generated API (default: model)\n"
+    "  --passes=P1,P2,...         run only these passes (see `kiln passes`)\n"
+    "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
+    "  --dump-before=PASS|all     print the IR before a pass\n"
+    "  --verify-each              verify the IR after every pass\n"
+    "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
+    "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
+    "\n"
+    "check options:\n"
+    "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
+    "  --interp                   check the reference interpreter instead of generated C\n"
+    "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
+    "  --keep                     keep the build folder\n"
+    "  -q                         print only failures and the verdict\n";
+
+typedef struct Cli {
+  const char *cmd, *model, *out, *name, *outdir;
+  bool name_given;
+  const char *inputs[64];
+  int ninputs;
+  ShapeBinding shapes[64];
+  int nshapes;
+  PipelineOptions pipe;
+  CheckOptions check;
+} Cli;
+
+KILN_NORETURN static void die(const char *fmt, const char *arg) {
+  fprintf(stderr, "kiln: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(1);
+}
+
+static bool is_c_ident(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+      return false;
+  return true;
+}
+
+static bool parse_dims(const char *s, ShapeBinding *b) {
+  b->rank = 0;
+  if (!*s)
+    return true; /* a scalar */
+  for (const char *p = s; *p;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || b->rank >= MAX_RANK)
+      return false;
+    b->dims[b->rank++] = v;
+    if (*end == 'x' || *end == ',')
+      end++;
+    else if (*end)
+      return false;
+    p = end;
+  }
+  return true;
+}
+
+/* "--flag=value" or "--flag value": returns the value or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *flag) {
+  size_t n = strlen(flag);
+  if (strncmp(argv[*i], flag, n) != 0)
+    return NULL;
+  if (argv[*i][n] == '=')
+    return argv[*i] + n + 1;
+  if (argv[*i][n] != 0)
+    return NULL;
+  if (*i + 1 >= argc)
+    die("%s needs a value", flag);
+  return argv[++*i];
+}
+
+static void parse_args(int argc, char **argv, Cli *c) {
+  c->name = "model";
+  c->pipe.pass.fold_limit = 4u << 20;
+  c->check.rtol = 1e-4;
+  c->check.atol = 1e-5;
+  c->check.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  c->check.cflags = "-O2";
+  c->cmd = argv[1];
+  for (int i = 2; i < argc; i++) {
+    const char *v;
+    if ((v = opt_value(argc, argv, &i, "--shape"))) {
+      const char *eq = strchr(v, '=');
+      if (!eq || c->nshapes >= 64)
+        die("--shape %s: expected NAME=DIMS, e.g. --shape src=1x16", v);
+      ShapeBinding *b = &c->shapes[c->nshapes++];
+      b->name = strndup(v, (size_t)(eq - v));
+      if (!parse_dims(eq + 1, b))
+        die("--shape %s: expected dims like 1x16x64", v);
+    } else if ((v = opt_value(argc, argv, &i, "-o")) || (v = opt_value(argc, argv, &i, "--output"))) {
+      c->out = v;
+    } else if ((v = opt_value(argc, argv, &i, "--name"))) {
+      c->name = v;
+      c->name_given = true;
+      if (!is_c_ident(v))
+        die("--name %s: expected a C identifier", v);
+    } else if ((v = opt_value(argc, argv, &i, "--input"))) {
+      if (c->ninputs >= 64)
+        die("%s: too many --input flags", v);
+      c->inputs[c->ninputs++] = v;
+    } else if ((v = opt_value(argc, argv, &i, "--out"))) {
+      c->outdir = v;
+    } else if ((v = opt_value(argc, argv, &i, "--passes"))) {
+      c->pipe.passes = v;
+    } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
+      c->pipe.dump_after = v;
+    } else if ((v = opt_value(argc, argv, &i, "--dump-before"))) {
+      c->pipe.dump_before = v;
+    } else if ((v = opt_value(argc, argv, &i, "--fold-limit"))) {
+      c->pipe.pass.fold_limit = (size_t)strtoull(v, NULL, 10);
+    } else if ((v = opt_value(argc, argv, &i, "--rtol"))) {
+      c->check.rtol = atof(v);
+    } else if ((v = opt_value(argc, argv, &i, "--atol"))) {
+      c->check.atol = atof(v);
+    } else if ((v = opt_value(argc, argv, &i, "--cc"))) {
+      c->check.cc = v;
+    } else if ((v = opt_value(argc, argv, &i, "--cflags"))) {
+      c->check.cflags = v;
+    } else if (!strcmp(argv[i], "--verify-each")) {
+      c->pipe.verify_each = true;
+    } else if (!strcmp(argv[i], "--interp")) {
+      c->check.interp = true;
+    } else if (!strcmp(argv[i], "--keep")) {
+      c->check.keep = true;
+    } else if (!strcmp(argv[i], "-q")) {
+      c->check.quiet = true;
+    } else if (!strcmp(argv[i], "-v")) {
+      c->pipe.pass.verbose = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      die("unknown option '%s'; see kiln --help", argv[i]);
+    } else if (!c->model) {
+      c->model = argv[i];
+    } else {
+      die("unexpected argument '%s'; see kiln --help", argv[i]);
+    }
+  }
+  c->pipe.pass.shapes = c->shapes;
+  c->pipe.pass.nshapes = c->nshapes;
+#ifndef NDEBUG
+  c->pipe.verify_each = true;
+#endif
+}
+
+static int fail(Diag *d) {
+  diag_print(d);
+  return 1;
+}
+
+static int cmd_compile(Cli *c) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *g = driver_load(a, c->model, &d);
+  if (!g || !driver_lower(g, &c->pipe, &d))
+    return fail(&d);
+  const char *out = c->out ? c->out : arena_printf(a, "%s.c", c->name);
+  size_t n = strlen(out);
+  if (n < 3 || strcmp(out + n - 2, ".c") != 0)
+    die("-o %s: expected a file name ending in .c", out);
+  /* out/encoder.c gets out/encoder.h beside it; the API prefix is --name,
+   * or else the file's stem when that is a C identifier */
+  const char *slash = strrchr(out, '/');
+  const char *base = slash ? slash + 1 : out;
+  const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
+  EmitOptions eo = {.prefix = c->name, .source = c->model,
+                    .header = arena_printf(a, "%s.h", stem)};
+  if (!c->name_given && is_c_ident(stem))
+    eo.prefix = stem;
+  d.file = c->model;
+  if (!driver_write_c(g, &eo, out, &d))
+    return fail(&d);
+  arena_free(a);
+  return 0;
+}
+
+static void print_tensor(const char *name, const Tensor *t) {
+  char ts[160];
+  int64_t n = type_numel(&t->type);
+  printf("%s: %s = [", name, type_str(&t->type, ts, sizeof ts));
+  for (int64_t i = 0; i < n; i++) {
+    if (i == 64 && n > 72) {
+      printf(", ... (%lld more)", (long long)(n - 64));
+      break;
+    }
+    DType dt = t->type.dt;
+    if (dt_is_float(dt))
+      printf(dt == DT_F32 ? "%s%.9g" : "%s%.17g", i ? ", " : "", el_get_f(dt, t->data, i));
+    else if (dt_is_signed_int(dt))
+      printf("%s%lld", i ? ", " : "", (long long)el_get_i(dt, t->data, i));
+    else
+      printf("%s%llu", i ? ", " : "", (unsigned long long)el_get_u(dt, t->data, i));
+  }
+  printf("]\n");
+}
+
+static int cmd_run(Cli *c) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *g = driver_load(a, c->model, &d);
+  if (!g)
+    return fail(&d);
+  Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
+  bool *given = arena_alloc(a, (size_t)g->ninputs + 1);
+  for (int k = 0; k < c->ninputs; k++) {
+    const char *eq = strchr(c->inputs[k], '=');
+    if (!eq)
+      die("--input %s: expected NAME=FILE.pb", c->inputs[k]);
+    char *nm = strndup(c->inputs[k], (size_t)(eq - c->inputs[k]));
+    int idx = -1;
+    for (int i = 0; i < g->ninputs; i++)
+      if (!strcmp(g->vals[g->inputs[i]].name, nm))
+        idx = i;
+    if (idx < 0)
+      die("--input %s: the model has no input of that name", nm);
+    Diag td = {0};
+    if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, &td))
+      return fail(&td);
+    given[idx] = true;
+    /* the input's shape binds its symbolic dims */
+    if (c->pipe.pass.nshapes < 64) {
+      ShapeBinding *b = &c->shapes[c->pipe.pass.nshapes++];
+      b->name = g->vals[g->inputs[idx]].name;
+      b->rank = in[idx].type.rank;
+      memcpy(b->dims, in[idx].type.dims, sizeof b->dims);
+    }
+    free(nm);
+  }
+  for (int i = 0; i < g->ninputs; i++)
+    if (!given[i])
+      die("input '%s' has no value; pass --input NAME=FILE.pb", g->vals[g->inputs[i]].name);
+  c->pipe.stop_before_plan = true;
+  Tensor *out = NULL;
+  if (!driver_lower(g, &c->pipe, &d))
+    return fail(&d);
+  out = arena_alloc(a, sizeof(Tensor) * (size_t)(g->noutputs + 1));
+  if (!interp_run(g, in, out, &d))
+    return fail(&d);
+  for (int k = 0; k < g->noutputs; k++) {
+    print_tensor(g->vals[g->outputs[k]].name, &out[k]);
+    if (c->outdir) {
+      Diag wd = {0};
+      if (!onnx_write_tensor(arena_printf(a, "%s/output_%d.pb", c->outdir, k), &out[k],
+                             g->vals[g->outputs[k]].name, &wd))
+        return fail(&wd);
+    }
+  }
+  arena_free(a);
+  return 0;
+}
+
+static int cmd_ops(void) {
+  printf("kiln supports these ONNX ops (default domain, opsets 1-17):\n");
+  for (int i = 0; i < OP_COUNT_; i++)
+    printf("  %s\n", op_table[i].name);
+  return 0;
+}
+
+static int cmd_passes(void) {
+  for (int i = 0; i < pass_count; i++)
+    printf("  %-10s %s\n", pass_list[i].name, pass_list[i].what);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    fputs(usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 1 : 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("kiln %s\n", KILN_VERSION);
+    return 0;
+  }
+  Cli c = {0};
+  parse_args(argc, argv, &c);
+  if (!strcmp(c.cmd, "ops"))
+    return cmd_ops();
+  if (!strcmp(c.cmd, "passes"))
+    return cmd_passes();
+  if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check"))
+    die("unknown command '%s'; see kiln --help", c.cmd);
+  if (!c.model)
+    die("%s: no input given; see kiln --help", c.cmd);
+  if (!strcmp(c.cmd, "check")) {
+    c.check.pipe = c.pipe;
+    return check_dir(c.model, &c.check);
+  }
+  return !strcmp(c.cmd, "run") ? cmd_run(&c) : cmd_compile(&c);
+}

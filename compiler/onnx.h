@@ -1,0 +1,18 @@
+/* onnx.h — the ONNX frontend: model files into kiln's IR, and TensorProto
+ * files (the backend-test layout's input_K.pb / output_K.pb) in and out. */
+#ifndef KILN_ONNX_H
+#define KILN_ONNX_H
+
+#include "ir.h"
+
+/* Import an ONNX model file into a new Graph in arena a. The protobuf
+ * message is freed before returning. On failure returns NULL with d set. */
+Graph *onnx_import(Arena *a, const char *path, Diag *d);
+
+/* Read one serialized TensorProto (.pb). name receives its name field (may
+ * be empty). */
+bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d);
+/* Write t as a serialized TensorProto with raw_data. */
+bool onnx_write_tensor(const char *path, const Tensor *t, const char *name, Diag *d);
+
+#endif

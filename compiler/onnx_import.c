@@ -1,0 +1,477 @@
+/* onnx_import.c — ONNX (protobuf-c) into kiln's IR.
+ *
+ * Reads the ModelProto, checks the opset imports, turns initializers (typed
+ * fields, raw_data, external data files) into constant Values, graph inputs
+ * into input Values (symbolic dims kept by name until the bind pass), and
+ * nodes into IR nodes with typed attributes. Constant nodes stay nodes; the
+ * infer pass evaluates them like any other. Nodes are sorted topologically
+ * at the end because ONNX does not promise a sorted list. Every length, rank
+ * and size read from the file is checked before use. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.h"
+#include "onnx.pb-c.h"
+#include "ops.h"
+
+#define MAX_OPSET 17
+#define MAX_NUMEL ((int64_t)1 << 34)
+
+typedef struct Importer {
+  Arena *a;
+  Graph *g;
+  Diag *d;
+  const char *dir; /* folder of the model, for external data */
+} Importer;
+
+/* ---- tensors -------------------------------------------------------------- */
+
+static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want, void *dst,
+                          const char *what) {
+  const char *loc = NULL;
+  long long off = 0, len = -1;
+  for (size_t i = 0; i < t->n_external_data; i++) {
+    const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
+    if (!k || !v)
+      continue;
+    if (!strcmp(k, "location"))
+      loc = v;
+    else if (!strcmp(k, "offset"))
+      off = atoll(v);
+    else if (!strcmp(k, "length"))
+      len = atoll(v);
+  }
+  if (!loc || !*loc || loc[0] == '/' || strstr(loc, ".."))
+    return diag_error(im->d, "%s: external data has no valid 'location' (got '%s'); expected a "
+                      "file name relative to the model's folder", what, loc ? loc : "");
+  if (len >= 0 && (size_t)len != want)
+    return diag_error(im->d, "%s: external data length %lld; expected %zu bytes for its shape",
+                      what, len, want);
+  char *path = arena_printf(im->a, "%s/%s", im->dir ? im->dir : ".", loc);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return diag_error(im->d, "%s: cannot open external data file '%s'", what, path);
+  bool ok = off >= 0 && fseek(f, (long)off, SEEK_SET) == 0 && fread(dst, 1, want, f) == want;
+  fclose(f);
+  if (!ok)
+    return diag_error(im->d, "%s: external data file '%s' is too short; expected %zu bytes at "
+                      "offset %lld", what, path, want, off);
+  return true;
+}
+
+/* Decode a TensorProto into t (data in arena). `what` names it in errors. */
+static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, const char *what) {
+  memset(t, 0, sizeof *t);
+  DType dt = (DType)tp->data_type;
+  if (!dt_supported(dt))
+    return diag_error(im->d, "%s: element type %s (%d) is not supported; expected a numeric or "
+                      "bool type (f16, bf16 and strings are out of kiln's scope)",
+                      what, dt_name(dt), (int)tp->data_type);
+  if (tp->n_dims > MAX_RANK)
+    return diag_error(im->d, "%s: rank %zu; expected at most %d", what, tp->n_dims, MAX_RANK);
+  t->type.dt = dt;
+  t->type.rank = (int)tp->n_dims;
+  int64_t numel = 1;
+  for (size_t i = 0; i < tp->n_dims; i++) {
+    if (tp->dims[i] < 0 || tp->dims[i] > MAX_NUMEL)
+      return diag_error(im->d, "%s: dim %zu is %lld; expected a non-negative size", what, i,
+                        (long long)tp->dims[i]);
+    t->type.dims[i] = tp->dims[i];
+    numel *= tp->dims[i];
+    if (numel > MAX_NUMEL)
+      return diag_error(im->d, "%s: %lld elements is too large", what, (long long)numel);
+  }
+  size_t es = dt_size(dt), bytes = (size_t)numel * es;
+  t->data = arena_alloc(im->a, bytes ? bytes : 1);
+  if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    return read_external(im, tp, bytes, t->data, what);
+  if (tp->has_raw_data) {
+    if (tp->raw_data.len != bytes)
+      return diag_error(im->d, "%s: raw_data has %zu bytes; expected %zu (%lld x %s)", what,
+                        tp->raw_data.len, bytes, (long long)numel, dt_name(dt));
+    if (bytes)
+      memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
+    return true;
+  }
+  size_t have;
+  const char *field;
+  switch (dt) {
+  case DT_F32: have = tp->n_float_data; field = "float_data"; break;
+  case DT_F64: have = tp->n_double_data; field = "double_data"; break;
+  case DT_I64: have = tp->n_int64_data; field = "int64_data"; break;
+  case DT_U32: case DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
+  default: have = tp->n_int32_data; field = "int32_data"; break;
+  }
+  if (have != (size_t)numel)
+    return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape", what, field,
+                      have, (long long)numel);
+  for (int64_t i = 0; i < numel; i++) {
+    switch (dt) {
+    case DT_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
+    case DT_F64: ((double *)t->data)[i] = tp->double_data[i]; break;
+    case DT_I64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
+    case DT_U32: case DT_U64: el_set_u(dt, t->data, i, tp->uint64_data[i]); break;
+    default: el_set_i(dt, t->data, i, tp->int32_data[i]); break;
+    }
+  }
+  return true;
+}
+
+static bool decode_sparse(Importer *im, const Onnx__SparseTensorProto *sp, Tensor *t,
+                          const char *what) {
+  Tensor vals, idx;
+  if (!sp->values || !sp->indices)
+    return diag_error(im->d, "%s: sparse tensor without values or indices", what);
+  if (!decode_tensor(im, sp->values, &vals, what) || !decode_tensor(im, sp->indices, &idx, what))
+    return false;
+  if (sp->n_dims > MAX_RANK || !dt_is_int(idx.type.dt))
+    return diag_error(im->d, "%s: bad sparse tensor; expected rank <= %d and integer indices",
+                      what, MAX_RANK);
+  memset(t, 0, sizeof *t);
+  t->type.dt = vals.type.dt;
+  t->type.rank = (int)sp->n_dims;
+  for (size_t i = 0; i < sp->n_dims; i++) {
+    if (sp->dims[i] < 0 || sp->dims[i] > MAX_NUMEL)
+      return diag_error(im->d, "%s: bad sparse dim %lld", what, (long long)sp->dims[i]);
+    t->type.dims[i] = sp->dims[i];
+  }
+  int64_t numel = type_numel(&t->type), nnz = type_numel(&vals.type);
+  if (numel > MAX_NUMEL)
+    return diag_error(im->d, "%s: sparse tensor too large", what);
+  size_t es = dt_size(t->type.dt);
+  t->data = arena_alloc(im->a, (size_t)numel * es + 1);
+  int64_t st[MAX_RANK];
+  type_strides(&t->type, st);
+  bool coo = idx.type.rank == 2; /* [nnz, rank] coordinates, else [nnz] linear */
+  if ((coo && (idx.type.dims[0] != nnz || idx.type.dims[1] != t->type.rank)) ||
+      (!coo && type_numel(&idx.type) != nnz))
+    return diag_error(im->d, "%s: sparse indices shape does not match %lld values", what,
+                      (long long)nnz);
+  for (int64_t k = 0; k < nnz; k++) {
+    int64_t lin = 0;
+    if (coo) {
+      for (int r = 0; r < t->type.rank; r++) {
+        int64_t c = el_get_i(idx.type.dt, idx.data, k * t->type.rank + r);
+        if (c < 0 || c >= t->type.dims[r])
+          return diag_error(im->d, "%s: sparse index out of range", what);
+        lin += c * st[r];
+      }
+    } else {
+      lin = el_get_i(idx.type.dt, idx.data, k);
+    }
+    if (lin < 0 || lin >= numel)
+      return diag_error(im->d, "%s: sparse index %lld out of range [0, %lld)", what,
+                        (long long)lin, (long long)numel);
+    memcpy((char *)t->data + lin * (int64_t)es, (char *)vals.data + k * (int64_t)es, es);
+  }
+  return true;
+}
+
+/* ---- graph pieces ---------------------------------------------------------- */
+
+static int value_for(Importer *im, const char *name) {
+  int v = graph_find_value(im->g, name);
+  return v >= 0 ? v : graph_add_value(im->g, name);
+}
+
+static bool import_value_info(Importer *im, const Onnx__ValueInfoProto *vi, Value *v) {
+  const char *what = arena_printf(im->a, "graph input '%s'", v->name);
+  if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+    return diag_error(im->d, "%s is not a tensor (sequence, map or optional); expected a tensor",
+                      what);
+  const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+  DType dt = (DType)tt->elem_type;
+  if (!dt_supported(dt))
+    return diag_error(im->d, "%s has element type %s; expected a numeric or bool type", what,
+                      dt_name(dt));
+  v->type.dt = dt;
+  if (!tt->shape)
+    return diag_error(im->d, "%s has no shape; expected a tensor shape (kiln needs every rank)",
+                      what);
+  if (tt->shape->n_dim > MAX_RANK)
+    return diag_error(im->d, "%s has rank %zu; expected at most %d", what, tt->shape->n_dim,
+                      MAX_RANK);
+  v->type.rank = (int)tt->shape->n_dim;
+  for (size_t i = 0; i < tt->shape->n_dim; i++) {
+    const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
+    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+      if (dim->dim_value < 0 || dim->dim_value > MAX_NUMEL)
+        return diag_error(im->d, "%s: dim %zu is %lld; expected a non-negative size", what, i,
+                          (long long)dim->dim_value);
+      v->type.dims[i] = dim->dim_value;
+    } else {
+      v->type.dims[i] = -1;
+      v->sym[i] = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                          dim->dim_param && *dim->dim_param
+                      ? arena_strdup(im->a, dim->dim_param)
+                      : arena_printf(im->a, "%s[%zu]", v->name, i);
+    }
+  }
+  return true;
+}
+
+static bool import_attr(Importer *im, Node *n, const Onnx__AttributeProto *ap) {
+  Graph *g = im->g;
+  const char *name = ap->name ? ap->name : "";
+  const char *what = arena_printf(im->a, "node '%s' (%s): attribute '%s'", n->name,
+                                  node_op_name(n), name);
+  switch (ap->type) {
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+    node_add_attr(g, n, name, ATTR_FLOAT)->f = ap->f;
+    return true;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+    node_add_attr(g, n, name, ATTR_INT)->i = ap->i;
+    return true;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+    char *s = arena_alloc(im->a, ap->s.len + 1);
+    if (ap->s.len)
+      memcpy(s, ap->s.data, ap->s.len);
+    node_add_attr(g, n, name, ATTR_STRING)->s = s;
+    return true;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
+    Attr *a = node_add_attr(g, n, name, ATTR_INTS);
+    a->n = (int)ap->n_ints;
+    a->ints = arena_dup(im->a, ap->ints, sizeof(int64_t) * ap->n_ints);
+    return true;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+    Attr *a = node_add_attr(g, n, name, ATTR_FLOATS);
+    a->n = (int)ap->n_floats;
+    a->floats = arena_alloc(im->a, sizeof(double) * (ap->n_floats + 1));
+    for (size_t i = 0; i < ap->n_floats; i++)
+      a->floats[i] = ap->floats[i];
+    return true;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+    Attr *a = node_add_attr(g, n, name, ATTR_STRINGS);
+    a->n = (int)ap->n_strings;
+    a->strings = arena_alloc(im->a, sizeof(char *) * (ap->n_strings + 1));
+    for (size_t i = 0; i < ap->n_strings; i++) {
+      char *s = arena_alloc(im->a, ap->strings[i].len + 1);
+      if (ap->strings[i].len)
+        memcpy(s, ap->strings[i].data, ap->strings[i].len);
+      a->strings[i] = s;
+    }
+    return true;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR: {
+    Tensor *t = arena_alloc(im->a, sizeof *t);
+    bool ok = ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+                  ? (ap->t ? decode_tensor(im, ap->t, t, what)
+                           : diag_error(im->d, "%s has no tensor", what))
+                  : (ap->sparse_tensor ? decode_sparse(im, ap->sparse_tensor, t, what)
+                                       : diag_error(im->d, "%s has no sparse tensor", what));
+    if (!ok)
+      return false;
+    node_add_attr(g, n, name, ATTR_TENSOR)->t = t;
+    return true;
+  }
+  default:
+    return diag_error(im->d, "%s has type %d (graph, type proto or tensor list); kiln supports "
+                      "int, float, string, tensor and lists of int, float and string",
+                      what, (int)ap->type);
+  }
+}
+
+static int default_opset(const Onnx__ModelProto *m, Importer *im, bool *ok) {
+  int v = -1;
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    const char *dom = o->domain ? o->domain : "";
+    if (!*dom || !strcmp(dom, "ai.onnx"))
+      v = (int)o->version;
+  }
+  *ok = true;
+  if (v < 0) {
+    *ok = diag_error(im->d, "the model imports no version of the default ONNX domain; expected an "
+                     "opset_import entry with domain \"\"");
+  } else if (v < 1 || v > MAX_OPSET) {
+    *ok = diag_error(im->d, "the model uses ONNX opset %d; expected an opset from 1 to %d", v,
+                     MAX_OPSET);
+  }
+  return v;
+}
+
+static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
+  Graph *g = im->g;
+  const char *op_type = np->op_type ? np->op_type : "";
+  const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
+  const char *dom = np->domain ? np->domain : "";
+  if (*dom && strcmp(dom, "ai.onnx") != 0)
+    return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
+                      "ONNX domain", nname, op_type, dom);
+  int op = op_lookup(op_type);
+  if (op < 0)
+    return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
+                      "`kiln ops` lists", nname, op_type, op_type);
+  const OpInfo *oi = &op_table[op];
+  int nin = (int)np->n_input, nout = (int)np->n_output;
+  /* trailing empty outputs are the same as absent ones */
+  while (nout > 0 && (!np->output[nout - 1] || !*np->output[nout - 1]))
+    nout--;
+  if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in))
+    return diag_error(im->d, "node '%s' (%s): %d inputs; expected %d to %d", nname, op_type, nin,
+                      oi->min_in, oi->max_in);
+  if (nout < oi->min_out || (oi->max_out >= 0 && nout > oi->max_out))
+    return diag_error(im->d, "node '%s' (%s): %d outputs; expected %d to %d", nname, op_type,
+                      nout, oi->min_out, oi->max_out);
+  int *in = arena_alloc(im->a, sizeof(int) * (size_t)(nin + 1));
+  int *out = arena_alloc(im->a, sizeof(int) * (size_t)(nout + 1));
+  for (int i = 0; i < nin; i++)
+    in[i] = np->input[i] && *np->input[i] ? value_for(im, np->input[i]) : -1;
+  for (int i = 0; i < nout; i++) {
+    if (!np->output[i] || !*np->output[i]) {
+      out[i] = graph_add_value(g, NULL); /* unnamed optional output: a private value */
+      continue;
+    }
+    out[i] = value_for(im, np->output[i]);
+    if (g->vals[out[i]].producer >= 0 || g->vals[out[i]].data || g->vals[out[i]].is_input)
+      return diag_error(im->d, "node '%s' (%s): output '%s' is already defined; expected SSA form "
+                        "(each value produced once)", nname, op_type, np->output[i]);
+  }
+  int ni = graph_add_node(g, op, nname, in, nin, out, nout);
+  Node *n = &g->nodes[ni];
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (!import_attr(im, n, np->attribute[i]))
+      return false;
+  return true;
+}
+
+static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
+  Graph *g = im->g;
+  if (gp->name && *gp->name)
+    g->name = arena_strdup(im->a, gp->name);
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    const Onnx__TensorProto *tp = gp->initializer[i];
+    const char *nm = tp->name ? tp->name : "";
+    if (!*nm)
+      return diag_error(im->d, "initializer %zu has no name; expected a named tensor", i);
+    if (graph_find_value(g, nm) >= 0)
+      return diag_error(im->d, "initializer '%s' is defined twice", nm);
+    Tensor t;
+    if (!decode_tensor(im, tp, &t, arena_printf(im->a, "initializer '%s'", nm)))
+      return false;
+    Value *v = &g->vals[graph_add_value(g, nm)];
+    v->type = t.type;
+    v->data = t.data;
+  }
+  for (size_t i = 0; i < gp->n_input; i++) {
+    const char *nm = gp->input[i]->name ? gp->input[i]->name : "";
+    int vid = graph_find_value(g, nm);
+    if (vid >= 0 && g->vals[vid].data)
+      continue; /* an input with a default value: kiln compiles it as the constant */
+    if (vid >= 0)
+      return diag_error(im->d, "graph input '%s' is listed twice", nm);
+    vid = graph_add_value(g, nm);
+    if (!import_value_info(im, gp->input[i], &g->vals[vid]))
+      return false;
+    graph_add_input(g, vid);
+  }
+  for (size_t i = 0; i < gp->n_node; i++)
+    if (!import_node(im, gp->node[i], (int)i))
+      return false;
+  for (size_t i = 0; i < gp->n_output; i++) {
+    const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
+    int vid = graph_find_value(g, nm);
+    if (vid < 0)
+      return diag_error(im->d, "graph output '%s' is not produced by any node, input or "
+                        "initializer", nm);
+    graph_add_output(g, vid);
+  }
+  /* every used value needs a definition */
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    for (int j = 0; j < n->nin; j++) {
+      Value *v = node_in(g, n, j);
+      if (v && !v->data && !v->is_input && v->producer < 0)
+        return diag_node(im->d, g, n, "input '%s' is not defined by any node, graph input or "
+                         "initializer; expected a defined value (missing initializer?)", v->name);
+    }
+  }
+  return graph_toposort(g, im->d);
+}
+
+static const char *dirname_of(Arena *a, const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return ".";
+  char *d = arena_strdup(a, path);
+  d[slash - path] = 0;
+  return *d ? d : "/";
+}
+
+Graph *onnx_import(Arena *a, const char *path, Diag *d) {
+  size_t len;
+  unsigned char *bytes = read_file(path, &len, d);
+  if (!bytes)
+    return NULL;
+  if (len == 0) {
+    free(bytes);
+    diag_error(d, "the file is empty; expected an ONNX model (a ModelProto)");
+    return NULL;
+  }
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, bytes);
+  free(bytes);
+  if (!m) {
+    diag_error(d, "not a valid ONNX protobuf (truncated or not a ModelProto)");
+    return NULL;
+  }
+  Importer im = {.a = a, .d = d, .dir = dirname_of(a, path)};
+  Graph *g = NULL;
+  bool ok = true;
+  if (!m->graph) {
+    ok = diag_error(d, "the model has no graph; expected a ModelProto with a graph");
+  } else {
+    g = graph_new(a, path);
+    im.g = g;
+    g->opset = default_opset(m, &im, &ok);
+    ok = ok && import_graph(&im, m->graph);
+  }
+  onnx__model_proto__free_unpacked(m, NULL);
+  return ok ? g : NULL;
+}
+
+/* ---- TensorProto files ---------------------------------------------------- */
+
+bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
+  size_t len;
+  unsigned char *bytes = read_file(path, &len, d);
+  if (!bytes)
+    return false;
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
+  free(bytes);
+  if (!tp)
+    return diag_error(d, "'%s' is not a serialized TensorProto", path);
+  Importer im = {.a = a, .d = d, .dir = dirname_of(a, path)};
+  bool ok = decode_tensor(&im, tp, t, arena_printf(a, "tensor file '%s'", path));
+  if (name)
+    *name = arena_strdup(a, tp->name ? tp->name : "");
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  return ok;
+}
+
+bool onnx_write_tensor(const char *path, const Tensor *t, const char *name, Diag *d) {
+  Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+  int64_t dims[MAX_RANK];
+  for (int i = 0; i < t->type.rank; i++)
+    dims[i] = t->type.dims[i];
+  tp.n_dims = (size_t)t->type.rank;
+  tp.dims = dims;
+  tp.has_data_type = 1;
+  tp.data_type = (int32_t)t->type.dt;
+  tp.name = (char *)(name ? name : "");
+  tp.has_raw_data = 1;
+  tp.raw_data.len = type_bytes(&t->type);
+  tp.raw_data.data = t->data;
+  size_t n = onnx__tensor_proto__get_packed_size(&tp);
+  unsigned char *buf = malloc(n ? n : 1);
+  if (!buf)
+    return diag_error(d, "out of memory");
+  onnx__tensor_proto__pack(&tp, buf);
+  bool ok = write_file_atomic(path, buf, n, d);
+  free(buf);
+  return ok;
+}

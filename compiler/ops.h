@@ -1,0 +1,49 @@
+/* ops.h — the op table: for each op in ops.def, its ONNX name, arity, the
+ * inputs that must be compile-time constants, and its three functions:
+ *
+ *   _infer  set output dtypes and shapes from inputs and attributes; reject
+ *           bad input with diag_node (never assert on model content)
+ *   _eval   plain reference implementation on Tensors whose output types
+ *           are already inferred and whose output data is allocated (zeroed);
+ *           used by constant folding, `kiln run` and tests as the oracle
+ *   _emit   write the node's C kernel (see emit.h)
+ */
+#ifndef KILN_OPS_H
+#define KILN_OPS_H
+
+#include "ir.h"
+
+typedef enum OpId {
+#define OP(id, name, fn, a, b, c, d, k) OP_##id,
+#include "ops.def"
+#undef OP
+  OP_COUNT_
+} OpId;
+
+struct Emit;
+
+typedef bool (*InferFn)(Graph *g, Node *n, Diag *d);
+typedef bool (*EvalFn)(const Node *n, const Tensor *in, Tensor *out, Diag *d);
+typedef bool (*EmitFn)(struct Emit *e, const Node *n);
+
+typedef struct OpInfo {
+  const char *name;
+  InferFn infer;
+  EvalFn eval;
+  EmitFn emit;
+  int min_in, max_in, min_out, max_out;
+  unsigned const_in;
+} OpInfo;
+
+extern const OpInfo op_table[OP_COUNT_];
+
+int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
+
+#define OP(id, name, fn, a, b, c, d, k)                                    \
+  bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
+  bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \
+  bool fn##_emit(struct Emit *e, const Node *n);
+#include "ops.def"
+#undef OP
+
+#endif

@@ -1,0 +1,10 @@
+/* normalize.c — PLACEHOLDER: not implemented yet (being written). */
+#include "../emit.h"
+#include "../ops.h"
+
+bool softmax_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
+bool softmax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
+bool softmax_emit(Emit *e, const Node *n) { return false; }
+bool layernorm_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
+bool layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
+bool layernorm_emit(Emit *e, const Node *n) { return false; }

@@ -1,0 +1,51 @@
+/* passes.h — the pass pipeline: one flat list (pipeline.c), each pass a
+ * function over the graph. A pass reports bad input through Diag and
+ * returns false; it never frees (the arena owns everything). */
+#ifndef KILN_PASSES_H
+#define KILN_PASSES_H
+
+#include "ir.h"
+
+/* A --shape binding: a graph input's full shape, or one symbolic dim. */
+typedef struct ShapeBinding {
+  const char *name;        /* input name or dim_param name */
+  int rank;
+  int64_t dims[MAX_RANK];
+  bool used;
+} ShapeBinding;
+
+typedef struct PassOptions {
+  ShapeBinding *shapes;
+  int nshapes;
+  size_t fold_limit;       /* bytes: larger results are not folded */
+  bool verbose;
+} PassOptions;
+
+typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);
+
+typedef struct Pass {
+  const char *name;
+  PassFn fn;
+  const char *what;        /* one line for `kiln passes` */
+} Pass;
+
+extern const Pass pass_list[];
+extern const int pass_count;
+const Pass *pass_find(const char *name);
+
+bool pass_bind(Graph *g, const PassOptions *o, Diag *d);
+bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fold(Graph *g, const PassOptions *o, Diag *d);
+bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
+bool pass_dce(Graph *g, const PassOptions *o, Diag *d);
+bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
+
+/* Evaluate n with its _eval if every present input is constant and the
+ * outputs fit in `limit` bytes; sets the outputs' data. *folded says
+ * whether it did. */
+bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d);
+
+/* Structural checks (SSA, order, arity, types known after infer). */
+bool graph_verify(Graph *g, bool typed, Diag *d);
+
+#endif

@@ -1,0 +1,25 @@
+/* dce.c — remove nodes none of whose outputs is used (graph outputs count
+ * as uses). One backward sweep suffices because nodes are in topological
+ * order: a node's users all come after it. */
+#include "../passes.h"
+
+bool pass_dce(Graph *g, const PassOptions *o, Diag *d) {
+  (void)o;
+  (void)d;
+  graph_count_uses(g);
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    Node *n = &g->nodes[i];
+    bool used = false;
+    for (int j = 0; j < n->nout; j++)
+      if (n->out[j] >= 0 && gval(g, n->out[j])->nuses > 0)
+        used = true;
+    if (used)
+      continue;
+    n->dead = true;
+    for (int j = 0; j < n->nin; j++)
+      if (n->in[j] >= 0)
+        gval(g, n->in[j])->nuses--;
+  }
+  graph_compact(g);
+  return true;
+}

@@ -1,0 +1,40 @@
+/* infer.c — give every value a static dtype and shape, in topological
+ * order. Shapes in PyTorch exports depend on values (Reshape's target comes
+ * from Shape -> Gather -> Concat), so a node whose inputs are all constant is
+ * evaluated right after its shapes are known: by the time a Reshape is
+ * reached, its shape input is a constant. */
+#include "../ops.h"
+#include "../passes.h"
+
+static bool check_inputs_known(Graph *g, Node *n, Diag *d) {
+  for (int i = 0; i < n->nin; i++) {
+    Value *v = node_in(g, n, i);
+    if (!v)
+      continue;
+    if (v->type.rank < 0)
+      return diag_node(d, g, n, "input '%s' has no known shape; expected it to be defined earlier",
+                       v->name);
+    if (!dt_supported(v->type.dt))
+      return diag_node(d, g, n, "input '%s' has element type %s; expected a numeric or bool type",
+                       v->name, dt_name(v->type.dt));
+  }
+  return true;
+}
+
+bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    if (n->dead)
+      continue;
+    if (!check_inputs_known(g, n, d) || !op_table[n->op].infer(g, n, d))
+      return false;
+    for (int j = 0; j < n->nout; j++) {
+      Value *v = node_out(g, n, j);
+      KILN_ASSERT(!v || v->type.rank >= 0); /* every _infer sets every output */
+    }
+    bool folded;
+    if (!fold_node(g, n, o->fold_limit, &folded, d))
+      return false;
+  }
+  return true;
+}

@@ -1,0 +1,75 @@
+/* simplify.c — remove what costs nothing to remove: Identity and
+ * inference-mode Dropout vanish (their users read the input directly), and
+ * Reshape/Squeeze/Unsqueeze/Flatten become aliases: the output shares the
+ * input's storage, so no copy is emitted. */
+#include <string.h>
+
+#include "../ops.h"
+#include "../passes.h"
+
+/* "y = op(x)" where y should become x. A graph output keeps its name: when
+ * x comes from a node whose only user is this one, that node writes y
+ * directly; otherwise the node stays (it will be a copy). */
+static void forward_value(Graph *g, Node *n, int x, int y) {
+  Value *vx = gval(g, x), *vy = gval(g, y);
+  if (!vy->is_output) {
+    graph_replace_uses(g, y, x);
+    n->dead = true;
+    return;
+  }
+  if (vx->producer < 0 || vx->is_output || vx->is_input || vx->nuses != 1)
+    return;
+  Node *p = &g->nodes[vx->producer];
+  for (int j = 0; j < p->nout; j++)
+    if (p->out[j] == x)
+      p->out[j] = y;
+  vy->producer = vx->producer;
+  vx->producer = -1;
+  n->dead = true;
+}
+
+static bool is_inference_dropout(Graph *g, Node *n, Diag *d) {
+  Value *train = node_in(g, n, 2);
+  if (attr_int(n, "is_test", 1) == 0 && n->opset < 7)
+    return diag_node(d, g, n, "is_test=0 asks for training-mode dropout; expected inference mode");
+  if (!train)
+    return true;
+  if (!train->data)
+    return diag_node(d, g, n, "training_mode '%s' is computed at run time; expected a constant "
+                     "false (kiln compiles inference)", train->name);
+  if (el_get_u(train->type.dt, train->data, 0))
+    return diag_node(d, g, n, "training_mode is true; expected false (kiln compiles inference)");
+  return true;
+}
+
+bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
+  (void)o;
+  graph_count_uses(g);
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    if (n->dead)
+      continue;
+    switch (n->op) {
+    case OP_DROPOUT:
+      if (!is_inference_dropout(g, n, d))
+        return false;
+      if (n->nout > 1 && node_out(g, n, 1) && node_out(g, n, 1)->nuses > 0)
+        break; /* the mask is used: folded by infer when ratio is known */
+      /* fallthrough */
+    case OP_IDENTITY:
+      forward_value(g, n, n->in[0], n->out[0]);
+      graph_count_uses(g);
+      break;
+    case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: {
+      Value *y = node_out(g, n, 0);
+      if (!y->is_output)
+        y->alias_of = n->in[0];
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  graph_compact(g);
+  return true;
+}
