@@ -14,18 +14,9 @@ bool concat_emit(Emit *e, const Node *n) { return false; }
 bool split_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
 bool split_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
 bool split_emit(Emit *e, const Node *n) { return false; }
-bool slice_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool slice_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool slice_emit(Emit *e, const Node *n) { return false; }
-bool pad_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool pad_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool pad_emit(Emit *e, const Node *n) { return false; }
 bool expand_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
 bool expand_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
 bool expand_emit(Emit *e, const Node *n) { return false; }
 bool tile_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
 bool tile_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
 bool tile_emit(Emit *e, const Node *n) { return false; }
-bool trilu_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool trilu_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool trilu_emit(Emit *e, const Node *n) { return false; }
