@@ -280,9 +280,9 @@ static int cmd_run(Cli *c) {
 }
 
 static int cmd_ops(void) {
-  printf("kiln supports these ONNX ops (default domain, opsets 1-17):\n");
+  printf("kiln supports these %d ONNX ops (default domain, up to opset 17):\n", OP_COUNT_);
   for (int i = 0; i < OP_COUNT_; i++)
-    printf("  %s\n", op_table[i].name);
+    printf("  %-20s since opset %d\n", op_table[i].name, op_table[i].since);
   return 0;
 }
 

@@ -308,6 +308,9 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
   const OpInfo *oi = &op_table[op];
+  if (im->g->opset < oi->since)
+    return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
+                      nname, op_type, op_type, oi->since, im->g->opset);
   int nin = (int)np->n_input, nout = (int)np->n_output;
   /* trailing empty outputs are the same as absent ones */
   while (nout > 0 && (!np->output[nout - 1] || !*np->output[nout - 1]))

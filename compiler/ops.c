@@ -4,8 +4,8 @@
 #include <string.h>
 
 const OpInfo op_table[OP_COUNT_] = {
-#define OP(id, name, fn, a, b, c, d, k) \
-  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k},
+#define OP(id, name, fn, a, b, c, d, k, since) \
+  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k, since},
 #include "ops.def"
 #undef OP
 };

@@ -14,7 +14,7 @@
 #include "ir.h"
 
 typedef enum OpId {
-#define OP(id, name, fn, a, b, c, d, k) OP_##id,
+#define OP(id, name, fn, a, b, c, d, k, since) OP_##id,
 #include "ops.def"
 #undef OP
   OP_COUNT_
@@ -33,13 +33,14 @@ typedef struct OpInfo {
   EmitFn emit;
   int min_in, max_in, min_out, max_out;
   unsigned const_in;
+  int since;          /* first opset defining the op */
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT_];
 
 int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
 
-#define OP(id, name, fn, a, b, c, d, k)                                    \
+#define OP(id, name, fn, a, b, c, d, k, since)                                    \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
   bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \
   bool fn##_emit(struct Emit *e, const Node *n);

@@ -195,28 +195,29 @@ bool topk_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = t->dt;
   int axis = topk_axis(n, t->rank);
   AxisView v = axis_view(t, axis);
-  int64_t k = out[0].type.dims[axis];
+  int64_t k = out[0].type.dims[axis], *idx = out[1].data;
   Cmp c = attr_int(n, "largest", 1) ? CMP_GT : CMP_LT;
-  /* per row: insertion into the k-long best-first list held in the outputs;
-   * an element moves ahead only past strictly worse ones */
   for (int64_t o = 0; o < v.outer; o++) {
     for (int64_t i = 0; i < v.inner; i++) {
-      int64_t src = o * v.n * v.inner + i, dst = o * k * v.inner + i, filled = 0;
-      int64_t *idx = out[1].data;
+      /* row element j is x[src + j * inner]; slot p of the best-first list
+       * is idx[dst + p * inner], the row index of its element */
+      int64_t src = o * v.n * v.inner + i, dst = o * k * v.inner + i, s = v.inner, filled = 0;
       for (int64_t j = 0; j < v.n; j++) {
-        int64_t xj = src + j * v.inner, p;
+        int64_t p;
         if (filled < k)
           p = filled++;
-        else if (k > 0 && el_cmp(dt, in[0].data, xj, c, src + idx[dst + (k - 1) * v.inner] * v.inner, less))
+        else if (k > 0 && el_cmp(dt, in[0].data, src + j * s, c, src + idx[dst + (k - 1) * s] * s))
           p = k - 1;
         else
           continue;
-        for (; p > 0 && el_cmp(dt, in[0].data, xj, c, src + idx[dst + (p - 1) * v.inner] * v.inner, less); p--)
-          idx[dst + p * v.inner] = idx[dst + (p - 1) * v.inner];
-        idx[dst + p * v.inner] = j;
+        /* move ahead past strictly worse elements only: equal ones came
+         * earlier and keep their place */
+        for (; p > 0 && el_cmp(dt, in[0].data, src + j * s, c, src + idx[dst + (p - 1) * s] * s); p--)
+          idx[dst + p * s] = idx[dst + (p - 1) * s];
+        idx[dst + p * s] = j;
       }
       for (int64_t p = 0; p < k; p++)
-        el_convert(dt, out[0].data, dst + p * v.inner, dt, in[0].data, src + idx[dst + p * v.inner] * v.inner);
+        el_convert(dt, out[0].data, dst + p * s, dt, in[0].data, src + idx[dst + p * s] * s);
     }
   }
   return true;
@@ -236,7 +237,7 @@ bool topk_emit(Emit *e, const Node *n) {
             "INNER", emit_int(e, v.inner), "K", emit_int(e, k), "ROW", emit_int(e, v.n * v.inner),
             "KROW", emit_int(e, k * v.inner), "CMP", attr_int(n, "largest", 1) ? ">" : "<",
             "XJ", scaled(e, "j", v.inner), "P", scaled(e, "p", v.inner),
-            "LAST", emit_int(e, (k - 1) * v.inner), "S", emit_int(e, v.inner),
+            "LAST", emit_int(e, (k - 1) * v.inner), "KM1", emit_int(e, k - 1), "S", emit_int(e, v.inner),
             "LARGEST", attr_int(n, "largest", 1) ? "largest" : "smallest", NULL);
   return true;
 }
@@ -335,8 +336,8 @@ bool cumsum_emit(Emit *e, const Node *n) {
   const char *loop = rev ? arena_printf(g->arena, "for (int64_t j = %lld; j >= 0; j--)", (long long)(v.n - 1))
                          : arena_printf(g->arena, "for (int64_t j = 0; j < %lld; j++)", (long long)v.n);
   emit_tmpl(e, "cumsum", "T", dt_ctype(t->dt), "X", emit_ref(e, n->in[0]), "Y", emit_ref(e, n->out[0]),
-            "OUTER", emit_int(e, v.outer), "INNER", emit_int(e, v.inner), "ROW", emit_int(e, v.n * v.inner),
-            "LOOP", loop, "XJ", scaled(e, "j", v.inner), "SUM", excl ? "acc" : "acc + x",
+            "OUTER", emit_int(e, v.outer), "N", emit_int(e, v.n), "INNER", emit_int(e, v.inner),
+            "ROW", emit_int(e, v.n * v.inner), "LOOP", loop, "XJ", scaled(e, "j", v.inner), "SUM", excl ? "acc" : "acc + x",
             "KIND", arena_printf(g->arena, "%s%s", excl ? "exclusive" : "inclusive", rev ? ", reversed" : ""),
             NULL);
   return true;

@@ -12,6 +12,7 @@
 #            still placeholders)
 # Prints one line per case and "N passed, N failed"; exits 1 if any failed.
 set -u
+export LC_ALL=C
 
 if [ $# -ne 1 ]; then
   echo "usage: $0 KILN_BINARY" >&2
@@ -35,6 +36,8 @@ check_case() {
   local name=$1 expect=$here/$1.expect model=$here/$1.onnx
   local args want line arg
   local -a alts=() argv=()
+  local -
+  set -f # the arguments are words, never globs
   { IFS= read -r args; IFS= read -r want
     while IFS= read -r line; do
       case $line in "also: "*) alts+=("${line#also: }") ;; esac
