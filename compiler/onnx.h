@@ -8,6 +8,9 @@
 /* Import an ONNX model file into a new Graph in arena a. The protobuf
  * message is freed before returning. On failure returns NULL with d set. */
 Graph *onnx_import(Arena *a, const char *path, Diag *d);
+/* The same from bytes in memory; path names the model in messages and its
+ * folder is where external data files are looked for. */
+Graph *onnx_import_bytes(Arena *a, const void *bytes, size_t len, const char *path, Diag *d);
 
 /* Read one serialized TensorProto (.pb). name receives its name field (may
  * be empty). */

@@ -406,18 +406,12 @@ static const char *dirname_of(Arena *a, const char *path) {
   return *d ? d : "/";
 }
 
-Graph *onnx_import(Arena *a, const char *path, Diag *d) {
-  size_t len;
-  unsigned char *bytes = read_file(path, &len, d);
-  if (!bytes)
-    return NULL;
+Graph *onnx_import_bytes(Arena *a, const void *bytes, size_t len, const char *path, Diag *d) {
   if (len == 0) {
-    free(bytes);
     diag_error(d, "the file is empty; expected an ONNX model (a ModelProto)");
     return NULL;
   }
   Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, bytes);
-  free(bytes);
   if (!m) {
     diag_error(d, "not a valid ONNX protobuf (truncated or not a ModelProto)");
     return NULL;
@@ -435,6 +429,16 @@ Graph *onnx_import(Arena *a, const char *path, Diag *d) {
   }
   onnx__model_proto__free_unpacked(m, NULL);
   return ok ? g : NULL;
+}
+
+Graph *onnx_import(Arena *a, const char *path, Diag *d) {
+  size_t len;
+  unsigned char *bytes = read_file(path, &len, d);
+  if (!bytes)
+    return NULL;
+  Graph *g = onnx_import_bytes(a, bytes, len, path, d);
+  free(bytes);
+  return g;
 }
 
 /* ---- TensorProto files ---------------------------------------------------- */
