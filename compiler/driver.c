@@ -2,21 +2,72 @@
 #include "driver.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "onnx.h"
 #include "print.h"
 #include "templates.h"
 
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* path.kir -> path.bin (the sidecar with large constants) */
+static const char *sidecar_path(Arena *a, const char *kir) {
+  return arena_printf(a, "%.*s.bin", (int)(strlen(kir) - 4), kir);
+}
+
+static Graph *load_kir(Arena *a, const char *path, Diag *d) {
+  size_t len, binlen = 0;
+  char *text = (char *)read_file(path, &len, d);
+  if (!text)
+    return NULL;
+  if (memchr(text, 0, len)) {
+    free(text);
+    diag_error(d, "the file contains a NUL byte; expected .kir text");
+    return NULL;
+  }
+  const char *bpath = sidecar_path(a, path);
+  Diag bd = {0};
+  FILE *f = fopen(bpath, "rb");
+  unsigned char *bin = NULL;
+  if (f) {
+    fclose(f);
+    bin = read_file(bpath, &binlen, &bd);
+  }
+  Graph *g = kir_parse(a, path, text, bin, binlen, d);
+  free(text);
+  free(bin);
+  return g;
+}
+
 Graph *driver_load(Arena *a, const char *path, Diag *d) {
   d->file = path;
+  if (ends_with(path, ".kir"))
+    return load_kir(a, path, d);
   return onnx_import(a, path, d);
+}
+
+bool driver_write_kir(Graph *g, const char *path, Diag *d) {
+  Buf text = {0}, bin = {0};
+  ir_print(&text, g, &bin);
+  bool ok = write_file_atomic(path, text.s, text.len, d);
+  if (ok && bin.len)
+    ok = write_file_atomic(sidecar_path(g->arena, path), bin.s, bin.len, d);
+  if (!ok)
+    remove(path);
+  buf_free(&text);
+  buf_free(&bin);
+  return ok;
 }
 
 static void dump(const Graph *g, const char *when, const char *pass) {
   Buf b = {0};
   printf("# ---- IR %s %s ----\n", when, pass);
-  ir_print(&b, g);
+  ir_print(&b, g, NULL);
   fputs(b.s, stdout);
   buf_free(&b);
 }
@@ -50,6 +101,12 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
       p += len + (end ? 1 : 0);
     }
   }
+  int step = 0;
+  if (o->dump_dir) {
+    mkdir(o->dump_dir, 0777); /* an existing folder is fine */
+    if (!driver_write_kir(g, arena_printf(g->arena, "%s/00-import.kir", o->dump_dir), d))
+      return false;
+  }
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_list[i];
     if (!wanted(o->passes, p->name))
@@ -64,6 +121,11 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
       return false;
     if (o->dump_after && (!strcmp(o->dump_after, p->name) || !strcmp(o->dump_after, "all")))
       dump(g, "after", p->name);
+    if (o->dump_dir) {
+      const char *path = arena_printf(g->arena, "%s/%02d-%s.kir", o->dump_dir, ++step, p->name);
+      if (!driver_write_kir(g, path, d))
+        return false;
+    }
   }
   return true;
 }

@@ -11,11 +11,16 @@ typedef struct PipelineOptions {
   const char *passes;       /* --passes=a,b,c (NULL: the full list) */
   const char *dump_after;   /* pass name, or "all" */
   const char *dump_before;
+  const char *dump_dir;     /* --dump-all=DIR: DIR/NN-pass.kir after each pass */
   bool verify_each;
   bool stop_before_plan;    /* the interpreter needs no workspace */
 } PipelineOptions;
 
+/* An ONNX model, or IR text when path ends in .kir (with its .bin). */
 Graph *driver_load(Arena *a, const char *path, Diag *d);
+/* Write g as path (.kir) plus path's .bin sidecar when it has large
+ * constants: a complete, loadable model. */
+bool driver_write_kir(Graph *g, const char *path, Diag *d);
 bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d);
 /* Write the .c file out_c, the header eo->header and kiln_rt.h beside it,
  * for a planned graph. Nothing is left behind on failure. */

@@ -14,7 +14,8 @@ static const char *usage =
     "usage: kiln <command> [options]\n"
     "\n"
     "commands:\n"
-    "  compile MODEL [-o OUT.c]   compile an ONNX model to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  compile MODEL [-o OUT.c]   compile a model (.onnx or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
     "  run MODEL --input NAME=FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
@@ -30,6 +31,7 @@ static const char *usage =
     "  --passes=P1,P2,...         run only these passes (see `kiln passes`)\n"
     "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
     "  --dump-before=PASS|all     print the IR before a pass\n"
+    "  --dump-all=DIR             write DIR/00-import.kir, 01-bind.kir, ... (loadable .kir + .bin)\n"
     "  --verify-each              verify the IR after every pass\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
@@ -136,6 +138,8 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->pipe.passes = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
       c->pipe.dump_after = v;
+    } else if ((v = opt_value(argc, argv, &i, "--dump-all"))) {
+      c->pipe.dump_dir = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-before"))) {
       c->pipe.dump_before = v;
     } else if ((v = opt_value(argc, argv, &i, "--fold-limit"))) {
@@ -200,6 +204,30 @@ static int cmd_compile(Cli *c) {
   d.file = c->model;
   if (!driver_write_c(g, &eo, out, &d))
     return fail(&d);
+  arena_free(a);
+  return 0;
+}
+
+/* kiln opt IN --passes=... [-o OUT.kir]: passes from text IR to text IR */
+static int cmd_opt(Cli *c) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *g = driver_load(a, c->model, &d);
+  if (!g || !driver_lower(g, &c->pipe, &d))
+    return fail(&d);
+  if (c->out) {
+    size_t n = strlen(c->out);
+    if (n < 5 || strcmp(c->out + n - 4, ".kir") != 0)
+      die("-o %s: expected a file name ending in .kir", c->out);
+    Diag wd = {0};
+    if (!driver_write_kir(g, c->out, &wd))
+      return fail(&wd);
+  } else {
+    Buf b = {0};
+    ir_print(&b, g, NULL);
+    fputs(b.s, stdout);
+    buf_free(&b);
+  }
   arena_free(a);
   return 0;
 }
@@ -307,7 +335,8 @@ int main(int argc, char **argv) {
     return cmd_ops();
   if (!strcmp(c.cmd, "passes"))
     return cmd_passes();
-  if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check"))
+  if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check") &&
+      strcmp(c.cmd, "opt"))
     die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
@@ -315,5 +344,7 @@ int main(int argc, char **argv) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);
   }
+  if (!strcmp(c.cmd, "opt"))
+    return cmd_opt(&c);
   return !strcmp(c.cmd, "run") ? cmd_run(&c) : cmd_compile(&c);
 }

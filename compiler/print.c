@@ -1,48 +1,98 @@
-/* print.c — the IR as text, one line per node:
+/* print.c — the IR as text (.kir), one line per node:
  *
- *   graph @name (%x: f32[1,16]) -> (%y) {
- *     const %w: f32[16,16] = [0.1, -0.2, ...]   # 256 values
- *     %y = MatMul %x, %w : f32[1,16]  # onnx: MatMul_3
+ *   graph @main opset 14 (%x: f32[1,16]) -> (%y) {
+ *     const %w: f32[16,16] = bin(0)
+ *     const %b: f32[16] = [0.5, -1.25, ...all 16 values...]
+ *     %y = Gemm %x, %w, %b {transB=1} : f32[1,16]  # onnx: Gemm_3
  *   }
  *
- * Names that are not plain identifiers are quoted (%"a/b:0"). Floats print
- * with %.9g (exact for f32). Constants show their first values and count. */
+ * Everything that matters to a later pass prints, and prints exactly, so the
+ * parser (kir_parse.c) rebuilds the same graph: floats in the shortest form
+ * that reads back bit-identical, names quoted when they are not plain. */
 #include "print.h"
 
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
 
-#define SHOW_VALUES 8
+static void put_quoted(Buf *b, const char *s) {
+  buf_puts(b, "\"");
+  for (const char *p = s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      buf_printf(b, "\\%c", *p);
+    else if (*p == '\n')
+      buf_puts(b, "\\n");
+    else if ((unsigned char)*p < 0x20)
+      buf_printf(b, "\\x%02x", (unsigned char)*p);
+    else
+      buf_put(b, p, 1);
+  }
+  buf_puts(b, "\"");
+}
 
 static void put_name(Buf *b, const char *s) {
   bool plain = *s != 0;
   for (const char *p = s; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.')
       plain = false;
-  if (plain) {
-    buf_printf(b, "%%%s", s);
-    return;
-  }
-  buf_puts(b, "%\"");
-  for (const char *p = s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      buf_put(b, "\\", 1);
-    buf_put(b, p, 1);
-  }
-  buf_puts(b, "\"");
+  buf_puts(b, "%");
+  if (plain)
+    buf_puts(b, s);
+  else
+    put_quoted(b, s);
 }
 
-static void put_type(Buf *b, const Type *t) {
-  char s[160];
-  buf_puts(b, type_str(t, s, sizeof s));
+static void put_type(Buf *b, const Type *t, const char *const *sym) {
+  if (t->dt == DT_UNDEF) { /* not inferred yet */
+    buf_puts(b, "?");
+    return;
+  }
+  buf_printf(b, "%s[", dt_name(t->dt));
+  if (t->rank < 0)
+    buf_puts(b, "*");
+  for (int i = 0; i < t->rank; i++) {
+    if (i)
+      buf_puts(b, ",");
+    if (t->dims[i] >= 0)
+      buf_printf(b, "%lld", (long long)t->dims[i]);
+    else if (sym && sym[i])
+      buf_puts(b, sym[i]);
+    else
+      buf_puts(b, "?");
+  }
+  buf_puts(b, "]");
+}
+
+/* Shortest decimal that parses back to the same value (of type dt); always
+ * with a '.', 'e', "inf" or "nan" so it never reads as an integer. */
+static void put_float(Buf *b, double v, bool single) {
+  if (isnan(v)) {
+    buf_puts(b, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    buf_puts(b, v > 0 ? "inf" : "-inf");
+    return;
+  }
+  char s[40];
+  for (int prec = single ? 6 : 15; prec <= 17; prec++) {
+    snprintf(s, sizeof s, "%.*g", prec, v);
+    double back = strtod(s, NULL);
+    if (single ? (float)back == (float)v : back == v)
+      break;
+  }
+  buf_puts(b, s);
+  if (!strpbrk(s, ".e"))
+    buf_puts(b, ".0");
 }
 
 static void put_elem(Buf *b, DType dt, const void *p, int64_t i) {
   if (dt_is_float(dt))
-    buf_printf(b, dt == DT_F32 ? "%.9g" : "%.17g", el_get_f(dt, p, i));
+    put_float(b, el_get_f(dt, p, i), dt == DT_F32);
   else if (dt == DT_BOOL)
     buf_puts(b, el_get_u(dt, p, i) ? "true" : "false");
   else if (dt_is_signed_int(dt))
@@ -51,52 +101,73 @@ static void put_elem(Buf *b, DType dt, const void *p, int64_t i) {
     buf_printf(b, "%llu", (unsigned long long)el_get_u(dt, p, i));
 }
 
-static void put_values(Buf *b, const Type *t, const void *data) {
+static void put_data(Buf *b, const Type *t, const void *data, Buf *bin) {
   int64_t n = type_numel(t);
+  if (n > KIR_INLINE_MAX && bin) {
+    while (bin->len % 64)
+      buf_put(bin, "", 1);
+    buf_printf(b, "bin(%zu)", bin->len);
+    buf_put(bin, data, type_bytes(t));
+    return;
+  }
+  if (n > KIR_INLINE_MAX) {
+    buf_puts(b, "elided(");
+    for (int64_t i = 0; i < 4; i++) {
+      put_elem(b, t->dt, data, i);
+      buf_puts(b, ", ");
+    }
+    buf_printf(b, "... %lld values)", (long long)n);
+    return;
+  }
   buf_puts(b, "[");
-  for (int64_t i = 0; i < n && i < SHOW_VALUES; i++) {
+  for (int64_t i = 0; i < n; i++) {
     if (i)
       buf_puts(b, ", ");
     put_elem(b, t->dt, data, i);
   }
-  if (n > SHOW_VALUES)
-    buf_printf(b, ", ...");
   buf_puts(b, "]");
 }
 
-static void put_attr(Buf *b, const Attr *a) {
+static void put_attr(Buf *b, const Attr *a, Buf *bin) {
   buf_printf(b, "%s=", a->name);
   switch (a->kind) {
   case ATTR_INT: buf_printf(b, "%lld", (long long)a->i); break;
-  case ATTR_FLOAT: buf_printf(b, "%.9g", a->f); break;
-  case ATTR_STRING: buf_printf(b, "\"%s\"", a->s); break;
+  case ATTR_FLOAT: put_float(b, a->f, false); break;
+  case ATTR_STRING: put_quoted(b, a->s); break;
   case ATTR_INTS:
-    buf_puts(b, "[");
+    buf_puts(b, a->n ? "[" : "ints[");
     for (int i = 0; i < a->n; i++)
       buf_printf(b, "%s%lld", i ? "," : "", (long long)a->ints[i]);
     buf_puts(b, "]");
     break;
   case ATTR_FLOATS:
-    buf_puts(b, "[");
-    for (int i = 0; i < a->n; i++)
-      buf_printf(b, "%s%.9g", i ? "," : "", a->floats[i]);
+    buf_puts(b, "floats[");
+    for (int i = 0; i < a->n; i++) {
+      if (i)
+        buf_puts(b, ",");
+      put_float(b, a->floats[i], false);
+    }
     buf_puts(b, "]");
     break;
   case ATTR_STRINGS:
-    buf_puts(b, "[");
-    for (int i = 0; i < a->n; i++)
-      buf_printf(b, "%s\"%s\"", i ? "," : "", a->strings[i]);
+    buf_puts(b, "strings[");
+    for (int i = 0; i < a->n; i++) {
+      if (i)
+        buf_puts(b, ",");
+      put_quoted(b, a->strings[i]);
+    }
     buf_puts(b, "]");
     break;
   case ATTR_TENSOR:
-    put_type(b, &a->t->type);
+    buf_puts(b, "tensor ");
+    put_type(b, &a->t->type, NULL);
     buf_puts(b, " ");
-    put_values(b, &a->t->type, a->t->data);
+    put_data(b, &a->t->type, a->t->data, bin);
     break;
   }
 }
 
-static void put_node(Buf *b, const Graph *g, const Node *n) {
+static void put_node(Buf *b, const Graph *g, const Node *n, Buf *bin) {
   buf_puts(b, "  ");
   for (int j = 0; j < n->nout; j++) {
     if (j)
@@ -116,29 +187,41 @@ static void put_node(Buf *b, const Graph *g, const Node *n) {
     for (int k = 0; k < n->nattr; k++) {
       if (k)
         buf_puts(b, ", ");
-      put_attr(b, &n->attrs[k]);
+      put_attr(b, &n->attrs[k], bin);
     }
     buf_puts(b, "}");
   }
   buf_puts(b, " :");
   for (int j = 0; j < n->nout; j++) {
+    const Value *v = &g->vals[n->out[j]];
     buf_puts(b, j ? ", " : " ");
-    put_type(b, &g->vals[n->out[j]].type);
-    if (g->vals[n->out[j]].alias_of >= 0)
+    put_type(b, &v->type, NULL);
+    if (v->alias_of >= 0)
       buf_puts(b, " alias");
   }
-  buf_printf(b, "  # onnx: %s\n", n->origin ? n->origin : n->name);
+  buf_puts(b, "  # onnx: ");
+  for (const char *p = n->origin ? n->origin : n->name; *p; p++)
+    buf_put(b, *p == '\n' ? " " : p, 1);
+  buf_puts(b, "\n");
 }
 
-void ir_print(Buf *b, const Graph *g) {
-  buf_printf(b, "graph @%s (", g->name);
+/* A value prints as a `const` line when it has data, something reads it,
+ * and no live node produces it. */
+static bool is_const_line(const Graph *g, const bool *used, int v) {
+  const Value *val = &g->vals[v];
+  return val->data && used[v] && !(val->producer >= 0 && val->producer < g->nnodes &&
+                                   !g->nodes[val->producer].dead);
+}
+
+void ir_print(Buf *b, const Graph *g, Buf *bin) {
+  buf_printf(b, "graph @%s opset %d (", g->name, g->opset);
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (i)
       buf_puts(b, ", ");
     put_name(b, v->name);
     buf_puts(b, ": ");
-    put_type(b, &v->type);
+    put_type(b, &v->type, v->sym);
   }
   buf_puts(b, ") -> (");
   for (int i = 0; i < g->noutputs; i++) {
@@ -147,30 +230,28 @@ void ir_print(Buf *b, const Graph *g) {
     put_name(b, g->vals[g->outputs[i]].name);
   }
   buf_puts(b, ") {\n");
-  /* constants that something uses, in id order */
   bool *used = calloc((size_t)g->nvals + 1, 1);
   for (int i = 0; i < g->nnodes; i++)
     for (int j = 0; j < g->nodes[i].nin; j++)
-      if (g->nodes[i].in[j] >= 0)
+      if (!g->nodes[i].dead && g->nodes[i].in[j] >= 0)
         used[g->nodes[i].in[j]] = true;
   for (int i = 0; i < g->noutputs; i++)
     used[g->outputs[i]] = true;
   for (int v = 0; v < g->nvals; v++) {
-    const Value *val = &g->vals[v];
-    if (!val->data || !used[v] || (val->producer >= 0 && !g->nodes[val->producer].dead &&
-                                   val->producer < g->nnodes))
+    if (!is_const_line(g, used, v))
       continue;
+    const Value *val = &g->vals[v];
     buf_puts(b, "  const ");
     put_name(b, val->name);
     buf_puts(b, ": ");
-    put_type(b, &val->type);
+    put_type(b, &val->type, NULL);
     buf_puts(b, " = ");
-    put_values(b, &val->type, val->data);
+    put_data(b, &val->type, val->data, bin);
     buf_puts(b, "\n");
   }
   free(used);
   for (int i = 0; i < g->nnodes; i++)
     if (!g->nodes[i].dead)
-      put_node(b, g, &g->nodes[i]);
+      put_node(b, g, &g->nodes[i], bin);
   buf_puts(b, "}\n");
 }

@@ -1,0 +1,662 @@
+/* kir_parse.c — read the IR's text form (.kir, docs/kir.md) back into a
+ * Graph: the other half of print.c. Hand-written recursive descent over the
+ * characters; every error is "file:line:col: message" and nothing in the
+ * text can make it read out of bounds (it is fuzzed). Values must be
+ * defined before use, which the printer guarantees (nodes are in
+ * topological order). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "print.h"
+
+typedef struct Parser {
+  Arena *a;
+  Graph *g;
+  Diag *d;
+  const char *file;
+  const char *s;   /* whole text */
+  size_t pos;
+  int line, col;
+  const unsigned char *bin;
+  size_t binlen;
+} Parser;
+
+static bool perr(Parser *p, const char *fmt, ...) KILN_PRINTF(2, 3);
+static bool perr(Parser *p, const char *fmt, ...) {
+  if (p->d->failed)
+    return false;
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* the Diag's file prefix is the .kir; add line and column */
+  return diag_error(p->d, "%d:%d: %s", p->line, p->col, msg);
+}
+
+static char peek(Parser *p) { return p->s[p->pos]; }
+static char peek2(Parser *p) { return p->s[p->pos] ? p->s[p->pos + 1] : 0; }
+
+static void advance(Parser *p) {
+  if (!p->s[p->pos])
+    return;
+  if (p->s[p->pos] == '\n') {
+    p->line++;
+    p->col = 1;
+  } else {
+    p->col++;
+  }
+  p->pos++;
+}
+
+/* spaces and newlines; with `comments`, also # ... to the end of line */
+static void skip_ws(Parser *p, bool comments) {
+  for (;;) {
+    char c = peek(p);
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+      advance(p);
+    else if (c == '#' && comments)
+      while (peek(p) && peek(p) != '\n')
+        advance(p);
+    else
+      return;
+  }
+}
+
+static bool accept(Parser *p, char c) {
+  skip_ws(p, true);
+  if (peek(p) != c)
+    return false;
+  advance(p);
+  return true;
+}
+
+static bool expect(Parser *p, char c, const char *what) {
+  if (accept(p, c))
+    return true;
+  char got = peek(p);
+  return perr(p, "expected '%c' %s, found %s%c%s", c, what, got ? "'" : "", got ? got : ' ',
+              got ? "'" : "end of file");
+}
+
+static bool is_word_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '.'; }
+
+/* a bare word: identifiers, op names, dtype names, keywords */
+static const char *word(Parser *p) {
+  skip_ws(p, true);
+  size_t start = p->pos;
+  while (is_word_char(peek(p)))
+    advance(p);
+  if (p->pos == start)
+    return NULL;
+  return arena_printf(p->a, "%.*s", (int)(p->pos - start), p->s + start);
+}
+
+static bool keyword(Parser *p, const char *kw) {
+  skip_ws(p, true);
+  size_t n = strlen(kw);
+  if (strncmp(p->s + p->pos, kw, n) != 0 || is_word_char(p->s[p->pos + n]))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    advance(p);
+  return true;
+}
+
+static const char *quoted(Parser *p) {
+  Buf b = {0};
+  advance(p); /* the opening quote */
+  for (;;) {
+    char c = peek(p);
+    if (!c || c == '\n') {
+      buf_free(&b);
+      perr(p, "unterminated string");
+      return NULL;
+    }
+    advance(p);
+    if (c == '"')
+      break;
+    if (c == '\\') {
+      char e = peek(p);
+      advance(p);
+      if (e == 'n') {
+        buf_put(&b, "\n", 1);
+      } else if (e == 'x' && isxdigit((unsigned char)peek(p)) && isxdigit((unsigned char)peek2(p))) {
+        char hex[3] = {peek(p), peek2(p), 0};
+        advance(p);
+        advance(p);
+        char ch = (char)strtol(hex, NULL, 16);
+        buf_put(&b, &ch, 1);
+      } else if (e == '"' || e == '\\') {
+        buf_put(&b, &e, 1);
+      } else {
+        buf_free(&b);
+        perr(p, "unknown escape '\\%c' in string", e ? e : ' ');
+        return NULL;
+      }
+      continue;
+    }
+    buf_put(&b, &c, 1);
+  }
+  const char *r = arena_strdup(p->a, b.s ? b.s : "");
+  buf_free(&b);
+  return r;
+}
+
+static const char *string_lit(Parser *p) {
+  skip_ws(p, true);
+  if (peek(p) != '"') {
+    perr(p, "expected a string");
+    return NULL;
+  }
+  return quoted(p);
+}
+
+/* %name or %"any name" */
+static const char *value_name(Parser *p) {
+  skip_ws(p, true);
+  if (peek(p) != '%') {
+    perr(p, "expected a value name like %%x");
+    return NULL;
+  }
+  advance(p);
+  if (peek(p) == '"')
+    return quoted(p);
+  size_t start = p->pos;
+  while (is_word_char(peek(p)))
+    advance(p);
+  if (p->pos == start) {
+    perr(p, "expected a name after '%%'");
+    return NULL;
+  }
+  return arena_printf(p->a, "%.*s", (int)(p->pos - start), p->s + start);
+}
+
+/* A number token (int or float, with inf/nan); *is_float says which. */
+static const char *number(Parser *p, bool *is_float) {
+  skip_ws(p, true);
+  size_t start = p->pos;
+  if (peek(p) == '-' || peek(p) == '+')
+    advance(p);
+  while (isalnum((unsigned char)peek(p)) || peek(p) == '.' ||
+         ((peek(p) == '-' || peek(p) == '+') && (p->s[p->pos - 1] == 'e' || p->s[p->pos - 1] == 'E')))
+    advance(p);
+  if (p->pos == start) {
+    perr(p, "expected a number");
+    return NULL;
+  }
+  const char *t = arena_printf(p->a, "%.*s", (int)(p->pos - start), p->s + start);
+  *is_float = strpbrk(t, ".eEin") != NULL; /* '.', exponent, inf, nan */
+  return t;
+}
+
+static bool parse_int(Parser *p, int64_t *v) {
+  bool fl;
+  const char *t = number(p, &fl);
+  if (!t)
+    return false;
+  char *end;
+  errno = 0;
+  long long x = strtoll(t, &end, 10);
+  if (fl || *end || errno)
+    return perr(p, "expected an integer, found '%s'", t);
+  *v = x;
+  return true;
+}
+
+static bool parse_double(Parser *p, double *v) {
+  bool fl;
+  const char *t = number(p, &fl);
+  if (!t)
+    return false;
+  char *end;
+  *v = strtod(t, &end);
+  if (*end)
+    return perr(p, "expected a number, found '%s'", t);
+  return true;
+}
+
+/* ---- types and data -------------------------------------------------------- */
+
+static bool parse_type(Parser *p, Type *t, const char **sym) {
+  if (accept(p, '?')) { /* not inferred yet */
+    memset(t, 0, sizeof *t);
+    t->rank = -1;
+    return true;
+  }
+  const char *dn = word(p);
+  DType dt = dn ? dt_from_name(dn) : DT_UNDEF;
+  if (dt == DT_UNDEF)
+    return perr(p, "expected a type like f32[1,16], found '%s'", dn ? dn : "");
+  memset(t, 0, sizeof *t);
+  t->dt = dt;
+  if (!expect(p, '[', "after the dtype"))
+    return false;
+  if (accept(p, '*')) {
+    t->rank = -1;
+    return expect(p, ']', "after '*'");
+  }
+  if (accept(p, ']'))
+    return true;
+  do {
+    if (t->rank >= MAX_RANK)
+      return perr(p, "rank above %d", MAX_RANK);
+    skip_ws(p, true);
+    if (isdigit((unsigned char)peek(p))) {
+      int64_t v;
+      if (!parse_int(p, &v))
+        return false;
+      t->dims[t->rank++] = v;
+    } else if (accept(p, '?')) {
+      t->dims[t->rank++] = -1;
+    } else {
+      const char *s = word(p);
+      if (!s || !sym)
+        return perr(p, "expected a dim size%s", sym ? " or a symbolic name" : "");
+      sym[t->rank] = s;
+      t->dims[t->rank++] = -1;
+    }
+  } while (accept(p, ','));
+  if (!expect(p, ']', "to close the shape"))
+    return false;
+  if (type_numel(t) > ((int64_t)1 << 34) && t->rank >= 0)
+    return perr(p, "tensor too large");
+  return true;
+}
+
+static bool parse_elem(Parser *p, DType dt, void *data, int64_t i) {
+  if (dt == DT_BOOL) {
+    if (keyword(p, "true") || keyword(p, "1"))
+      ((uint8_t *)data)[i] = 1;
+    else if (!(keyword(p, "false") || keyword(p, "0")))
+      return perr(p, "expected true or false");
+    return true;
+  }
+  if (dt_is_float(dt)) {
+    double v;
+    if (!parse_double(p, &v))
+      return false;
+    el_set_f(dt, data, i, v);
+    return true;
+  }
+  bool fl;
+  const char *t = number(p, &fl);
+  if (!t)
+    return false;
+  char *end;
+  errno = 0;
+  if (dt_is_signed_int(dt)) {
+    long long v = strtoll(t, &end, 10);
+    int bits = (int)dt_size(dt) * 8;
+    bool range = bits == 64 || (v >= -(1LL << (bits - 1)) && v < (1LL << (bits - 1)));
+    if (fl || *end || errno || !range)
+      return perr(p, "'%s' is not a %s value", t, dt_name(dt));
+    el_set_i(dt, data, i, v);
+  } else {
+    unsigned long long v = strtoull(t, &end, 10);
+    int bits = (int)dt_size(dt) * 8;
+    bool range = t[0] != '-' && (bits == 64 || v < (1ULL << bits));
+    if (fl || *end || errno || !range)
+      return perr(p, "'%s' is not a %s value", t, dt_name(dt));
+    el_set_u(dt, data, i, v);
+  }
+  return true;
+}
+
+static bool parse_data(Parser *p, const Type *t, void **out) {
+  if (t->rank < 0)
+    return perr(p, "a constant needs a known shape");
+  size_t bytes = type_bytes(t);
+  int64_t n = type_numel(t);
+  void *data = arena_alloc(p->a, bytes + 1);
+  *out = data;
+  if (keyword(p, "bin")) {
+    int64_t off;
+    if (!expect(p, '(', "after bin") || !parse_int(p, &off) || !expect(p, ')', "after the offset"))
+      return false;
+    if (!p->bin)
+      return perr(p, "bin(%lld) refers to the sidecar .bin file, which is missing", (long long)off);
+    if (off < 0 || (size_t)off > p->binlen || p->binlen - (size_t)off < bytes)
+      return perr(p, "bin(%lld): the sidecar has %zu bytes; expected %zu at that offset",
+                  (long long)off, p->binlen, bytes);
+    memcpy(data, p->bin + off, bytes);
+    return true;
+  }
+  if (keyword(p, "elided"))
+    return perr(p, "this constant's data was elided in the dump; write the IR to a file "
+                "(--dump-all=DIR, kiln opt -o) to get a loadable .kir + .bin");
+  if (!expect(p, '[', "to start the constant's values"))
+    return false;
+  int64_t i = 0;
+  if (!accept(p, ']')) {
+    do {
+      if (i >= n)
+        return perr(p, "more values than the %lld of its shape", (long long)n);
+      if (!parse_elem(p, t->dt, data, i++))
+        return false;
+    } while (accept(p, ','));
+    if (!expect(p, ']', "after the values"))
+      return false;
+  }
+  if (i != n)
+    return perr(p, "%lld values; expected %lld for its shape", (long long)i, (long long)n);
+  return true;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static bool parse_list(Parser *p, Attr *a, AttrKind kind) {
+  a->kind = kind;
+  int cap = 0;
+  void *items = NULL;
+  if (!accept(p, ']')) {
+    do {
+      if (kind == ATTR_INTS) {
+        items = arena_grow(p->a, items, &cap, a->n + 1, sizeof(int64_t));
+        if (!parse_int(p, &((int64_t *)items)[a->n]))
+          return false;
+      } else if (kind == ATTR_FLOATS) {
+        items = arena_grow(p->a, items, &cap, a->n + 1, sizeof(double));
+        if (!parse_double(p, &((double *)items)[a->n]))
+          return false;
+      } else {
+        items = arena_grow(p->a, items, &cap, a->n + 1, sizeof(char *));
+        if (!(((const char **)items)[a->n] = string_lit(p)))
+          return false;
+      }
+      a->n++;
+    } while (accept(p, ','));
+    if (!expect(p, ']', "to close the list"))
+      return false;
+  }
+  if (!items)
+    items = arena_alloc(p->a, 8);
+  if (kind == ATTR_INTS)
+    a->ints = items;
+  else if (kind == ATTR_FLOATS)
+    a->floats = items;
+  else
+    a->strings = items;
+  return true;
+}
+
+static bool parse_attr(Parser *p, Node *n) {
+  const char *name = word(p);
+  if (!name)
+    return perr(p, "expected an attribute name");
+  if (attr_get(n, name))
+    return perr(p, "attribute '%s' given twice", name);
+  if (!expect(p, '=', "after the attribute name"))
+    return false;
+  Attr tmp = {0};
+  skip_ws(p, true);
+  char c = peek(p);
+  if (c == '"') {
+    tmp.kind = ATTR_STRING;
+    if (!(tmp.s = quoted(p)))
+      return false;
+  } else if (c == '[') {
+    advance(p);
+    if (!parse_list(p, &tmp, ATTR_INTS))
+      return false;
+  } else if (keyword(p, "ints")) {
+    if (!expect(p, '[', "to start the list") || !parse_list(p, &tmp, ATTR_INTS))
+      return false;
+  } else if (keyword(p, "floats")) {
+    if (!expect(p, '[', "to start the list") || !parse_list(p, &tmp, ATTR_FLOATS))
+      return false;
+  } else if (keyword(p, "strings")) {
+    if (!expect(p, '[', "to start the list") || !parse_list(p, &tmp, ATTR_STRINGS))
+      return false;
+  } else if (keyword(p, "tensor")) {
+    tmp.kind = ATTR_TENSOR;
+    tmp.t = arena_alloc(p->a, sizeof(Tensor));
+    if (!parse_type(p, &tmp.t->type, NULL) || !parse_data(p, &tmp.t->type, &tmp.t->data))
+      return false;
+  } else {
+    bool fl;
+    size_t save = p->pos;
+    int sl = p->line, sc = p->col;
+    const char *t = number(p, &fl);
+    if (!t)
+      return false;
+    p->pos = save, p->line = sl, p->col = sc;
+    if (fl) {
+      tmp.kind = ATTR_FLOAT;
+      if (!parse_double(p, &tmp.f))
+        return false;
+    } else {
+      tmp.kind = ATTR_INT;
+      if (!parse_int(p, &tmp.i))
+        return false;
+    }
+  }
+  Attr *a = node_add_attr(p->g, n, name, tmp.kind);
+  const char *keep = a->name;
+  *a = tmp;
+  a->name = keep;
+  return true;
+}
+
+/* ---- lines ----------------------------------------------------------------- */
+
+static int defined_value(Parser *p, const char *name) {
+  int v = graph_find_value(p->g, name);
+  if (v < 0 || (!p->g->vals[v].is_input && !p->g->vals[v].data && p->g->vals[v].producer < 0))
+    return -1;
+  return v;
+}
+
+static bool new_value(Parser *p, const char *name, int *vid) {
+  if (graph_find_value(p->g, name) >= 0)
+    return perr(p, "%%%s is defined twice", name);
+  *vid = graph_add_value(p->g, name);
+  return true;
+}
+
+static bool parse_const(Parser *p) {
+  const char *name = value_name(p);
+  int vid = -1;
+  Type t;
+  if (!name || !new_value(p, name, &vid) || !expect(p, ':', "after the constant's name") ||
+      !parse_type(p, &t, NULL) || !expect(p, '=', "before the constant's data"))
+    return false;
+  Value *v = &p->g->vals[vid];
+  v->type = t;
+  return parse_data(p, &t, &v->data);
+}
+
+/* "# onnx: text" at the end of a node line: the node's origin */
+static const char *origin_comment(Parser *p) {
+  while (peek(p) == ' ' || peek(p) == '\t')
+    advance(p);
+  if (peek(p) != '#')
+    return NULL;
+  size_t start = p->pos;
+  while (peek(p) && peek(p) != '\n')
+    advance(p);
+  const char *line = arena_printf(p->a, "%.*s", (int)(p->pos - start), p->s + start);
+  const char *colon = strstr(line, ": ");
+  if (!colon || strncmp(line, "# ", 2) != 0)
+    return NULL;
+  char *o = arena_strdup(p->a, colon + 2);
+  for (size_t k = strlen(o); k > 0 && (o[k - 1] == ' ' || o[k - 1] == '\r'); k--)
+    o[k - 1] = 0;
+  return *o ? o : NULL;
+}
+
+static bool parse_node(Parser *p) {
+  int outs[64], ins[64], nout = 0, nin = 0;
+  const char *outnames[64];
+  do {
+    if (nout >= 64)
+      return perr(p, "too many outputs");
+    if (!(outnames[nout++] = value_name(p)))
+      return false;
+  } while (accept(p, ','));
+  if (!expect(p, '=', "after the node's outputs"))
+    return false;
+  int line = p->line, col = p->col;
+  const char *opname = word(p);
+  int op = opname ? op_lookup(opname) : -1;
+  if (op < 0) {
+    p->line = line, p->col = col + 1;
+    return perr(p, "unknown op '%s'; expected one of the ops `kiln ops` lists", opname ? opname : "");
+  }
+  skip_ws(p, false);
+  if (peek(p) == '%' || peek(p) == '_') {
+    do {
+      if (nin >= 64)
+        return perr(p, "too many inputs");
+      skip_ws(p, true);
+      if (peek(p) == '_' && !is_word_char(peek2(p))) {
+        advance(p);
+        ins[nin++] = -1;
+        continue;
+      }
+      int l = p->line, c = p->col;
+      const char *nm = value_name(p);
+      if (!nm)
+        return false;
+      int v = defined_value(p, nm);
+      if (v < 0) {
+        p->line = l, p->col = c + 1;
+        return perr(p, "use of undefined value %%%s", nm);
+      }
+      ins[nin++] = v;
+    } while (accept(p, ','));
+  }
+  const OpInfo *oi = &op_table[op];
+  if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in) || nout < oi->min_out ||
+      (oi->max_out >= 0 && nout > oi->max_out))
+    return perr(p, "%s takes %d..%d inputs and %d..%d outputs; found %d and %d", oi->name,
+                oi->min_in, oi->max_in, oi->min_out, oi->max_out, nin, nout);
+  for (int j = 0; j < nout; j++)
+    if (!new_value(p, outnames[j], &outs[j]))
+      return false;
+  int ni = graph_add_node(p->g, op, NULL, ins, nin, outs, nout);
+  if (accept(p, '{')) {
+    do {
+      if (!parse_attr(p, &p->g->nodes[ni]))
+        return false;
+    } while (accept(p, ','));
+    if (!expect(p, '}', "to close the attributes"))
+      return false;
+  }
+  if (!expect(p, ':', "before the output types"))
+    return false;
+  for (int j = 0; j < nout; j++) {
+    if (j && !expect(p, ',', "between output types"))
+      return false;
+    Value *v = &p->g->vals[outs[j]];
+    if (!parse_type(p, &v->type, NULL))
+      return false;
+    if (keyword(p, "alias")) {
+      if (nin == 0 || ins[0] < 0)
+        return perr(p, "'alias' needs a first input to alias");
+      v->alias_of = ins[0];
+    }
+  }
+  const char *origin = origin_comment(p);
+  Node *n = &p->g->nodes[ni];
+  if (origin) {
+    n->origin = origin;
+    const char *plus = strstr(origin, " + ");
+    n->name = plus ? arena_printf(p->a, "%.*s", (int)(plus - origin), origin) : origin;
+  }
+  return true;
+}
+
+static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
+  if (!keyword(p, "graph"))
+    return perr(p, "expected 'graph' at the start of the IR");
+  if (!expect(p, '@', "before the graph's name"))
+    return false;
+  const char *gname = word(p);
+  if (!gname)
+    return perr(p, "expected the graph's name");
+  p->g->name = gname;
+  if (keyword(p, "opset")) {
+    int64_t v;
+    if (!parse_int(p, &v))
+      return false;
+    if (v < 1 || v > 17)
+      return perr(p, "opset %lld; expected 1 to 17", (long long)v);
+    p->g->opset = (int)v;
+  }
+  if (!expect(p, '(', "before the graph's inputs"))
+    return false;
+  if (!accept(p, ')')) {
+    do {
+      const char *nm = value_name(p);
+      int vid = -1;
+      if (!nm || !new_value(p, nm, &vid) || !expect(p, ':', "after the input's name"))
+        return false;
+      Value *v = &p->g->vals[vid];
+      if (!parse_type(p, &v->type, v->sym))
+        return false;
+      for (int i = 0; i < v->type.rank; i++)
+        if (v->type.dims[i] < 0 && !v->sym[i])
+          v->sym[i] = arena_printf(p->a, "%s[%d]", nm, i);
+      graph_add_input(p->g, vid);
+    } while (accept(p, ','));
+    if (!expect(p, ')', "after the graph's inputs"))
+      return false;
+  }
+  if (!expect(p, '-', "('->' before the outputs)") || !expect(p, '>', "('->' before the outputs)") ||
+      !expect(p, '(', "before the graph's outputs"))
+    return false;
+  int cap = 0;
+  if (!accept(p, ')')) {
+    do {
+      *outnames = arena_grow(p->a, *outnames, &cap, *nout + 1, sizeof(char *));
+      if (!((*outnames)[(*nout)++] = value_name(p)))
+        return false;
+    } while (accept(p, ','));
+    if (!expect(p, ')', "after the graph's outputs"))
+      return false;
+  }
+  if (!expect(p, '{', "to open the graph's body"))
+    return false;
+  for (;;) {
+    skip_ws(p, true);
+    if (accept(p, '}'))
+      break;
+    if (!peek(p))
+      return perr(p, "unexpected end of file; expected '}' to close the graph");
+    if (keyword(p, "const") ? !parse_const(p) : !parse_node(p))
+      return false;
+  }
+  skip_ws(p, true);
+  if (peek(p))
+    return perr(p, "unexpected text after the graph");
+  return true;
+}
+
+Graph *kir_parse(Arena *a, const char *file, const char *text, const unsigned char *bin,
+                 size_t binlen, Diag *d) {
+  Parser p = {.a = a, .d = d, .file = file, .s = text, .line = 1, .col = 1, .bin = bin,
+              .binlen = binlen};
+  d->file = file;
+  p.g = graph_new(a, file);
+  p.g->opset = 17;
+  const char **outnames = NULL;
+  int nout = 0;
+  if (!parse_graph(&p, &outnames, &nout))
+    return NULL;
+  for (int i = 0; i < nout; i++) {
+    int v = defined_value(&p, outnames[i]);
+    if (v < 0) {
+      diag_error(d, "graph output %%%s is never defined", outnames[i]);
+      return NULL;
+    }
+    graph_add_output(p.g, v);
+  }
+  for (int i = 0; i < p.g->nnodes; i++)
+    p.g->nodes[i].opset = p.g->opset;
+  return p.g;
+}
