@@ -17,6 +17,8 @@ typedef struct Emit {
   int indent;         /* in units of two spaces */
   const char *prefix; /* --name: prefix of every exported symbol */
   const char **refs;  /* per value: its C pointer expression */
+  int *const_order;   /* constants in order of first use (emit_ref) */
+  int nconsts;
   int tmp;            /* counter for unique local names */
 } Emit;
 

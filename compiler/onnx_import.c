@@ -357,7 +357,8 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
     Tensor t;
     if (!decode_tensor(im, tp, &t, arena_printf(im->a, "initializer '%s'", nm)))
       return false;
-    Value *v = &g->vals[graph_add_value(g, nm)];
+    int vid = graph_add_value(g, nm); /* may move g->vals */
+    Value *v = &g->vals[vid];
     v->type = t.type;
     v->data = t.data;
   }
