@@ -77,6 +77,7 @@ typedef struct Value {
   bool is_input, is_output;
   int alias_of;              /* value whose storage this one shares, or -1 */
   int64_t ws_offset;         /* byte offset in the workspace (plan), or -1 */
+  int live_first, live_last; /* steps (node indices) it is live (plan) */
 } Value;
 
 typedef enum AttrKind {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "info.h"
 #include "onnx.h"
 #include "ops.h"
 #include "print.h"
@@ -20,6 +21,8 @@ static const char *usage =
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
     "                             (ONNX backend-test layout: model.onnx, test_data_set_N/)\n"
+    "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size\n"
+    "  dot MODEL [-o FILE.dot]    the graph as Graphviz (--after=PASS: as it is after that pass)\n"
     "  ops                        list the supported ONNX ops\n"
     "  passes                     list the compiler passes\n"
     "  --help, --version\n"
@@ -35,6 +38,8 @@ static const char *usage =
     "  --verify-each              verify the IR after every pass\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
+    "  --json                     (info) machine-readable report\n"
+    "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
     "\n"
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
@@ -44,7 +49,8 @@ static const char *usage =
     "  -q                         print only failures and the verdict\n";
 
 typedef struct Cli {
-  const char *cmd, *model, *out, *name, *outdir;
+  const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
+  bool json;
   bool name_given;
   const char *inputs[64];
   int ninputs;
@@ -138,6 +144,12 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->pipe.passes = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
       c->pipe.dump_after = v;
+    } else if ((v = opt_value(argc, argv, &i, "--after"))) {
+      c->after = v;
+    } else if ((v = opt_value(argc, argv, &i, "--memory-svg"))) {
+      c->memory_svg = v;
+    } else if (!strcmp(argv[i], "--json")) {
+      c->json = true;
     } else if ((v = opt_value(argc, argv, &i, "--dump-all"))) {
       c->pipe.dump_dir = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-before"))) {
@@ -226,6 +238,60 @@ static int cmd_opt(Cli *c) {
     Buf b = {0};
     ir_print(&b, g, NULL);
     fputs(b.s, stdout);
+    buf_free(&b);
+  }
+  arena_free(a);
+  return 0;
+}
+
+/* kiln dot MODEL [--after=PASS] [-o FILE.dot] */
+static int cmd_dot(Cli *c) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *g = driver_load(a, c->model, &d);
+  if (!g)
+    return fail(&d);
+  if (c->after) {
+    if (!pass_find(c->after))
+      die("--after=%s: unknown pass; see kiln passes", c->after);
+    Buf list = {0};
+    for (int i = 0; i < pass_count; i++) {
+      buf_printf(&list, "%s%s", i ? "," : "", pass_list[i].name);
+      if (!strcmp(pass_list[i].name, c->after))
+        break;
+    }
+    c->pipe.passes = arena_strdup(a, list.s);
+    buf_free(&list);
+    if (!driver_lower(g, &c->pipe, &d))
+      return fail(&d);
+  }
+  Buf b = {0};
+  dot_print(&b, g);
+  Diag wd = {0};
+  if (c->out ? !write_file_atomic(c->out, b.s, b.len, &wd) : fputs(b.s, stdout) < 0)
+    return fail(&wd);
+  buf_free(&b);
+  arena_free(a);
+  return 0;
+}
+
+/* kiln info MODEL [--json] [--memory-svg FILE] */
+static int cmd_info(Cli *c) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *before = driver_load(a, c->model, &d);
+  Graph *g = before ? driver_load(a, c->model, &d) : NULL;
+  if (!g || !driver_lower(g, &c->pipe, &d))
+    return fail(&d);
+  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg};
+  if (!info_report(before, g, &io, &d))
+    return fail(&d);
+  if (c->memory_svg) {
+    Buf b = {0};
+    info_memory_svg(&b, g);
+    Diag wd = {0};
+    if (!write_file_atomic(c->memory_svg, b.s, b.len, &wd))
+      return fail(&wd);
     buf_free(&b);
   }
   arena_free(a);
@@ -336,7 +402,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c.cmd, "passes"))
     return cmd_passes();
   if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check") &&
-      strcmp(c.cmd, "opt"))
+      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info"))
     die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
@@ -346,5 +412,9 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(c.cmd, "opt"))
     return cmd_opt(&c);
+  if (!strcmp(c.cmd, "dot"))
+    return cmd_dot(&c);
+  if (!strcmp(c.cmd, "info"))
+    return cmd_info(&c);
   return !strcmp(c.cmd, "run") ? cmd_run(&c) : cmd_compile(&c);
 }

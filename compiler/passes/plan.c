@@ -87,6 +87,8 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
     }
     lv[i].off = off;
     g->vals[lv[i].vid].ws_offset = off;
+    g->vals[lv[i].vid].live_first = lv[i].first;
+    g->vals[lv[i].vid].live_last = lv[i].last;
     if (off + lv[i].size > total)
       total = off + lv[i].size;
   }
