@@ -7,7 +7,8 @@
  * rows and walk each row in order, so _eval and the generated C pick the
  * same element on ties: ArgMax/ArgMin keep the first best (the last with
  * select_last_index), TopK puts the lower index first among equal values.
- * Comparisons are plain C comparisons; NaN never beats a number. */
+ * Comparisons are plain C comparisons (false with NaN), the same in _eval
+ * and in the generated C. */
 #include <string.h>
 
 #include "../emit.h"
@@ -58,6 +59,47 @@ static const char *scaled(Emit *e, const char *var, int64_t stride) {
   return stride == 1 ? var : arena_printf(e->g->arena, "%s * %lld", var, (long long)stride);
 }
 
+/* The generated kernels run one row at a time inside loops over `o`
+ * (outer) and `i` (inner); a loop of extent 1 is left out. Returns how many
+ * loops were opened, for close_rows. */
+static int open_rows(Emit *e, AxisView v) {
+  int k = 0;
+  if (v.outer != 1) {
+    emit_line(e, "for (int64_t o = 0; o < %lld; o++) {", (long long)v.outer);
+    e->indent++, k++;
+  }
+  if (v.inner != 1) {
+    emit_line(e, "for (int64_t i = 0; i < %lld; i++) {", (long long)v.inner);
+    e->indent++, k++;
+  }
+  return k;
+}
+
+static void close_rows(Emit *e, int k) {
+  while (k-- > 0) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* Offset of row (o, i) in a tensor viewed as [outer, len, inner]: "o * 12 + i",
+ * or "0" when there is one row. */
+static const char *row_index(Emit *e, AxisView v, int64_t len) {
+  const char *o = v.outer != 1 ? scaled(e, "o", len * v.inner) : NULL;
+  const char *i = v.inner != 1 ? "i" : NULL;
+  if (o && i)
+    return arena_printf(e->g->arena, "%s + %s", o, i);
+  return o ? o : i ? i : "0";
+}
+
+/* ptr advanced to row (o, i): "p_x + o * 12 + i", or "p_x". */
+static const char *row_ptr(Emit *e, int vid, AxisView v, int64_t len) {
+  const char *at = row_index(e, v, len);
+  if (!strcmp(at, "0"))
+    return emit_ref(e, vid);
+  return arena_printf(e->g->arena, "%s + %s", emit_ref(e, vid), at);
+}
+
 /* ---- ArgMax / ArgMin --------------------------------------------------------
  * y[o][i] = index j of the largest (smallest) x[o][j][i]; the axis is kept
  * as 1 (keepdims=1, the default) or removed. Output i64. */
@@ -101,8 +143,9 @@ static Cmp argmax_cmp(const Node *n) {
 }
 
 static int argmax_axis(const Node *n, int rank) {
-  int axis;
-  KILN_ASSERT(axis_norm(attr_int(n, "axis", 0), rank, &axis));
+  int axis = 0;
+  bool ok = axis_norm(attr_int(n, "axis", 0), rank, &axis);
+  KILN_ASSERT(ok); /* checked by argmax_infer */
   return axis;
 }
 
@@ -125,10 +168,18 @@ bool argmax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 bool argmax_emit(Emit *e, const Node *n) {
   const Type *t = &gval(e->g, n->in[0])->type;
   AxisView v = axis_view(t, argmax_axis(n, t->rank));
-  emit_tmpl(e, "argmax", "OP", node_op_name(n), "T", dt_ctype(t->dt), "X", emit_ref(e, n->in[0]),
-            "Y", emit_ref(e, n->out[0]), "OUTER", emit_int(e, v.outer), "N", emit_int(e, v.n),
-            "INNER", emit_int(e, v.inner), "ROW", emit_int(e, v.n * v.inner), "CMP", cmp_c(argmax_cmp(n)),
-            "XJ", scaled(e, "j", v.inner), NULL);
+  if (v.outer * v.inner == 0) {
+    emit_line(e, "/* no rows */");
+    return true;
+  }
+  emit_line(e, "/* %s of each row: x as [%lld][%lld][%lld], y as [%lld][%lld] */", node_op_name(n),
+            (long long)v.outer, (long long)v.n, (long long)v.inner, (long long)v.outer,
+            (long long)v.inner);
+  int loops = open_rows(e, v);
+  emit_tmpl(e, "argmax", "T", dt_ctype(t->dt), "ROW", row_ptr(e, n->in[0], v, v.n),
+            "Y", emit_ref(e, n->out[0]), "YAT", row_index(e, v, 1), "N", emit_int(e, v.n),
+            "CMP", cmp_c(argmax_cmp(n)), "XJ", scaled(e, "j", v.inner), NULL);
+  close_rows(e, loops);
   return true;
 }
 
@@ -150,7 +201,8 @@ static bool topk_k(Graph *g, Node *n, int64_t *k, Diag *d) {
   if (!const_input_ints(g, n, 1, "K", &vals, &len, d))
     return false;
   if (len != 1)
-    return diag_node(d, g, n, "input 'K' has %d elements; expected exactly 1", len);
+    return diag_node(d, g, n, "input '%s' (K) has %d elements; expected exactly 1",
+                     node_in(g, n, 1)->name, len);
   *k = vals[0];
   return true;
 }
@@ -162,7 +214,7 @@ bool topk_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "input '%s' is bool; expected a numeric type", x->name);
   if (t->rank < 1)
     return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
-  int64_t a = attr_int(n, "axis", -1), k;
+  int64_t a = attr_int(n, "axis", -1), k = 0;
   int axis;
   if (!axis_norm(a, t->rank, &axis))
     return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected %d to %d",
@@ -182,11 +234,12 @@ bool topk_infer(Graph *g, Node *n, Diag *d) {
   return true;
 }
 
-/* The axis and k of a TopK whose outputs are typed: k is values' length on
- * the axis. */
+/* The normalised axis of a typed TopK (its k is the values output's length
+ * on that axis). */
 static int topk_axis(const Node *n, int rank) {
-  int axis;
-  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), rank, &axis));
+  int axis = 0;
+  bool ok = axis_norm(attr_int(n, "axis", -1), rank, &axis);
+  KILN_ASSERT(ok); /* checked by topk_infer */
   return axis;
 }
 
@@ -228,17 +281,22 @@ bool topk_emit(Emit *e, const Node *n) {
   int axis = topk_axis(n, t->rank);
   AxisView v = axis_view(t, axis);
   int64_t k = gval(e->g, n->out[0])->type.dims[axis];
+  bool largest = attr_int(n, "largest", 1);
   if (k == 0 || v.outer * v.inner == 0) {
     emit_line(e, "/* k = 0 or no rows: nothing to select */");
     return true;
   }
-  emit_tmpl(e, "topk", "T", dt_ctype(t->dt), "X", emit_ref(e, n->in[0]), "V", emit_ref(e, n->out[0]),
-            "I", emit_ref(e, n->out[1]), "OUTER", emit_int(e, v.outer), "N", emit_int(e, v.n),
-            "INNER", emit_int(e, v.inner), "K", emit_int(e, k), "ROW", emit_int(e, v.n * v.inner),
-            "KROW", emit_int(e, k * v.inner), "CMP", attr_int(n, "largest", 1) ? ">" : "<",
-            "XJ", scaled(e, "j", v.inner), "P", scaled(e, "p", v.inner),
-            "LAST", emit_int(e, (k - 1) * v.inner), "KM1", emit_int(e, k - 1), "S", emit_int(e, v.inner),
-            "LARGEST", attr_int(n, "largest", 1) ? "largest" : "smallest", NULL);
+  emit_line(e, "/* the %lld %s of each row, best first: x as [%lld][%lld][%lld], values and "
+               "indices as [%lld][%lld][%lld] */", (long long)k, largest ? "largest" : "smallest",
+            (long long)v.outer, (long long)v.n, (long long)v.inner, (long long)v.outer, (long long)k,
+            (long long)v.inner);
+  int loops = open_rows(e, v);
+  emit_tmpl(e, "topk", "T", dt_ctype(t->dt), "ROW", row_ptr(e, n->in[0], v, v.n),
+            "VROW", row_ptr(e, n->out[0], v, k), "IROW", row_ptr(e, n->out[1], v, k),
+            "N", emit_int(e, v.n), "K", emit_int(e, k), "KM1", emit_int(e, k - 1),
+            "CMP", largest ? ">" : "<", "XJ", scaled(e, "j", v.inner), "P", scaled(e, "p", v.inner),
+            "LAST", emit_int(e, (k - 1) * v.inner), "S", emit_int(e, v.inner), NULL);
+  close_rows(e, loops);
   return true;
 }
 
@@ -261,13 +319,15 @@ bool cumsum_infer(Graph *g, Node *n, Diag *d) {
   if (t->rank < 1)
     return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
   if (ax && ax->type.dt != DT_I32 && ax->type.dt != DT_I64)
-    return diag_node(d, g, n, "input 'axis' is %s; expected i32 or i64", dt_name(ax->type.dt));
+    return diag_node(d, g, n, "input '%s' (axis) is %s; expected i32 or i64", ax->name,
+                     dt_name(ax->type.dt));
   int64_t *vals;
   int len, axis;
   if (!const_input_ints(g, n, 1, "axis", &vals, &len, d))
     return false;
   if (len != 1)
-    return diag_node(d, g, n, "input 'axis' has %d elements; expected a scalar", len);
+    return diag_node(d, g, n, "input '%s' (axis) has %d elements; expected a scalar",
+                     node_in(g, n, 1)->name, len);
   if (!axis_norm(vals[0], t->rank, &axis))
     return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected %d to %d",
                      (long long)vals[0], t->rank, -t->rank, t->rank - 1);
@@ -279,12 +339,13 @@ bool cumsum_infer(Graph *g, Node *n, Diag *d) {
 
 /* The normalised axis of a typed CumSum (infer checked it). */
 static int cumsum_axis(const Tensor *axis_in, int rank) {
-  int axis;
-  KILN_ASSERT(axis_in->data && axis_norm(el_get_i(axis_in->type.dt, axis_in->data, 0), rank, &axis));
+  int axis = 0;
+  bool ok = axis_in->data && axis_norm(el_get_i(axis_in->type.dt, axis_in->data, 0), rank, &axis);
+  KILN_ASSERT(ok);
   return axis;
 }
 
-/* Store a running sum: fs for float types, the wrapped integer sum is else. */
+/* Store a running sum: fs for float types, else the wrapped integer sum is. */
 static void store_sum(DType dt, void *y, int64_t at, double fs, uint64_t is) {
   if (dt_is_float(dt))
     el_set_f(dt, y, at, fs);
@@ -333,12 +394,15 @@ bool cumsum_emit(Emit *e, const Node *n) {
     return true;
   }
   bool excl = attr_int(n, "exclusive", 0), rev = attr_int(n, "reverse", 0);
+  emit_line(e, "/* %s running sums%s of each row: x and y as [%lld][%lld][%lld] */",
+            excl ? "exclusive" : "inclusive", rev ? ", last to first," : "", (long long)v.outer,
+            (long long)v.n, (long long)v.inner);
   const char *loop = rev ? arena_printf(g->arena, "for (int64_t j = %lld; j >= 0; j--)", (long long)(v.n - 1))
                          : arena_printf(g->arena, "for (int64_t j = 0; j < %lld; j++)", (long long)v.n);
-  emit_tmpl(e, "cumsum", "T", dt_ctype(t->dt), "X", emit_ref(e, n->in[0]), "Y", emit_ref(e, n->out[0]),
-            "OUTER", emit_int(e, v.outer), "N", emit_int(e, v.n), "INNER", emit_int(e, v.inner),
-            "ROW", emit_int(e, v.n * v.inner), "LOOP", loop, "XJ", scaled(e, "j", v.inner), "SUM", excl ? "acc" : "acc + x",
-            "KIND", arena_printf(g->arena, "%s%s", excl ? "exclusive" : "inclusive", rev ? ", reversed" : ""),
-            NULL);
+  int loops = open_rows(e, v);
+  emit_tmpl(e, "cumsum", "T", dt_ctype(t->dt), "ROW", row_ptr(e, n->in[0], v, v.n),
+            "YROW", row_ptr(e, n->out[0], v, v.n), "LOOP", loop, "XJ", scaled(e, "j", v.inner),
+            "SUM", excl ? "acc" : "acc + x", NULL);
+  close_rows(e, loops);
   return true;
 }
