@@ -16,7 +16,7 @@
 #include "../emit.h"
 #include "../ops.h"
 
-/* The largest tensor an op here may create (as the importer's limit). */
+/* The largest tensor an op here may create (the importer's MAX_NUMEL). */
 #define MAX_ELEMS ((int64_t)1 << 34)
 
 /* Does t stay under MAX_ELEMS elements? (Checked without overflowing.) */
@@ -38,10 +38,6 @@ static bool check_size(Graph *g, Node *n, const Type *t, Diag *d) {
     return diag_node(d, g, n, "output %s is too large; expected at most %lld elements",
                      type_str(t, ts, sizeof ts), (long long)MAX_ELEMS);
   return true;
-}
-
-static const char *shape_of(const Value *v, char *buf, size_t len) {
-  return type_str(&v->type, buf, len);
 }
 
 /* ---- shared by the _eval functions ---------------------------------------- */
@@ -103,12 +99,10 @@ static void copy_simplify(Copy *c) {
   c->rank = r;
 }
 
-/* "off + i0 * s0 + i1 * s1" over the first `rank` loop counters ("0" if
+/* "i0 * s0 + i1 * s1 + off" over the first `rank` loop counters ("0" if
  * nothing). */
 static const char *index_expr(Emit *e, int64_t off, const int64_t *st, int rank) {
   Buf b = {0};
-  if (off)
-    buf_printf(&b, "%lld", (long long)off);
   for (int k = 0; k < rank; k++) {
     if (st[k] == 0)
       continue;
@@ -118,6 +112,8 @@ static const char *index_expr(Emit *e, int64_t off, const int64_t *st, int rank)
     else
       buf_printf(&b, "i%d * %lld", k, (long long)st[k]);
   }
+  if (off)
+    buf_printf(&b, "%s%lld", b.len ? " + " : "", (long long)off);
   const char *r = arena_strdup(e->g->arena, b.len ? b.s : "0");
   buf_free(&b);
   return r;
@@ -453,8 +449,8 @@ bool concat_infer(Graph *g, Node *n, Diag *d) {
       same = k == axis || x->type.dims[k] == x0->type.dims[k];
     if (!same)
       return diag_node(d, g, n, "input '%s' is %s but '%s' is %s; expected equal dims except on "
-                       "axis %d", x->name, shape_of(x, a, sizeof a), x0->name,
-                       shape_of(x0, b, sizeof b), axis);
+                       "axis %d", x->name, type_str(&x->type, a, sizeof a), x0->name,
+                       type_str(&x0->type, b, sizeof b), axis);
     t.dims[axis] += x->type.dims[axis];
   }
   if (!check_size(g, n, &t, d))
@@ -612,7 +608,7 @@ bool expand_infer(Graph *g, Node *n, Diag *d) {
   if (!shape_broadcast(&x->type, &st, &t)) {
     char a[160], b[160];
     return diag_node(d, g, n, "input %s does not broadcast to shape %s; expected equal dims or 1",
-                     shape_of(x, a, sizeof a), type_str(&st, b, sizeof b));
+                     type_str(&x->type, a, sizeof a), type_str(&st, b, sizeof b));
   }
   if (!check_size(g, n, &t, d))
     return false;
