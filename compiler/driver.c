@@ -101,6 +101,10 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
       p += len + (end ? 1 : 0);
     }
   }
+  for (const char *const *w = (const char *const[]){o->dump_after, o->dump_before, NULL}; *w || w[1]; w++)
+    if (*w && strcmp(*w, "all") && !pass_find(*w))
+      return diag_error(d, "--dump-after/--dump-before: unknown pass '%s'; expected a name from "
+                        "`kiln passes` or 'all'", *w);
   int step = 0;
   if (o->dump_dir) {
     mkdir(o->dump_dir, 0777); /* an existing folder is fine */
@@ -115,6 +119,7 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
       break;
     if (o->dump_before && (!strcmp(o->dump_before, p->name) || !strcmp(o->dump_before, "all")))
       dump(g, "before", p->name);
+    g->planned = false;
     if (!p->fn(g, &o->pass, d))
       return false;
     if (o->verify_each && !graph_verify(g, i > 0, d))

@@ -161,6 +161,18 @@ int64_t type_numel(const Type *t) {
   return n;
 }
 
+bool type_size_ok(const Type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->dims[i] < 0 || t->dims[i] > MAX_NUMEL)
+      return false;
+    if (t->dims[i] && n > MAX_NUMEL / t->dims[i])
+      return false;
+    n *= t->dims[i];
+  }
+  return true;
+}
+
 size_t type_bytes(const Type *t) { return (size_t)type_numel(t) * dt_size(t->dt); }
 
 bool type_equal(const Type *a, const Type *b) {

@@ -13,6 +13,9 @@
 #include "base.h"
 
 #define MAX_RANK 8
+/* The largest tensor kiln handles (elements); every size read from a file
+ * or flag is checked against it before any product can overflow. */
+#define MAX_NUMEL ((int64_t)1 << 34)
 
 /* Element types. Values equal ONNX's TensorProto.DataType codes, so import
  * and export need no table. */
@@ -54,6 +57,8 @@ typedef struct Type {
 } Type;
 
 int64_t type_numel(const Type *t);   /* product of dims (1 for rank 0) */
+/* False when a dim is negative or the element count exceeds MAX_NUMEL. */
+bool type_size_ok(const Type *t);
 size_t type_bytes(const Type *t);
 bool type_equal(const Type *a, const Type *b);
 /* "f32[1,16,64]" into buf (also handles unknown rank as "f32[?]"). */
@@ -121,6 +126,7 @@ typedef struct Graph {
   int *inputs;  int ninputs, capinputs;
   int *outputs; int noutputs, capoutputs;
   int64_t ws_size;    /* workspace bytes, set by the plan pass */
+  bool planned;       /* plan ran and no pass has changed the graph since */
 } Graph;
 
 Graph *graph_new(Arena *a, const char *file);

@@ -1,6 +1,7 @@
 /* main.c — the kiln command line. Reads as the list of stages:
  * load (onnx_import) -> lower (bind, infer, fold, simplify, dce, plan)
  * -> emit C | interpret | check. See `kiln --help`. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,9 @@ static bool parse_dims(const char *s, ShapeBinding *b) {
     return true; /* a scalar */
   for (const char *p = s; *p;) {
     char *end;
+    errno = 0;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || b->rank >= MAX_RANK)
+    if (end == p || v < 0 || errno || b->rank >= MAX_RANK)
       return false;
     b->dims[b->rank++] = v;
     if (*end == 'x' || *end == ',')
@@ -197,13 +199,16 @@ static int fail(Diag *d) {
 static int cmd_compile(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  Graph *g = driver_load(a, c->model, &d);
-  if (!g || !driver_lower(g, &c->pipe, &d))
-    return fail(&d);
   const char *out = c->out ? c->out : arena_printf(a, "%s.c", c->name);
   size_t n = strlen(out);
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
+  Graph *g = driver_load(a, c->model, &d);
+  if (!g || !driver_lower(g, &c->pipe, &d))
+    return fail(&d);
+  if (!g->planned)
+    die("--passes=%s: C needs a planned graph; expected a pass list that ends with the plan pass "
+        "(see kiln passes)", c->pipe.passes ? c->pipe.passes : "");
   /* out/encoder.c gets out/encoder.h beside it; the API prefix is --name,
    * or else the file's stem when that is a C identifier */
   const char *slash = strrchr(out, '/');

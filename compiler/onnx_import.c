@@ -16,7 +16,6 @@
 #include "ops.h"
 
 #define MAX_OPSET 17
-#define MAX_NUMEL ((int64_t)1 << 34)
 
 typedef struct Importer {
   Arena *a;
@@ -27,6 +26,18 @@ typedef struct Importer {
 
 /* ---- tensors -------------------------------------------------------------- */
 
+/* "../x", "a/../../x": a location that climbs out of the model's folder */
+static bool escapes_folder(const char *loc) {
+  for (const char *p = loc; *p;) {
+    const char *slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      return true;
+    p += n + (slash ? 1 : 0);
+  }
+  return false;
+}
+
 static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want, void *dst,
                           const char *what) {
   const char *loc = NULL;
@@ -35,14 +46,18 @@ static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want,
     const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
     if (!k || !v)
       continue;
+    char *end = NULL;
     if (!strcmp(k, "location"))
       loc = v;
     else if (!strcmp(k, "offset"))
-      off = atoll(v);
+      off = strtoll(v, &end, 10);
     else if (!strcmp(k, "length"))
-      len = atoll(v);
+      len = strtoll(v, &end, 10);
+    if (end && (end == v || *end || off < 0 || (!strcmp(k, "length") && len < 0)))
+      return diag_error(im->d, "%s: external data %s is '%s'; expected a non-negative integer",
+                        what, k, v);
   }
-  if (!loc || !*loc || loc[0] == '/' || strstr(loc, ".."))
+  if (!loc || !*loc || loc[0] == '/' || escapes_folder(loc))
     return diag_error(im->d, "%s: external data has no valid 'location' (got '%s'); expected a "
                       "file name relative to the model's folder", what, loc ? loc : "");
   if (len >= 0 && (size_t)len != want)
@@ -78,22 +93,18 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
       return diag_error(im->d, "%s: dim %zu is %lld; expected a non-negative size", what, i,
                         (long long)tp->dims[i]);
     t->type.dims[i] = tp->dims[i];
+    if (tp->dims[i] && numel > MAX_NUMEL / tp->dims[i])
+      return diag_error(im->d, "%s: more than %lld elements is too large", what,
+                        (long long)MAX_NUMEL);
     numel *= tp->dims[i];
-    if (numel > MAX_NUMEL)
-      return diag_error(im->d, "%s: %lld elements is too large", what, (long long)numel);
   }
   size_t es = dt_size(dt), bytes = (size_t)numel * es;
-  t->data = arena_alloc(im->a, bytes ? bytes : 1);
-  if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-    return read_external(im, tp, bytes, t->data, what);
-  if (tp->has_raw_data) {
-    if (tp->raw_data.len != bytes)
-      return diag_error(im->d, "%s: raw_data has %zu bytes; expected %zu (%lld x %s)", what,
-                        tp->raw_data.len, bytes, (long long)numel, dt_name(dt));
-    if (bytes)
-      memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
-    return true;
-  }
+  bool external =
+      tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  /* sizes are checked before allocating, so a lying header costs nothing */
+  if (!external && tp->has_raw_data && tp->raw_data.len != bytes)
+    return diag_error(im->d, "%s: raw_data has %zu bytes; expected %zu (%lld x %s)", what,
+                      tp->raw_data.len, bytes, (long long)numel, dt_name(dt));
   size_t have;
   const char *field;
   switch (dt) {
@@ -103,9 +114,17 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
   case DT_U32: case DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
   default: have = tp->n_int32_data; field = "int32_data"; break;
   }
-  if (have != (size_t)numel)
+  if (!external && !tp->has_raw_data && have != (size_t)numel)
     return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape", what, field,
                       have, (long long)numel);
+  t->data = arena_alloc(im->a, bytes ? bytes : 1);
+  if (external)
+    return read_external(im, tp, bytes, t->data, what);
+  if (tp->has_raw_data) {
+    if (bytes)
+      memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
+    return true;
+  }
   for (int64_t i = 0; i < numel; i++) {
     switch (dt) {
     case DT_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
@@ -136,9 +155,9 @@ static bool decode_sparse(Importer *im, const Onnx__SparseTensorProto *sp, Tenso
       return diag_error(im->d, "%s: bad sparse dim %lld", what, (long long)sp->dims[i]);
     t->type.dims[i] = sp->dims[i];
   }
-  int64_t numel = type_numel(&t->type), nnz = type_numel(&vals.type);
-  if (numel > MAX_NUMEL)
+  if (!type_size_ok(&t->type))
     return diag_error(im->d, "%s: sparse tensor too large", what);
+  int64_t numel = type_numel(&t->type), nnz = type_numel(&vals.type);
   size_t es = dt_size(t->type.dt);
   t->data = arena_alloc(im->a, (size_t)numel * es + 1);
   int64_t st[MAX_RANK];
@@ -208,6 +227,13 @@ static bool import_value_info(Importer *im, const Onnx__ValueInfoProto *vi, Valu
                       : arena_printf(im->a, "%s[%zu]", v->name, i);
     }
   }
+  Type fixed = v->type; /* symbolic dims count as 1 until bound */
+  for (int i = 0; i < fixed.rank; i++)
+    if (fixed.dims[i] < 0)
+      fixed.dims[i] = 1;
+  if (!type_size_ok(&fixed))
+    return diag_error(im->d, "%s is too large; expected at most %lld elements", what,
+                      (long long)MAX_NUMEL);
   return true;
 }
 
@@ -295,6 +321,14 @@ static int default_opset(const Onnx__ModelProto *m, Importer *im, bool *ok) {
   return v;
 }
 
+static const char *arity_str(Arena *a, int lo, int hi) {
+  if (lo == hi)
+    return arena_printf(a, "%d", lo);
+  if (hi < 0)
+    return arena_printf(a, "at least %d", lo);
+  return arena_printf(a, "%d to %d", lo, hi);
+}
+
 static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   Graph *g = im->g;
   const char *op_type = np->op_type ? np->op_type : "";
@@ -316,11 +350,15 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   while (nout > 0 && (!np->output[nout - 1] || !*np->output[nout - 1]))
     nout--;
   if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in))
-    return diag_error(im->d, "node '%s' (%s): %d inputs; expected %d to %d", nname, op_type, nin,
-                      oi->min_in, oi->max_in);
+    return diag_error(im->d, "node '%s' (%s): %d inputs; expected %s", nname, op_type, nin,
+                      arity_str(im->a, oi->min_in, oi->max_in));
   if (nout < oi->min_out || (oi->max_out >= 0 && nout > oi->max_out))
-    return diag_error(im->d, "node '%s' (%s): %d outputs; expected %d to %d", nname, op_type,
-                      nout, oi->min_out, oi->max_out);
+    return diag_error(im->d, "node '%s' (%s): %d outputs; expected %s", nname, op_type, nout,
+                      arity_str(im->a, oi->min_out, oi->max_out));
+  for (int i = 0; i < oi->min_in; i++)
+    if (!np->input[i] || !*np->input[i])
+      return diag_error(im->d, "node '%s' (%s): input %d is empty; expected a value (only "
+                        "optional inputs may be omitted)", nname, op_type, i);
   int *in = arena_alloc(im->a, sizeof(int) * (size_t)(nin + 1));
   int *out = arena_alloc(im->a, sizeof(int) * (size_t)(nout + 1));
   for (int i = 0; i < nin; i++)
@@ -377,6 +415,8 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
   for (size_t i = 0; i < gp->n_node; i++)
     if (!import_node(im, gp->node[i], (int)i))
       return false;
+  if (gp->n_output == 0)
+    return diag_error(im->d, "the graph has no outputs; expected at least one");
   for (size_t i = 0; i < gp->n_output; i++) {
     const char *nm = gp->output[i]->name ? gp->output[i]->name : "";
     int vid = graph_find_value(g, nm);

@@ -167,7 +167,7 @@ def _():
     return model([n], [vi("X")], [vi("X")])
 
 
-@case("wrong_arity", expect="1 inputs; expected 2 to 2")
+@case("wrong_arity", expect="1 inputs; expected 2")
 def _():
     return model([helper.make_node("Add", ["X"], ["Y"], name="add")], [vi("X")], [vi("Y")])
 
@@ -331,6 +331,76 @@ def _():
     return model([n], [vi("X")], [vi("Y")])
 
 
+@case("raw_data_huge_dims", expect="raw_data has 8 bytes")
+def _():
+    # 2^34 doubles (within kiln's element cap) but 8 bytes of data: the size
+    # check must come before the 128 GiB allocation, not after it
+    w = TensorProto(name="W", data_type=TensorProto.DOUBLE, dims=[1 << 16, 1 << 16, 4])
+    w.raw_data = b"\0" * 8
+    return add_w(w)
+
+
+@case("initializer_numel_wrap", expect="too large")
+def _():
+    # each dim is under the cap, but 2^34 * 2^34 wraps int64 to 0, which
+    # would match the empty raw_data: the product must be checked before
+    # it is formed
+    w = TensorProto(name="W", data_type=F32, dims=[1 << 34, 1 << 34])
+    w.raw_data = b""
+    return add_w(w)
+
+
+@case("constant_no_data", expect="double_data has 0 values")
+def _():
+    # a Constant whose value claims 2^34 doubles and holds none: rejected
+    # from the counts, before any allocation
+    v = TensorProto(name="v", data_type=TensorProto.DOUBLE, dims=[1 << 16, 1 << 16, 4])
+    n = helper.make_node("Constant", [], ["Y"], name="c", value=v)
+    return model([n], [], [vi("Y", TensorProto.DOUBLE, (1 << 16, 1 << 16, 4))])
+
+
+@case("input_numel_overflow", expect="too large")
+def _():
+    # each dim is fine, the product overflows int64
+    shape = (1 << 33, 1 << 33)
+    n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
+    return model([n], [vi("X", F32, shape)], [vi("Y", F32, shape)])
+
+
+@case("shape_numel_too_large", args="compile @ -o @OUT --shape batch=9999999999999",
+      expect="too large")
+def _():
+    n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
+    return model([n], [vi("X", F32, ["batch", 3])], [vi("Y", F32, ["batch", 3])])
+
+
+@case("shape_dim_overflow", args="compile @ -o @OUT --shape batch=99999999999999999999999",
+      expect="--shape batch=99999999999999999999999")
+def _():
+    n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
+    return model([n], [vi("X", F32, ["batch", 3])], [vi("Y", F32, ["batch", 3])])
+
+
+@case("empty_required_input", expect="input 0")
+def _():
+    # "" marks an absent optional input; Add's first input is not optional
+    n = helper.make_node("Add", ["", "X"], ["Y"], name="add")
+    return model([n], [vi("X")], [vi("Y")])
+
+
+@case("passes_without_plan", args="compile @ -o @OUT --passes=bind,infer", expect="--passes")
+def _():
+    # two nodes, so the intermediate needs a workspace slot from plan
+    nodes = [helper.make_node("Relu", ["X"], ["T"], name="relu"),
+             helper.make_node("Neg", ["T"], ["Y"], name="neg")]
+    return model(nodes, [vi("X")], [vi("Y")])
+
+
+@case("passes_empty", args="compile @ -o @OUT --passes=", expect="--passes")
+def _():
+    return relu_model()
+
+
 # ---- shapes and types rejected by infer ----------------------------------------
 
 @case("add_no_broadcast", expect="do not broadcast")
@@ -343,21 +413,21 @@ def _():
     return add_w(const("W", np.zeros((2, 3), np.int64)))
 
 
-@case("transpose_perm_rank", expect="perm", also=(PLACEHOLDER,))
+@case("transpose_perm_rank", expect="perm is not a permutation")
 def _():
     # X is rank 2, perm has 3 entries
     n = helper.make_node("Transpose", ["X"], ["Y"], name="tr", perm=[2, 0, 1])
     return model([n], [vi("X")], [vi("Y", F32, (3, 2))])
 
 
-@case("matmul_scalar", expect="MatMul", also=(PLACEHOLDER,))
+@case("matmul_scalar", expect="expected inputs of rank >= 1")
 def _():
     # MatMul needs rank >= 1 operands; A is 0-D
     n = helper.make_node("MatMul", ["A", "B"], ["Y"], name="mm")
     return model([n], [vi("A", F32, ()), vi("B", F32, (2, 3))], [vi("Y", F32, (3,))])
 
 
-@case("gather_index_oob", expect="out of range", also=(PLACEHOLDER,))
+@case("gather_index_oob", expect="index 5 out of range")
 def _():
     # data [3] and indices [5] both constant: folding must reject index 5
     n = helper.make_node("Gather", ["D", "I"], ["Y"], name="gather", axis=0)
@@ -365,7 +435,7 @@ def _():
                  [const("D", np.arange(3, dtype=np.float32)), const("I", np.array([5], np.int64))])
 
 
-@case("reshape_runtime_shape", expect="computed at run time", also=(PLACEHOLDER,))
+@case("reshape_runtime_shape", expect="computed at run time")
 def _():
     n = helper.make_node("Reshape", ["X", "S"], ["Y"], name="reshape")
     return model([n], [vi("X"), vi("S", I64, (2,))], [vi("Y", F32, (3, 2))])

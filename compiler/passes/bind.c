@@ -58,6 +58,13 @@ bool pass_bind(Graph *g, const PassOptions *o, Diag *d) {
       }
     }
   }
+  for (int k = 0; k < g->ninputs; k++) {
+    Value *v = gval(g, g->inputs[k]);
+    char t[128];
+    if (!type_size_ok(&v->type))
+      return diag_error(d, "input '%s' %s is too large; expected at most %lld elements", v->name,
+                        type_str(&v->type, t, sizeof t), (long long)MAX_NUMEL);
+  }
   for (int s = 0; s < o->nshapes; s++)
     if (!o->shapes[s].used)
       return diag_error(d, "--shape %s: no graph input or symbolic dim has that name; expected one "

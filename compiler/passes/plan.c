@@ -93,5 +93,6 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
       total = off + lv[i].size;
   }
   g->ws_size = total;
+  g->planned = true;
   return true;
 }

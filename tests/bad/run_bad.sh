@@ -47,11 +47,13 @@ check_case() {
   local out=$dir/out/out.c
   # split on blanks (arguments hold no spaces), then substitute
   for arg in $args; do
-    arg=${arg//@OUT/$out}
-    argv+=("${arg//@/$model}")
+    arg=${arg//@OUT/"$out"}
+    argv+=("${arg//@/"$model"}")
   done
-  local rc=0
-  (cd "$dir/out" && exec "$kiln" "${argv[@]}") >"$dir/stdout" 2>"$dir/stderr" || rc=$?
+  # the echo keeps the subshell from exec'ing kiln, so the shell's own
+  # "Segmentation fault" notice goes to /dev/null, not into the report
+  local rc
+  rc=$( (cd "$dir/out" && "$kiln" "${argv[@]}" >"$dir/stdout" 2>"$dir/stderr"; echo $?) 2>/dev/null)
   local nlines first
   nlines=$(wc -l <"$dir/stderr")
   first=$(head -n 1 "$dir/stderr")

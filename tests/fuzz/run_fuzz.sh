@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c with clang's
+# libFuzzer, ASan and UBSan against kiln's compiler sources and fuzz the ONNX
+# importer and the pass pipeline for SECONDS seconds.
+#
+# SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
+# The protoc-c bindings and the embedded templates are generated into the
+# build folder the same way CMake does. Seeds: tests/bad/*.onnx and a few
+# small ONNX backend node tests. Findings are saved as crash-*/leak-*/oom-*
+# files in $KILN_FUZZ_DIR (default build-fuzz/, full log in fuzz.log there);
+# the script exits 1 if any.
+#
+# Needs: clang with the libFuzzer runtime (Debian: apt-get install clang
+# libclang-rt-14-dev), protoc-c, libprotobuf-c-dev, cmake.
+set -eu -o pipefail
+
+secs=${1:?usage: run_fuzz.sh SECONDS [SRC_ROOT]}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "${2:-$here/../..}" && pwd)
+out=${KILN_FUZZ_DIR:-$here/../../build-fuzz}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cc=${CLANG:-clang}
+jobs=${KILN_FUZZ_JOBS:-1}
+proto=${ONNX_PROTO_DIR:-/usr/include/onnx}
+nodes=${ONNX_NODE_TESTS:-/usr/include/onnx/backend/test/data/node}
+
+command -v "$cc" >/dev/null || { echo "run_fuzz.sh: $cc not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+
+# generated sources, as CMakeLists.txt makes them
+gen=$out/gen
+mkdir -p "$gen"
+if [ ! -f "$gen/onnx.pb-c.c" ] || [ "$proto/onnx.proto" -nt "$gen/onnx.pb-c.c" ]; then
+  protoc-c --c_out="$gen" -I"$proto" "$proto/onnx.proto"
+fi
+templates=
+for t in "$root"/templates/*.c.in; do [ -e "$t" ] && templates="$templates$t;"; done
+cmake -DOUT="$gen/templates_data.c" "-DFILES=${templates}$root/runtime/kiln_rt.h" \
+      -P "$root/cmake/embed_templates.cmake" >/dev/null
+
+# build: one object per source so a rebuild after a small edit stays quick
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+       -fno-sanitize-recover=undefined -I$root/compiler -I$gen"
+objs=()
+# shellcheck disable=SC2012
+newest_h=$(ls -t "$root"/compiler/*.h "$gen/onnx.pb-c.h" | head -n 1)
+for s in "$root"/compiler/*.c "$root"/compiler/ops/*.c "$root"/compiler/passes/*.c "$gen/templates_data.c"; do
+  [ "$s" = "$root/compiler/main.c" ] && continue
+  o=$out/obj/$(echo "${s#"$root"/}" | tr '/' '_').o
+  mkdir -p "$out/obj"
+  if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ "$newest_h" -nt "$o" ]; then
+    # shellcheck disable=SC2086
+    "$cc" -std=gnu11 $flags -c "$s" -o "$o"
+  fi
+  objs+=("$o")
+done
+pbo=$out/obj/onnx.pb-c.o
+if [ ! -f "$pbo" ] || [ "$gen/onnx.pb-c.c" -nt "$pbo" ]; then
+  # shellcheck disable=SC2086
+  "$cc" $flags -w -c "$gen/onnx.pb-c.c" -o "$pbo"
+fi
+# shellcheck disable=SC2086
+"$cc" $flags -fsanitize=fuzzer -c "$here/fuzz_onnx.c" -o "$out/obj/fuzz_onnx.o"
+# shellcheck disable=SC2046
+"$cc" -fsanitize=fuzzer,address,undefined "$out/obj/fuzz_onnx.o" "${objs[@]}" "$pbo" \
+      $(pkg-config --libs libprotobuf-c) -lm -o "$out/fuzz_onnx"
+
+# seed corpus: the bad-input cases and some small node tests
+seeds=$out/seeds
+mkdir -p "$seeds" "$out/corpus"
+cp "$root"/tests/bad/*.onnx "$seeds"/ 2>/dev/null || true
+for t in test_add_bcast test_relu test_gather_0 test_transpose_default test_reshape_extended_dims \
+         test_matmul_2d test_softmax_axis_1 test_reduce_sum_keepdims_example test_slice \
+         test_concat_2d_axis_0 test_layer_normalization_2d_axis0 test_where_example test_cast_FLOAT_to_DOUBLE \
+         test_constantofshape_int_zeros test_expand_dim_changed test_topk test_cumsum_1d; do
+  [ -f "$nodes/$t/model.onnx" ] && cp "$nodes/$t/model.onnx" "$seeds/$t.onnx"
+done
+
+# dictionary: every op name kiln knows, plus ONNX attribute and key words
+dict=$out/onnx.dict
+{ sed -n 's/^OP([A-Z0-9_]*, *\("[A-Za-z]*"\).*/\1/p' "$root/compiler/ops.def"
+  for w in axis axes perm keepdims transA transB alpha beta epsilon value shape to mode \
+           location offset length ai.onnx com.microsoft batch; do echo "\"$w\""; done
+} >"$dict"
+
+rm -f "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*
+echo "fuzzing for ${secs}s (findings in $out)" >&2
+cd "$out"
+rc=0
+parallel=()
+[ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
+# -rss_limit_mb: a 100-byte model must not make kiln allocate gigabytes
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_onnx -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict="$dict" \
+              ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+              corpus "$seeds" 2>&1 | tee "$out/fuzz.log" | tail -n 60 || rc=$?
+found=0
+for f in "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*; do
+  [ -e "$f" ] || continue
+  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx FILE):" >&2
+  echo "  $f" >&2
+  found=1
+done
+[ $found -eq 0 ] || exit 1
+exit "$rc"
