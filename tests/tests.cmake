@@ -38,3 +38,7 @@ add_test(NAME generated_c_deterministic
 if(EXISTS ${T}/bad/run_bad.sh)
   add_test(NAME bad_input COMMAND ${T}/bad/run_bad.sh ${KILN_BIN})
 endif()
+
+# model names that are C keywords, libm functions or comment terminators
+# must not break (or inject into) the generated C
+add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated/hostile_names)
