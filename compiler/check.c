@@ -153,6 +153,10 @@ static const char *driver_source(Arena *a, Graph *g) {
   for (int i = 0; i < g->noutputs; i++)
     buf_printf(&b, "  save(argv[%d], out%d, %zu);\n", 1 + g->ninputs + i, i,
                type_bytes(&g->vals[g->outputs[i]].type));
+  for (int i = 0; i < g->ninputs; i++)
+    buf_printf(&b, "  free(in%d);\n", i);
+  for (int i = 0; i < g->noutputs; i++)
+    buf_printf(&b, "  free(out%d);\n", i);
   buf_puts(&b, "  return 0;\n}\n");
   char *r = arena_strdup(a, b.s);
   buf_free(&b);

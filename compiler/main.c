@@ -191,8 +191,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
 #endif
 }
 
-static int fail(Diag *d) {
+/* Report d, free the compilation's arena, and give exit status 1. */
+static int fail(Diag *d, Arena *a) {
   diag_print(d);
+  arena_free(a);
   return 1;
 }
 
@@ -205,7 +207,7 @@ static int cmd_compile(Cli *c) {
     die("-o %s: expected a file name ending in .c", out);
   Graph *g = driver_load(a, c->model, &d);
   if (!g || !driver_lower(g, &c->pipe, &d))
-    return fail(&d);
+    return fail(&d, a);
   if (!g->planned)
     die("--passes=%s: C needs a planned graph; expected a pass list that ends with the plan pass "
         "(see kiln passes)", c->pipe.passes ? c->pipe.passes : "");
@@ -220,7 +222,7 @@ static int cmd_compile(Cli *c) {
     eo.prefix = stem;
   d.file = c->model;
   if (!driver_write_c(g, &eo, out, &d))
-    return fail(&d);
+    return fail(&d, a);
   arena_free(a);
   return 0;
 }
@@ -231,14 +233,14 @@ static int cmd_opt(Cli *c) {
   Diag d = {0};
   Graph *g = driver_load(a, c->model, &d);
   if (!g || !driver_lower(g, &c->pipe, &d))
-    return fail(&d);
+    return fail(&d, a);
   if (c->out) {
     size_t n = strlen(c->out);
     if (n < 5 || strcmp(c->out + n - 4, ".kir") != 0)
       die("-o %s: expected a file name ending in .kir", c->out);
     Diag wd = {0};
     if (!driver_write_kir(g, c->out, &wd))
-      return fail(&wd);
+      return fail(&wd, a);
   } else {
     Buf b = {0};
     ir_print(&b, g, NULL);
@@ -255,7 +257,7 @@ static int cmd_dot(Cli *c) {
   Diag d = {0};
   Graph *g = driver_load(a, c->model, &d);
   if (!g)
-    return fail(&d);
+    return fail(&d, a);
   if (c->after) {
     if (!pass_find(c->after))
       die("--after=%s: unknown pass; see kiln passes", c->after);
@@ -268,13 +270,13 @@ static int cmd_dot(Cli *c) {
     c->pipe.passes = arena_strdup(a, list.s);
     buf_free(&list);
     if (!driver_lower(g, &c->pipe, &d))
-      return fail(&d);
+      return fail(&d, a);
   }
   Buf b = {0};
   dot_print(&b, g);
   Diag wd = {0};
   if (c->out ? !write_file_atomic(c->out, b.s, b.len, &wd) : fputs(b.s, stdout) < 0)
-    return fail(&wd);
+    return fail(&wd, a);
   buf_free(&b);
   arena_free(a);
   return 0;
@@ -287,16 +289,16 @@ static int cmd_info(Cli *c) {
   Graph *before = driver_load(a, c->model, &d);
   Graph *g = before ? driver_load(a, c->model, &d) : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
-    return fail(&d);
+    return fail(&d, a);
   InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg};
   if (!info_report(before, g, &io, &d))
-    return fail(&d);
+    return fail(&d, a);
   if (c->memory_svg) {
     Buf b = {0};
     info_memory_svg(&b, g);
     Diag wd = {0};
     if (!write_file_atomic(c->memory_svg, b.s, b.len, &wd))
-      return fail(&wd);
+      return fail(&wd, a);
     buf_free(&b);
   }
   arena_free(a);
@@ -328,7 +330,7 @@ static int cmd_run(Cli *c) {
   Diag d = {0};
   Graph *g = driver_load(a, c->model, &d);
   if (!g)
-    return fail(&d);
+    return fail(&d, a);
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
   bool *given = arena_alloc(a, (size_t)g->ninputs + 1);
   for (int k = 0; k < c->ninputs; k++) {
@@ -344,7 +346,7 @@ static int cmd_run(Cli *c) {
       die("--input %s: the model has no input of that name", nm);
     Diag td = {0};
     if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, &td))
-      return fail(&td);
+      return fail(&td, a);
     given[idx] = true;
     /* the input's shape binds its symbolic dims */
     if (c->pipe.pass.nshapes < 64) {
@@ -361,17 +363,17 @@ static int cmd_run(Cli *c) {
   c->pipe.stop_before_plan = true;
   Tensor *out = NULL;
   if (!driver_lower(g, &c->pipe, &d))
-    return fail(&d);
+    return fail(&d, a);
   out = arena_alloc(a, sizeof(Tensor) * (size_t)(g->noutputs + 1));
   if (!interp_run(g, in, out, &d))
-    return fail(&d);
+    return fail(&d, a);
   for (int k = 0; k < g->noutputs; k++) {
     print_tensor(g->vals[g->outputs[k]].name, &out[k]);
     if (c->outdir) {
       Diag wd = {0};
       if (!onnx_write_tensor(arena_printf(a, "%s/output_%d.pb", c->outdir, k), &out[k],
                              g->vals[g->outputs[k]].name, &wd))
-        return fail(&wd);
+        return fail(&wd, a);
     }
   }
   arena_free(a);
