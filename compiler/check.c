@@ -83,7 +83,7 @@ static bool compare(const char *set, const char *name, const Tensor *got, const 
     return false;
   }
   int64_t n = type_numel(&got->type), bad = 0, worst = -1;
-  double max_abs = 0, max_rel = 0;
+  double max_abs = 0, max_rel = 0, max_tol = 0; /* max_tol: worst |err| / allowed */
   DType dt = got->type.dt;
   for (int64_t i = 0; i < n; i++) {
     bool ok;
@@ -95,7 +95,10 @@ static bool compare(const char *set, const char *name, const Tensor *got, const 
       } else {
         ea = fabs(x - y);
         er = y != 0 ? ea / fabs(y) : (ea != 0 ? INFINITY : 0);
-        ok = ea <= o->atol + o->rtol * fabs(y);
+        double allowed = o->atol + o->rtol * fabs(y);
+        ok = ea <= allowed;
+        if (allowed > 0 && ea / allowed > max_tol)
+          max_tol = ea / allowed;
       }
     } else {
       ok = dt_is_signed_int(dt) ? el_get_i(dt, got->data, i) == el_get_i(dt, want->data, i)
@@ -110,8 +113,9 @@ static bool compare(const char *set, const char *name, const Tensor *got, const 
       worst = i;
   }
   if (!o->quiet || bad)
-    printf("  %s  %-20s %-16s max_abs_err %.3g  max_rel_err %.3g  %s\n", set, name,
-           type_str(&got->type, a, sizeof a), max_abs, max_rel, bad ? "FAIL" : "ok");
+    printf("  %s  %-20s %-16s max_abs_err %.3g  max_rel_err %.3g  (%.0f%% of tolerance)  %s\n",
+           set, name, type_str(&got->type, a, sizeof a), max_abs, max_rel, 100 * max_tol,
+           bad ? "FAIL" : "ok");
   if (bad && dt_is_float(dt))
     printf("    %lld of %lld elements differ; first at %lld: got %.9g, expected %.9g\n",
            (long long)bad, (long long)n, (long long)worst, el_get_f(dt, got->data, worst),
