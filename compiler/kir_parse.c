@@ -524,7 +524,7 @@ static bool parse_node(Parser *p) {
         return false;
       int v = defined_value(p, nm);
       if (v < 0) {
-        p->line = l, p->col = c + 1;
+        p->line = l, p->col = c;
         return perr(p, "use of undefined value %%%s", nm);
       }
       ins[nin++] = v;
