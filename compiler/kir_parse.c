@@ -555,7 +555,10 @@ static bool parse_node(Parser *p) {
     Value *v = &p->g->vals[outs[j]];
     if (!parse_type(p, &v->type, NULL))
       return false;
-    if (keyword(p, "alias")) {
+    /* only blanks before 'alias': skip_ws would swallow the origin comment */
+    while (peek(p) == ' ' || peek(p) == '\t')
+      advance(p);
+    if (!strncmp(p->s + p->pos, "alias", 5) && !is_word_char(p->s[p->pos + 5]) && keyword(p, "alias")) {
       if (nin == 0 || ins[0] < 0)
         return perr(p, "'alias' needs a first input to alias");
       v->alias_of = ins[0];
@@ -576,7 +579,7 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
     return perr(p, "expected 'graph' at the start of the IR");
   if (!expect(p, '@', "before the graph's name"))
     return false;
-  const char *gname = word(p);
+  const char *gname = peek(p) == '"' ? quoted(p) : word(p);
   if (!gname)
     return perr(p, "expected the graph's name");
   p->g->name = gname;

@@ -34,16 +34,21 @@ static void put_quoted(Buf *b, const char *s) {
   buf_puts(b, "\"");
 }
 
-static void put_name(Buf *b, const char *s) {
+/* a value name is "%name"; the graph's name reuses this after '@' */
+static void put_ident(Buf *b, const char *s) {
   bool plain = *s != 0;
   for (const char *p = s; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.')
       plain = false;
-  buf_puts(b, "%");
   if (plain)
     buf_puts(b, s);
   else
     put_quoted(b, s);
+}
+
+static void put_name(Buf *b, const char *s) {
+  buf_puts(b, "%");
+  put_ident(b, s);
 }
 
 static void put_type(Buf *b, const Type *t, const char *const *sym) {
@@ -214,7 +219,9 @@ static bool is_const_line(const Graph *g, const bool *used, int v) {
 }
 
 void ir_print(Buf *b, const Graph *g, Buf *bin) {
-  buf_printf(b, "graph @%s opset %d (", g->name, g->opset);
+  buf_puts(b, "graph @");
+  put_ident(b, g->name);
+  buf_printf(b, " opset %d (", g->opset);
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (i)

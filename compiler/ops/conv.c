@@ -1,7 +1,714 @@
-/* conv.c — PLACEHOLDER: not implemented yet (being written). */
+/* conv.c — Conv and ConvTranspose over any number of spatial dims.
+ *
+ * X is [N, C, in...] and Y is [N, M, out...]; the channels split into
+ * `group` groups (group == C is a depthwise convolution). Conv's W is
+ * [M, C/group, k...]: output position o reads input o*s + t*d - pad for
+ * each kernel tap t. ConvTranspose's W is [C, M/group, k...] and runs the
+ * other way: input position i adds into output i*s + t*d - pad.
+ *
+ * The geometry (output size and the pad before each spatial dim) comes
+ * from pads or auto_pad, strides, dilations and, for ConvTranspose,
+ * output_padding and output_shape; conv_geom computes it once.
+ * _eval computes every output element as a plain gather, summed in double.
+ *
+ * _emit writes Conv row by row: for each output row (all spatial dims but
+ * the last), input channel and outer tap, one row of x feeds the matching
+ * output row of every output channel of the group, with an inner loop of
+ * constant bounds over the row and the last dim's taps. Rows are read in
+ * place, or copied between zeros into a local array when the last dim is
+ * padded; windows that overhang the outer dims take their tap ranges from
+ * constant tables. ConvTranspose (and a Conv whose padded rows are too long
+ * for the stack) is written tap-major instead: each output plane starts at
+ * the bias, then each (input channel, tap) adds w * x over the box of
+ * positions where the tap lands inside both tensors, its bounds again
+ * from constant tables. Neither form tests for padding in its loops. */
+#include <stdio.h>
+#include <string.h>
+
 #include "../emit.h"
 #include "../ops.h"
 
-bool conv_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool conv_emit(Emit *e, const Node *n) { return false; }
+#define WHY 256
+#define ATTR_MAX ((int64_t)1 << 30) /* bound on strides, pads, ... */
+#define ROW_MAX 4096                /* longest row of x copied to the stack */
+
+typedef struct Geom {
+  bool transpose;
+  int nsp; /* spatial dims */
+  int64_t batch, cin, cout, group;
+  int64_t in[MAX_RANK], out[MAX_RANK], k[MAX_RANK];
+  int64_t stride[MAX_RANK], dil[MAX_RANK];
+  int64_t pad[MAX_RANK]; /* pad before each spatial dim */
+} Geom;
+
+static bool fail(char *why, const char *fmt, ...) KILN_PRINTF(2, 3);
+static bool fail(char *why, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, WHY, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* Optional ints attribute `name` of len values into v (dflt each when
+ * absent or empty), each in [lo, ATTR_MAX]. */
+static bool ints_attr(const Node *n, const char *name, int len, int64_t dflt, int64_t lo, int64_t *v,
+                      char *why) {
+  const Attr *a = attr_get(n, name);
+  for (int i = 0; i < len; i++)
+    v[i] = dflt;
+  if (!a || (a->kind == ATTR_INTS && a->n == 0))
+    return true;
+  if (a->kind != ATTR_INTS || a->n != len)
+    return fail(why, "attribute %s has %d values; expected %d (one per spatial dim%s)", name,
+                a->kind == ATTR_INTS ? a->n : 1, len, len > 0 && strcmp(name, "pads") == 0 ? ", twice" : "");
+  for (int i = 0; i < len; i++) {
+    if (a->ints[i] < lo || a->ints[i] > ATTR_MAX)
+      return fail(why, "attribute %s[%d] is %lld; expected %lld..%lld", name, i, (long long)a->ints[i],
+                  (long long)lo, (long long)ATTR_MAX);
+    v[i] = a->ints[i];
+  }
+  return true;
+}
+
+typedef enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } AutoPad;
+
+static bool auto_pad(const Node *n, AutoPad *ap, char *why) {
+  static const char *names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+  const char *s = attr_str(n, "auto_pad", "NOTSET");
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(s, names[i])) {
+      *ap = (AutoPad)i;
+      return true;
+    }
+  return fail(why, "auto_pad is '%s'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", s);
+}
+
+/* Pad before a dim from its total padding: SAME_UPPER puts the odd one at
+ * the end, everything else at the start. A negative total (the output is
+ * larger than the input covers) pads nothing before: the rest stays bias. */
+static int64_t pad_before(AutoPad ap, int64_t total) {
+  if (total <= 0)
+    return 0;
+  return ap == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+}
+
+/* Channels, kernel and the attributes shared by both ops. */
+static bool geom_common(const Node *n, const Type *x, const Type *w, Geom *c, char *why) {
+  if (x->rank < 3)
+    return fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
+  if (w->rank != x->rank)
+    return fail(why, "input W has rank %d; expected %d like X", w->rank, x->rank);
+  int ns = c->nsp = x->rank - 2;
+  c->batch = x->dims[0];
+  c->cin = x->dims[1];
+  if (c->cin < 1)
+    return fail(why, "input X has 0 channels; expected at least one");
+  c->group = attr_int(n, "group", 1);
+  if (c->group < 1 || c->group > ATTR_MAX || c->cin % c->group)
+    return fail(why, "group is %lld; expected a positive divisor of the %lld input channels",
+                (long long)c->group, (long long)c->cin);
+  if (!c->transpose) {
+    if (w->dims[1] * c->group != c->cin)
+      return fail(why, "W has %lld input channels per group; expected C / group = %lld",
+                  (long long)w->dims[1], (long long)(c->cin / c->group));
+    if (w->dims[0] % c->group)
+      return fail(why, "W has %lld output channels; expected a multiple of group %lld", (long long)w->dims[0],
+                  (long long)c->group);
+    c->cout = w->dims[0];
+  } else {
+    if (w->dims[0] != c->cin)
+      return fail(why, "W has %lld input channels; expected C = %lld", (long long)w->dims[0],
+                  (long long)c->cin);
+    c->cout = w->dims[1] * c->group;
+  }
+  int64_t ks[MAX_RANK];
+  if (!ints_attr(n, "kernel_shape", ns, 0, 1, ks, why))
+    return false;
+  for (int j = 0; j < ns; j++) {
+    c->k[j] = w->dims[2 + j];
+    c->in[j] = x->dims[2 + j];
+    if (attr_get(n, "kernel_shape") && ks[j] != c->k[j])
+      return fail(why, "kernel_shape[%d] is %lld; expected %lld, W's spatial dim", j, (long long)ks[j],
+                  (long long)c->k[j]);
+    if (c->k[j] < 1 || c->in[j] < 1)
+      return fail(why, "spatial dim %d of %s is 0; expected >= 1", j, c->k[j] < 1 ? "W" : "X");
+  }
+  return ints_attr(n, "strides", ns, 1, 1, c->stride, why) &&
+         ints_attr(n, "dilations", ns, 1, 1, c->dil, why);
+}
+
+/* Output size and begin pads of a Conv: floor((in + pads - dk) / s) + 1,
+ * dk the dilated kernel; SAME_* keeps ceil(in / s) outputs. */
+static bool geom_conv(const Node *n, Geom *c, char *why) {
+  int ns = c->nsp;
+  int64_t pads[2 * MAX_RANK];
+  AutoPad ap;
+  if (!ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why))
+    return false;
+  for (int j = 0; j < ns; j++) {
+    int64_t dk = (c->k[j] - 1) * c->dil[j] + 1, s = c->stride[j], in = c->in[j];
+    if (ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+      c->out[j] = (in + s - 1) / s;
+      c->pad[j] = pad_before(ap, (c->out[j] - 1) * s + dk - in);
+      continue;
+    }
+    int64_t pb = ap == PAD_VALID ? 0 : pads[j], pe = ap == PAD_VALID ? 0 : pads[ns + j];
+    if (in + pb + pe < dk)
+      return fail(why,
+                  "spatial dim %d: the padded input (%lld) is smaller than the dilated kernel (%lld); "
+                  "expected at least one output",
+                  j, (long long)(in + pb + pe), (long long)dk);
+    c->pad[j] = pb;
+    c->out[j] = (in + pb + pe - dk) / s + 1;
+  }
+  return true;
+}
+
+/* Output size and begin pads of a ConvTranspose: the full output is
+ * s * (in - 1) + output_padding + dk; output_shape (or SAME_*, in * s)
+ * fixes the size and so the pads, else the pads crop the full output. */
+static bool geom_transpose(const Node *n, Geom *c, char *why) {
+  int ns = c->nsp;
+  int64_t pads[2 * MAX_RANK], opad[MAX_RANK], oshape[MAX_RANK + 2];
+  AutoPad ap;
+  if (!ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why) ||
+      !ints_attr(n, "output_padding", ns, 0, 0, opad, why))
+    return false;
+  const Attr *osa = attr_get(n, "output_shape");
+  bool has_os = osa && osa->kind == ATTR_INTS && osa->n > 0;
+  if (has_os && !ints_attr(n, "output_shape", osa->n == ns + 2 ? ns + 2 : ns, 0, 1, oshape, why))
+    return false;
+  int skip = has_os && osa->n == ns + 2 ? 2 : 0; /* [N, M, out...] is allowed too */
+  for (int j = 0; j < ns; j++) {
+    int64_t dk = (c->k[j] - 1) * c->dil[j] + 1, s = c->stride[j], in = c->in[j];
+    int64_t full = s * (in - 1) + opad[j] + dk;
+    if (has_os || ap == PAD_SAME_UPPER || ap == PAD_SAME_LOWER) {
+      c->out[j] = has_os ? oshape[skip + j] : in * s;
+      c->pad[j] = pad_before(ap, full - c->out[j]);
+      continue;
+    }
+    int64_t pb = ap == PAD_VALID ? 0 : pads[j], pe = ap == PAD_VALID ? 0 : pads[ns + j];
+    if (full - pb - pe < 1)
+      return fail(why, "spatial dim %d: pads %lld + %lld crop the whole output (%lld); expected less", j,
+                  (long long)pb, (long long)pe, (long long)full);
+    c->pad[j] = pb;
+    c->out[j] = full - pb - pe;
+  }
+  return true;
+}
+
+static bool conv_geom(const Node *n, const Type *x, const Type *w, Geom *c, char *why) {
+  memset(c, 0, sizeof *c);
+  c->transpose = n->op == OP_CONVTRANSPOSE;
+  if (!geom_common(n, x, w, c, why))
+    return false;
+  return c->transpose ? geom_transpose(n, c, why) : geom_conv(n, c, why);
+}
+
+bool conv_infer(Graph *g, Node *n, Diag *d) {
+  const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2);
+  if (!dt_is_float(x->type.dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  if (w->type.dt != x->type.dt)
+    return diag_node(d, g, n, "input '%s' is %s; expected %s like X", w->name, dt_name(w->type.dt),
+                     dt_name(x->type.dt));
+  Geom c;
+  char why[WHY];
+  if (!conv_geom(n, &x->type, &w->type, &c, why))
+    return diag_node(d, g, n, "%s", why);
+  if (b && (b->type.dt != x->type.dt || b->type.rank != 1 || b->type.dims[0] != c.cout)) {
+    char ts[128];
+    return diag_node(d, g, n, "bias '%s' is %s; expected %s[%lld], one per output channel", b->name,
+                     type_str(&b->type, ts, sizeof ts), dt_name(x->type.dt), (long long)c.cout);
+  }
+  Type t = {.dt = x->type.dt, .rank = x->type.rank};
+  t.dims[0] = c.batch;
+  t.dims[1] = c.cout;
+  for (int j = 0; j < c.nsp; j++)
+    t.dims[2 + j] = c.out[j];
+  node_out(g, n, 0)->type = t;
+  return true;
+}
+
+/* ---- reference ------------------------------------------------------------- */
+
+static int64_t prod(const int64_t *v, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    p *= v[i];
+  return p;
+}
+
+/* Row-major coordinates of flat index i in dims[n]. */
+static void unflatten(int64_t i, const int64_t *dims, int n, int64_t *at) {
+  for (int j = n - 1; j >= 0; j--) {
+    at[j] = i % dims[j];
+    i /= dims[j];
+  }
+}
+
+/* Flat offset in X's plane of the input that tap t of output position o
+ * reads; false when it falls in the padding (or, for ConvTranspose,
+ * between strides). */
+static bool source(const Geom *c, const int64_t *o, const int64_t *t, int64_t *off) {
+  *off = 0;
+  for (int j = 0; j < c->nsp; j++) {
+    int64_t i;
+    if (!c->transpose) {
+      i = o[j] * c->stride[j] + t[j] * c->dil[j] - c->pad[j];
+    } else {
+      int64_t num = o[j] + c->pad[j] - t[j] * c->dil[j];
+      if (num < 0 || num % c->stride[j])
+        return false;
+      i = num / c->stride[j];
+    }
+    if (i < 0 || i >= c->in[j])
+      return false;
+    *off = *off * c->in[j] + i;
+  }
+  return true;
+}
+
+bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  Geom c;
+  char why[WHY];
+  KILN_ASSERT(conv_geom(n, &in[0].type, &in[1].type, &c, why));
+  DType dt = in[0].type.dt;
+  const void *x = in[0].data, *w = in[1].data, *b = n->nin > 2 ? in[2].data : NULL;
+  int64_t cg = c.cin / c.group, mg = c.cout / c.group;
+  int64_t isz = prod(c.in, c.nsp), osz = prod(c.out, c.nsp), ksz = prod(c.k, c.nsp);
+  int64_t o[MAX_RANK], t[MAX_RANK], yi = 0;
+  for (int64_t nb = 0; nb < c.batch; nb++)
+    for (int64_t m = 0; m < c.cout; m++)
+      for (int64_t oi = 0; oi < osz; oi++, yi++) {
+        unflatten(oi, c.out, c.nsp, o);
+        int64_t gr = m / mg;
+        double acc = b ? el_get_f(dt, b, m) : 0;
+        for (int64_t ci = 0; ci < cg; ci++)
+          for (int64_t ki = 0; ki < ksz; ki++) {
+            int64_t xoff;
+            unflatten(ki, c.k, c.nsp, t);
+            if (!source(&c, o, t, &xoff))
+              continue;
+            int64_t xi = (nb * c.cin + gr * cg + ci) * isz + xoff;
+            int64_t wi = c.transpose ? ((gr * cg + ci) * mg + m % mg) * ksz + ki : (m * cg + ci) * ksz + ki;
+            acc += el_get_f(dt, x, xi) * el_get_f(dt, w, wi);
+          }
+        el_set_f(dt, out[0].data, yi, acc);
+      }
+  return true;
+}
+
+/* ---- C ----------------------------------------------------------------------- */
+
+/* Suffix naming spatial dim j of ns: w; h w; d h w; else 0 1 2 ... */
+static const char *dim_sfx(Arena *a, int ns, int j) {
+  static const char *dhw[] = {"d", "h", "w"};
+  return ns <= 3 ? dhw[3 - ns + j] : arena_printf(a, "%d", j);
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+/* "a * 8 + b": the row-major offset of coordinates terms[] in dims[];
+ * dims of size 1 contribute nothing. */
+static const char *flat(Arena *a, int n, const char **terms, const int64_t *dims) {
+  const char *s = NULL;
+  for (int j = 0; j < n; j++) {
+    if (dims[j] == 1)
+      continue;
+    if (!s)
+      s = terms[j];
+    else
+      s = arena_printf(a, strpbrk(s, "+-") ? "(%s) * %lld + %s" : "%s * %lld + %s", s, (long long)dims[j],
+                       terms[j]);
+  }
+  return s ? s : "0";
+}
+
+/* "p + a + b" without the absent terms. */
+static const char *plus(Arena *a, const char *p, const char *t1, const char *t2) {
+  const char *s = p;
+  if (t1)
+    s = s ? arena_printf(a, "%s + %s", s, t1) : t1;
+  if (t2)
+    s = s ? arena_printf(a, "%s + %s", s, t2) : t2;
+  return s ? s : "0";
+}
+
+/* "v * k", or v when k is 1. */
+static const char *times(Arena *a, const char *v, int64_t k) {
+  return k == 1 ? v : arena_printf(a, "%s * %lld", v, (long long)k);
+}
+
+static void close_block(Emit *e) {
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* Box of tap t along dim j: the positions b (outputs for Conv, inputs for
+ * ConvTranspose) with 0 <= b*s + t*d - pad < limit, limit the extent of
+ * the other tensor. */
+static void box(const Geom *c, int j, int64_t t, int64_t *lo, int64_t *hi) {
+  bool tr = c->transpose;
+  int64_t count = tr ? c->in[j] : c->out[j], limit = tr ? c->out[j] : c->in[j];
+  int64_t off = c->pad[j] - t * c->dil[j];
+  *lo = cdiv(off, c->stride[j]);
+  *hi = cdiv(limit + off, c->stride[j]);
+  *lo = *lo < 0 ? 0 : *lo;
+  *hi = *hi > count ? count : *hi;
+  *hi = *hi < *lo ? *lo : *hi;
+}
+
+/* The box bounds of dim j as C: numbers when one tap or the box is the
+ * whole dim for every tap, else a static table indexed by the tap. */
+static void box_bounds(Emit *e, const Geom *c, int j, const char *bv, const char *kv, const char **lo,
+                       const char **hi) {
+  Arena *a = e->g->arena;
+  int64_t count = c->transpose ? c->in[j] : c->out[j], l, h;
+  bool whole = true;
+  for (int64_t t = 0; t < c->k[j]; t++) {
+    box(c, j, t, &l, &h);
+    whole = whole && l == 0 && h == count;
+  }
+  if (whole || c->k[j] == 1) {
+    box(c, j, 0, &l, &h);
+    *lo = emit_int(e, l);
+    *hi = emit_int(e, h);
+    return;
+  }
+  Buf bl = {0}, bh = {0};
+  for (int64_t t = 0; t < c->k[j]; t++) {
+    box(c, j, t, &l, &h);
+    buf_printf(&bl, "%s%lld", t ? ", " : "", (long long)l);
+    buf_printf(&bh, "%s%lld", t ? ", " : "", (long long)h);
+  }
+  emit_line(e, "static const int %s_lo[%lld] = {%s}, %s_hi[%lld] = {%s}; /* per tap %s */", bv,
+            (long long)c->k[j], bl.s, bv, (long long)c->k[j], bh.s, kv);
+  buf_free(&bl);
+  buf_free(&bh);
+  *lo = arena_printf(a, "%s_lo[%s]", bv, kv);
+  *hi = arena_printf(a, "%s_hi[%s]", bv, kv);
+}
+
+/* "oh * 2 + kh - 1": where box position bv of tap kv lands along dim j. */
+static const char *landing(Arena *a, const Geom *c, int j, const char *bv, const char *kv) {
+  const char *s = c->stride[j] == 1 ? bv : arena_printf(a, "%s * %lld", bv, (long long)c->stride[j]);
+  if (c->k[j] > 1)
+    s = c->dil[j] == 1 ? arena_printf(a, "%s + %s", s, kv)
+                       : arena_printf(a, "%s + %s * %lld", s, kv, (long long)c->dil[j]);
+  if (c->pad[j])
+    s = arena_printf(a, "%s - %lld", s, (long long)c->pad[j]);
+  return s;
+}
+
+/* A comment saying what the loops compute, in the names the code uses. */
+static void describe(Emit *e, const Geom *c, const char **bv, const char **kv, const char **land, bool bias,
+                     bool rows) {
+  Arena *a = e->g->arena;
+  int64_t cg = c->cin / c->group, mg = c->cout / c->group;
+  const char *chan = c->group == 1 ? "c" : "m / MG * CG + c", *ks = "", *xs = "", *ys = "", *wk = "";
+  for (int j = 0; j < c->nsp; j++) {
+    ks = arena_printf(a, "%s%s%lld", ks, j ? "x" : "", (long long)c->k[j]);
+    wk = arena_printf(a, "%s[%s]", wk, kv[j]);
+    xs = arena_printf(a, "%s[%s]", xs, c->transpose ? bv[j] : land[j]);
+    ys = arena_printf(a, "%s[%s]", ys, c->transpose ? land[j] : bv[j]);
+  }
+  emit_line(e, "/* y[n][m] = %s, then for c < %lld and the taps k < %s:", bias ? "b[m]" : "0", (long long)cg,
+            ks);
+  if (c->transpose)
+    emit_line(e, " *   y[n][m]%s += w[%s][%s]%s * x[n][%s]%s", ys, chan, c->group == 1 ? "m" : "m % MG", wk,
+              chan, xs);
+  else
+    emit_line(e, " *   y[n][m]%s += w[m][c]%s * x[n][%s]%s", ys, wk, chan, xs);
+  if (c->group > 1)
+    emit_line(e, " * in %lld groups of CG = %lld input and MG = %lld output channels;", (long long)c->group,
+              (long long)cg, (long long)mg);
+  if (rows)
+    emit_line(
+        e, " * row by row of y; windows skip their taps outside x, a row of x is read between its pads */");
+  else
+    emit_line(e, " * each tap runs only over the %s where it lands inside %s */",
+              c->transpose ? "inputs" : "outputs", c->transpose ? "y" : "x");
+}
+
+/* The tap-major form (ConvTranspose, and Conv rows too long to copy). */
+static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  const Value *x = node_in(g, n, 0), *b = node_in(g, n, 2);
+  Geom c = *cp;
+  DType dt = x->type.dt;
+  const char *T = dt_ctype(dt);
+  int ns = c.nsp;
+  bool tr = c.transpose;
+  int64_t cg = c.cin / c.group, mg = c.cout / c.group;
+  int64_t isz = prod(c.in, ns), osz = prod(c.out, ns), ksz = prod(c.k, ns);
+  const char *bv[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *lo[MAX_RANK], *hi[MAX_RANK];
+  for (int j = 0; j < ns; j++) {
+    const char *sx = dim_sfx(a, ns, j);
+    bv[j] = arena_printf(a, "%s%s", tr ? "i" : "o", sx);
+    kv[j] = arena_printf(a, "k%s", sx);
+    land[j] = landing(a, &c, j, bv[j], kv[j]);
+  }
+  describe(e, &c, bv, kv, land, b != NULL, false);
+  for (int j = 0; j < ns; j++)
+    box_bounds(e, &c, j, bv[j], kv[j], &lo[j], &hi[j]);
+
+  /* one (image, output channel) plane at a time: start it at the bias */
+  if (c.batch > 1) {
+    emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c.batch);
+    e->indent++;
+  }
+  emit_line(e, "for (int m = 0; m < %lld; m++) {", (long long)c.cout);
+  e->indent++;
+  const char *nb = c.batch > 1 ? times(a, "n", c.cin * isz) : NULL;
+  const char *mgrp = mg == 1 ? "m" : arena_printf(a, "m / %lld", (long long)mg); /* the group */
+  const char *gr = c.group > 1 ? times(a, mgrp, cg * isz) : NULL;
+  emit_line(e, "const %s *%s = %s;%s", T, cg > 1 ? "xg" : "xc", plus(a, emit_ref(e, n->in[0]), nb, gr),
+            c.group > 1 ? " /* the group's input channels */" : "");
+  const char *wrow = !tr            ? times(a, "m", cg * ksz)
+                     : c.group == 1 ? times(a, "m", ksz)
+                     : mg == 1      ? times(a, "m", cg * ksz)
+                                    : times(a,
+                                            arena_printf(a, "(m / %lld * %lld + m %% %lld)", (long long)mg,
+                                                         (long long)(cg * mg), (long long)mg),
+                                            ksz);
+  emit_line(e, "const %s *wm = %s;", T, plus(a, emit_ref(e, n->in[1]), wrow, NULL));
+  nb = c.batch > 1 ? times(a, "n", c.cout * osz) : NULL;
+  emit_line(e, "%s *ym = %s;", T, plus(a, emit_ref(e, n->out[0]), nb, times(a, "m", osz)));
+  emit_line(e, "for (int o = 0; o < %lld; o++)", (long long)osz);
+  emit_line(e, "  ym[o] = %s;",
+            b ? arena_printf(a, "%s[m]", emit_ref(e, n->in[2])) : emit_double_literal(e, dt, 0));
+
+  /* then add each input channel's taps */
+  int nopen = 0;
+  if (cg > 1) {
+    emit_line(e, "for (int c = 0; c < %lld; c++) {", (long long)cg);
+    e->indent++;
+    emit_line(e, "const %s *xc = xg + c * %lld;", T, (long long)isz);
+    nopen++;
+  }
+  for (int j = 0; j < ns; j++)
+    if (c.k[j] > 1) {
+      emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c.k[j], kv[j]);
+      e->indent++;
+      nopen++;
+    }
+  const char *tap = flat(a, ns, kv, c.k);
+  const char *crow = cg > 1 ? times(a, "c", tr ? mg * ksz : ksz) : NULL;
+  emit_line(e, "const %s wv = wm[%s];", T, plus(a, NULL, crow, strcmp(tap, "0") ? tap : NULL));
+  for (int j = 0; j < ns; j++) {
+    emit_line(e, "for (int %s = %s; %s < %s; %s++) {", bv[j], lo[j], bv[j], hi[j], bv[j]);
+    e->indent++;
+    nopen++;
+  }
+  const char *plain = flat(a, ns, bv, tr ? c.in : c.out), *strided = flat(a, ns, land, tr ? c.out : c.in);
+  emit_line(e, "ym[%s] += wv * xc[%s];", tr ? strided : plain, tr ? plain : strided);
+  for (int j = 0; j < nopen + 1 + (c.batch > 1); j++)
+    close_block(e);
+}
+
+/* "(s) * k": s scaled by k. */
+static const char *scaled(Arena *a, const char *s, int64_t k) {
+  if (k == 1 || !strcmp(s, "0"))
+    return s;
+  return arena_printf(a, strpbrk(s, "+-") ? "(%s) * %lld" : "%s * %lld", s, (long long)k);
+}
+
+/* Taps [lo, hi) of Conv window o along dim j that land inside x. */
+static void window(const Geom *c, int j, int64_t o, int64_t *lo, int64_t *hi) {
+  int64_t start = o * c->stride[j] - c->pad[j], d = c->dil[j];
+  *lo = start >= 0 ? 0 : cdiv(-start, d);
+  *hi = c->in[j] - start <= 0 ? 0 : cdiv(c->in[j] - start, d);
+  *hi = *hi > c->k[j] ? c->k[j] : *hi;
+  *hi = *hi < *lo ? *lo : *hi;
+}
+
+/* static const int NAME[n] = {...}; 16 values a line. */
+static void emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what) {
+  Buf b = {0};
+  for (int64_t i = 0; i < n && i < 16; i++)
+    buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (n <= 16) {
+    emit_line(e, "static const int %s[%lld] = {%s}; /* %s */", name, (long long)n, b.s, what);
+    buf_free(&b);
+    return;
+  }
+  emit_line(e, "static const int %s[%lld] = { /* %s */", name, (long long)n, what);
+  for (int64_t r = 0; r < n; r += 16) {
+    b.len = 0;
+    for (int64_t i = r; i < n && i < r + 16; i++)
+      buf_printf(&b, "%s%lld%s", i > r ? " " : "", (long long)v[i], i + 1 < n ? "," : "");
+    emit_line(e, "  %s", b.s);
+  }
+  emit_line(e, "};");
+  buf_free(&b);
+}
+
+/* Static tables of the taps of each window along outer dim j, when some
+ * window has taps outside x; false (and nothing emitted) when none has. */
+static bool window_table(Emit *e, const Geom *c, int j, const char *ov, const char *kv) {
+  Arena *a = e->g->arena;
+  int64_t no = c->out[j], lo, hi;
+  bool whole = true;
+  for (int64_t o = 0; o < no; o++) {
+    window(c, j, o, &lo, &hi);
+    whole = whole && lo == 0 && hi == c->k[j];
+  }
+  if (whole)
+    return false;
+  int64_t *tl = arena_alloc(a, sizeof(int64_t) * (size_t)no),
+          *th = arena_alloc(a, sizeof(int64_t) * (size_t)no);
+  for (int64_t o = 0; o < no; o++)
+    window(c, j, o, &tl[o], &th[o]);
+  emit_table(e, arena_printf(a, "%s_lo", kv), tl, no, arena_printf(a, "first tap of window %s inside x", ov));
+  emit_table(e, arena_printf(a, "%s_hi", kv), th, no, "end of its taps inside x");
+  return true;
+}
+
+/* The row form of Conv: for each output row (all spatial dims but the
+ * last), each input channel and each outer tap, one row of x (copied
+ * between zeros when the last dim is padded) feeds every output channel
+ * of the group: y_row[ow] += sum over kw of w[kw] * x_row[ow * s + kw * d].
+ * The inner loops have constant bounds and read a row with no padding
+ * test. */
+static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t iwp) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  const Value *b = node_in(g, n, 2);
+  DType dt = node_in(g, n, 0)->type.dt;
+  const char *T = dt_ctype(dt);
+  int ns = c->nsp, last = ns - 1;
+  int64_t cg = c->cin / c->group, mg = c->cout / c->group, osz = prod(c->out, ns);
+  const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK];
+  bool loop[MAX_RANK], tab[MAX_RANK];
+  for (int j = 0; j < ns; j++) {
+    const char *sx = dim_sfx(a, ns, j);
+    ov[j] = arena_printf(a, "o%s", sx);
+    kv[j] = arena_printf(a, "k%s", sx);
+    land[j] = landing(a, c, j, ov[j], kv[j]);
+  }
+  describe(e, c, ov, kv, land, b != NULL, true);
+  for (int j = 0; j < last; j++) {
+    tab[j] = window_table(e, c, j, ov[j], kv[j]);
+    loop[j] = tab[j] || c->k[j] > 1;
+    if (!loop[j]) /* one tap, always inside */
+      land[j] = landing(a, c, j, ov[j], "0");
+  }
+  if (copy)
+    emit_line(e, "%s xr[%lld] = {0}; /* a row of x between its pads */", T, (long long)iwp);
+  const char *Y = emit_ref(e, n->out[0]);
+  emit_line(e, "for (int p = 0; p < %lld; p++) { /* (n, m) planes */", (long long)(c->batch * c->cout));
+  emit_line(e, "  for (int o = 0; o < %lld; o++)", (long long)osz);
+  emit_line(e, "    %s[p * %lld + o] = %s;", Y, (long long)osz,
+            !b              ? emit_double_literal(e, dt, 0)
+            : c->batch == 1 ? arena_printf(a, "%s[p]", emit_ref(e, n->in[2]))
+                            : arena_printf(a, "%s[p %% %lld]", emit_ref(e, n->in[2]), (long long)c->cout));
+  emit_line(e, "}");
+
+  int nopen = 0;
+#define OPEN(...) (emit_line(e, __VA_ARGS__), e->indent++, nopen++)
+  if (c->batch > 1)
+    OPEN("for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  for (int j = 0; j < last; j++)
+    OPEN("for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
+  if (c->group > 1)
+    OPEN("for (int g = 0; g < %lld; g++) {", (long long)c->group);
+  if (cg > 1)
+    OPEN("for (int c = 0; c < %lld; c++) {", (long long)cg);
+  for (int j = 0; j < last; j++) {
+    if (!loop[j])
+      continue;
+    if (!tab[j])
+      OPEN("for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
+    else
+      OPEN("for (int %s = %s_lo[%s]; %s < %s_hi[%s]; %s++) {", kv[j], kv[j], ov[j], kv[j], kv[j], ov[j],
+           kv[j]);
+  }
+  /* the x row: x[n][chan][land...][:] */
+  const char *chan = c->group == 1 ? "c" : cg == 1 ? "g" : arena_printf(a, "g * %lld + c", (long long)cg);
+  const char *terms[MAX_RANK + 2];
+  int64_t dims[MAX_RANK + 2];
+  terms[0] = "n";
+  dims[0] = c->batch;
+  terms[1] = chan;
+  dims[1] = cg == 1 && c->group == 1 ? 1 : c->cin;
+  for (int j = 0; j < last; j++) {
+    terms[2 + j] = land[j];
+    dims[2 + j] = c->in[j];
+  }
+  const char *xoff = flat(a, ns + 1, terms, dims);
+  const char *xrow =
+      plus(a, emit_ref(e, n->in[0]), strcmp(xoff, "0") ? scaled(a, xoff, c->in[last]) : NULL, NULL);
+  if (copy)
+    emit_line(e, "memcpy(%s, %s, sizeof xr[0] * %lld);",
+              c->pad[last] ? arena_printf(a, "xr + %lld", (long long)c->pad[last]) : "xr", xrow,
+              (long long)c->in[last]);
+  else
+    emit_line(e, "const %s *xr = %s;", T, xrow);
+  if (mg > 1)
+    OPEN("for (int m = 0; m < %lld; m++) {", (long long)mg);
+  /* the y row y[n][mo][o...][:] and the weights w[mo][c][k...][:] */
+  const char *mo = c->group == 1 ? "m" : mg == 1 ? "g" : arena_printf(a, "g * %lld + m", (long long)mg);
+  terms[1] = mo;
+  dims[1] = c->cout;
+  for (int j = 0; j < last; j++) {
+    terms[2 + j] = ov[j];
+    dims[2 + j] = c->out[j];
+  }
+  const char *yrow = flat(a, ns + 1, terms, dims);
+  emit_line(e, "%s *yr = %s;", T, plus(a, Y, strcmp(yrow, "0") ? scaled(a, yrow, c->out[last]) : NULL, NULL));
+  const char *wt[MAX_RANK + 2];
+  int64_t wd[MAX_RANK + 2];
+  wt[0] = mo;
+  wd[0] = c->cout;
+  wt[1] = "c";
+  wd[1] = cg;
+  for (int j = 0; j < last; j++) {
+    wt[2 + j] = loop[j] ? kv[j] : "0";
+    wd[2 + j] = c->k[j];
+  }
+  const char *wrow = flat(a, ns + 1, wt, wd);
+  emit_line(e, "const %s *wk = %s;", T,
+            plus(a, emit_ref(e, n->in[1]), strcmp(wrow, "0") ? scaled(a, wrow, c->k[last]) : NULL, NULL));
+  const char *ow = ov[last], *kw = kv[last];
+  const char *at = c->stride[last] == 1 ? ow : arena_printf(a, "%s * %lld", ow, (long long)c->stride[last]);
+  emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ow, ow, (long long)c->out[last], ow);
+  if (c->k[last] == 1) {
+    emit_line(e, "  yr[%s] += wk[0] * xr[%s];", ow, at);
+  } else {
+    emit_line(e, "  %s s = yr[%s];", T, ow);
+    emit_line(e, "  for (int %s = 0; %s < %lld; %s++)", kw, kw, (long long)c->k[last], kw);
+    emit_line(e, "    s += wk[%s] * xr[%s + %s];", kw, at, times(a, kw, c->dil[last]));
+    emit_line(e, "  yr[%s] = s;", ow);
+  }
+  emit_line(e, "}");
+  for (int j = 0; j < nopen; j++)
+    close_block(e);
+#undef OPEN
+}
+
+bool conv_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1);
+  Geom c;
+  char why[WHY];
+  KILN_ASSERT(conv_geom(n, &x->type, &w->type, &c, why));
+  if (type_numel(&node_out(g, n, 0)->type) == 0) {
+    emit_line(e, "/* empty output: nothing to compute */");
+    return true;
+  }
+  /* rows of x are read between their pads: copied into a local row when
+   * the last dim is padded (unless that row would be long) */
+  int j = c.nsp - 1;
+  int64_t need = (c.out[j] - 1) * c.stride[j] + (c.k[j] - 1) * c.dil[j] + 1;
+  int64_t iwp = need > c.pad[j] + c.in[j] ? need : c.pad[j] + c.in[j];
+  bool copy = c.pad[j] > 0 || need > c.in[j];
+  if (c.transpose || (copy && iwp > ROW_MAX))
+    emit_tap_major(e, n, &c);
+  else
+    emit_rows(e, n, &c, copy, iwp);
+  return true;
+}
