@@ -459,7 +459,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
         continue;
       }
       KILN_ASSERT(v->ws_offset >= 0);
-      const char *nm = arena_printf(a, "t%d", n->out[j]);
+      const char *nm = arena_printf(a, "t%d", e.ntemps++); /* in order of definition */
       char ts[160];
       emit_line(&e, "%s *%s = (%s *)(ws + %lld); /* %s '%s' */", dt_ctype(v->type.dt), nm,
                 dt_ctype(v->type.dt), (long long)v->ws_offset, type_str(&v->type, ts, sizeof ts),

@@ -19,6 +19,7 @@ typedef struct Emit {
   const char **refs;  /* per value: its C pointer expression */
   int *const_order;   /* constants in order of first use (emit_ref) */
   int nconsts;
+  int ntemps;         /* workspace tensors named so far (t0, t1, ...) */
   int tmp;            /* counter for unique local names */
 } Emit;
 

@@ -45,3 +45,9 @@ add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated
 
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})
+
+# the text IR round-trips exactly on every dump of every fixture, and a
+# compiled dump gives the same C as the model it came from
+file(GLOB KILN_FIXTURE_MODELS ${T}/models/*/model.onnx)
+add_test(NAME kir_roundtrip COMMAND ${T}/generated/roundtrip.sh ${KILN_BIN} ${KILN_FIXTURE_MODELS}
+         ${T}/generated/hostile_names/model.onnx)
