@@ -1,10 +1,318 @@
-/* normalize.c — PLACEHOLDER: not implemented yet (being written). */
+/* normalize.c — normalisations along an axis: Softmax, LogSoftmax and
+ * Hardmax (family `softmax`), and LayerNormalization (family `layernorm`).
+ *
+ * Each sees its input as rows: `outer * inner` rows of `len` elements,
+ * element k of a row `inner` apart. Softmax-family ops before opset 13
+ * coerce the input to 2-D at `axis` (default 1): rows are the flattened
+ * dims[axis:], inner = 1. From opset 13 they act on the single axis `axis`
+ * (default -1). LayerNormalization normalises the flattened dims[axis:]
+ * (axis default -1).
+ *
+ * Softmax subtracts the row max before exp; LayerNorm takes the mean, then
+ * the variance of the deviations (two passes), in the stash type (f32 by
+ * default), so both stay accurate for large or offset inputs. */
+#include <math.h>
+#include <string.h>
+
 #include "../emit.h"
 #include "../ops.h"
 
-bool softmax_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool softmax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool softmax_emit(Emit *e, const Node *n) { return false; }
-bool layernorm_infer(Graph *g, Node *n, Diag *d) { return diag_node(d, g, n, "not implemented yet"); }
-bool layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) { return diag_error(d, "not implemented yet"); }
-bool layernorm_emit(Emit *e, const Node *n) { return false; }
+/* ---- rows ------------------------------------------------------------------ */
+
+typedef struct Rows {
+  int64_t outer, len, inner;
+} Rows;
+
+static int64_t prod_dims(const Type *t, int from, int to) {
+  int64_t p = 1;
+  for (int a = from; a < to; a++)
+    p *= t->dims[a];
+  return p;
+}
+
+/* Rows of a softmax-family node's input; false if `axis` is out of range. */
+static bool softmax_rows(const Node *n, const Type *t, Rows *r) {
+  int64_t axis = attr_int(n, "axis", n->opset < 13 ? 1 : -1);
+  int a;
+  if (n->opset < 13) {
+    /* coerced to 2-D: axis == rank makes rows of one element */
+    if (axis < -t->rank || axis > t->rank)
+      return false;
+    a = (int)(axis < 0 ? axis + t->rank : axis);
+    *r = (Rows){prod_dims(t, 0, a), prod_dims(t, a, t->rank), 1};
+    return true;
+  }
+  if (!axis_norm(axis, t->rank, &a))
+    return false;
+  *r = (Rows){prod_dims(t, 0, a), t->dims[a], prod_dims(t, a + 1, t->rank)};
+  return true;
+}
+
+/* Offset of row o's first element. */
+static int64_t row_base(const Rows *r, int64_t o) {
+  return o / r->inner * r->len * r->inner + o % r->inner;
+}
+
+/* ---- Softmax, LogSoftmax, Hardmax ------------------------------------------ */
+
+bool softmax_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  if (!dt_is_float(x->type.dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  if (x->type.rank < 1)
+    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
+  Rows r;
+  if (!softmax_rows(n, &x->type, &r)) {
+    int hi = n->opset < 13 ? x->type.rank : x->type.rank - 1;
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]",
+                     (long long)attr_int(n, "axis", n->opset < 13 ? 1 : -1), x->type.rank, -x->type.rank, hi);
+  }
+  node_out(g, n, 0)->type = x->type;
+  return true;
+}
+
+bool softmax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  DType dt = in[0].type.dt;
+  Rows r;
+  KILN_ASSERT(softmax_rows(n, &in[0].type, &r));
+  for (int64_t o = 0; o < r.outer * r.inner; o++) {
+    int64_t base = row_base(&r, o);
+    double m = -INFINITY, s = 0;
+    int64_t best = 0;
+    for (int64_t k = 0; k < r.len; k++) {
+      double v = el_get_f(dt, in[0].data, base + k * r.inner);
+      if (k == 0 || v > m) {
+        m = v;
+        best = k;
+      }
+    }
+    for (int64_t k = 0; k < r.len; k++)
+      s += exp(el_get_f(dt, in[0].data, base + k * r.inner) - m);
+    for (int64_t k = 0; k < r.len; k++) {
+      double v = el_get_f(dt, in[0].data, base + k * r.inner), y;
+      switch (n->op) {
+      case OP_SOFTMAX: y = exp(v - m) / s; break;
+      case OP_LOGSOFTMAX: y = v - m - log(s); break;
+      default: y = k == best; break;
+      }
+      el_set_f(dt, out[0].data, base + k * r.inner, y);
+    }
+  }
+  return true;
+}
+
+bool softmax_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0);
+  DType dt = x->type.dt;
+  Rows r;
+  KILN_ASSERT(softmax_rows(n, &x->type, &r));
+  if (type_numel(&x->type) == 0)
+    return true;
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base, *k;
+  if (r.outer * r.inner == 1)
+    base = NULL;
+  else if (r.inner == 1)
+    base = arena_printf(g->arena, "o * %lld", (long long)r.len);
+  else if (r.outer == 1)
+    base = "o";
+  else
+    base = arena_printf(g->arena, "o / %lld * %lld + o %% %lld", (long long)r.inner,
+                        (long long)(r.len * r.inner), (long long)r.inner);
+  k = r.inner == 1 ? "k" : arena_printf(g->arena, "k * %lld", (long long)r.inner);
+  const char *name = n->op == OP_SOFTMAX ? "softmax" : n->op == OP_LOGSOFTMAX ? "softmax_log" : "softmax_hard";
+  emit_tmpl(e, name, "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len),
+            "XR", base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
+            base ? arena_printf(g->arena, "%s + %s", Y, base) : Y, "K", k, "ZERO",
+            emit_double_literal(e, dt, 0), "ONE", emit_double_literal(e, dt, 1), "EXP",
+            emit_mathfn(e, dt, "exp"), "LOG", emit_mathfn(e, dt, "log"), NULL);
+  return true;
+}
+
+/* ---- LayerNormalization ---------------------------------------------------- */
+
+/* Scale and B: either len elements, read flat like ONNX's function body
+ * and onnxruntime do, or a shape that broadcasts (numpy-style) to the
+ * normalised dims of x from axis a. */
+static bool param_fits(const Type *p, const Type *x, int a) {
+  if (type_numel(p) == prod_dims(x, a, x->rank))
+    return true;
+  if (p->rank > x->rank - a)
+    return false;
+  for (int i = 0; i < p->rank; i++) {
+    int64_t xd = x->dims[x->rank - p->rank + i];
+    if (p->dims[i] != 1 && p->dims[i] != xd)
+      return false;
+  }
+  return true;
+}
+
+/* The normalised dims of x (from axis a) as a type. */
+static Type norm_type(const Type *x, int a) {
+  Type t = {.dt = x->dt, .rank = x->rank - a};
+  for (int i = a; i < x->rank; i++)
+    t.dims[i - a] = x->dims[i];
+  return t;
+}
+
+/* Index into a scale or bias p for element k of a normalised row. */
+static int64_t param_index(const Type *p, const Type *x, int a, int64_t k) {
+  Type nt = norm_type(x, a);
+  return type_numel(p) == type_numel(&nt) ? k : bcast_src(&nt, p, k);
+}
+
+static DType stash_dtype(const Node *n) { return attr_int(n, "stash_type", 1) == 11 ? DT_F64 : DT_F32; }
+
+bool layernorm_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  const Type *xt = &x->type;
+  if (!dt_is_float(xt->dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(xt->dt));
+  if (xt->rank < 1)
+    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
+  int64_t axis = attr_int(n, "axis", -1), st = attr_int(n, "stash_type", 1);
+  int a;
+  if (!axis_norm(axis, xt->rank, &a))
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]", (long long)axis,
+                     xt->rank, -xt->rank, xt->rank - 1);
+  if (st != 1 && st != 11)
+    return diag_node(d, g, n, "stash_type is %lld; expected 1 (f32) or 11 (f64)", (long long)st);
+  for (int i = 1; i < 3; i++) {
+    const Value *p = node_in(g, n, i);
+    if (!p)
+      continue;
+    if (p->type.dt != xt->dt)
+      return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
+                       dt_name(xt->dt));
+    if (!param_fits(&p->type, xt, a)) {
+      char ps[128], xs[128];
+      return diag_node(d, g, n, "input '%s' has shape %s; expected the normalised dims of %s from "
+                       "axis %d (or as many elements, or a shape that broadcasts to them)",
+                       p->name, type_str(&p->type, ps, sizeof ps), type_str(xt, xs, sizeof xs), a);
+    }
+  }
+  node_out(g, n, 0)->type = *xt;
+  for (int i = 1; i < n->nout; i++) {
+    Type t = *xt;
+    t.dt = stash_dtype(n);
+    for (int j = a; j < t.rank; j++)
+      t.dims[j] = 1;
+    node_out(g, n, i)->type = t;
+  }
+  return true;
+}
+
+/* The stats math runs in double here (the stash type only matters for the
+ * C, where f32 is the point); outputs round to their types. */
+bool layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  const Type *xt = &in[0].type;
+  DType dt = xt->dt;
+  int a;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
+  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
+  double eps = attr_float(n, "epsilon", 1e-5);
+  bool has_b = n->nin > 2 && in[2].data;
+  for (int64_t o = 0; o < outer; o++) {
+    const int64_t base = o * len;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < len; k++)
+      mean += el_get_f(dt, in[0].data, base + k);
+    mean /= (double)len;
+    for (int64_t k = 0; k < len; k++) {
+      double dv = el_get_f(dt, in[0].data, base + k) - mean;
+      var += dv * dv;
+    }
+    var /= (double)len;
+    double inv_std = 1 / sqrt(var + eps);
+    for (int64_t k = 0; k < len; k++) {
+      double y = (el_get_f(dt, in[0].data, base + k) - mean) * inv_std *
+                 el_get_f(dt, in[1].data, param_index(&in[1].type, xt, a, k));
+      if (has_b)
+        y += el_get_f(dt, in[2].data, param_index(&in[2].type, xt, a, k));
+      el_set_f(dt, out[0].data, base + k, y);
+    }
+    if (n->nout > 1)
+      el_set_f(out[1].type.dt, out[1].data, o, mean);
+    if (n->nout > 2)
+      el_set_f(out[2].type.dt, out[2].data, o, inv_std);
+  }
+  return true;
+}
+
+/* "p[k]" for a scale or bias of len elements, else p[index] with the index
+ * broadcast from k: one term per run of dims that p does not broadcast,
+ * e.g. "p[k % 8]" for a suffix of the normalised shape, "p[0]" for one
+ * element. */
+static const char *param_elem(Emit *e, const char *p, const Type *pt, const Type *x, int a) {
+  Type nt = norm_type(x, a), pa = nt; /* pa: p's dims aligned to nt's */
+  int64_t len = type_numel(&nt);
+  if (type_numel(pt) == len)
+    return arena_printf(e->g->arena, "%s[k]", p);
+  for (int j = 0; j < nt.rank; j++)
+    pa.dims[j] = j < nt.rank - pt->rank ? 1 : pt->dims[j - (nt.rank - pt->rank)];
+  int64_t nst[MAX_RANK], pst[MAX_RANK], size[MAX_RANK], div[MAX_RANK], stride[MAX_RANK];
+  type_strides(&nt, nst);
+  type_strides(&pa, pst);
+  int nterm = 0;
+  bool run = false;
+  for (int j = 0; j < nt.rank; j++) {
+    if (nt.dims[j] == 1)
+      continue;
+    if (pa.dims[j] == 1) {
+      run = false;
+      continue;
+    }
+    if (!run)
+      size[nterm++] = 1;
+    size[nterm - 1] *= nt.dims[j];
+    div[nterm - 1] = nst[j];
+    stride[nterm - 1] = pst[j];
+    run = true;
+  }
+  Buf b = {0};
+  for (int t = 0; t < nterm; t++) {
+    buf_puts(&b, t ? " + k" : "k");
+    if (div[t] != 1)
+      buf_printf(&b, " / %lld", (long long)div[t]);
+    if (div[t] * size[t] != len)
+      buf_printf(&b, " %% %lld", (long long)size[t]);
+    if (stride[t] != 1)
+      buf_printf(&b, " * %lld", (long long)stride[t]);
+  }
+  const char *r = arena_printf(e->g->arena, "%s[%s]", p, b.len ? b.s : "0");
+  buf_free(&b);
+  return r;
+}
+
+bool layernorm_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0), *scale = node_in(g, n, 1), *bias = node_in(g, n, 2);
+  const Type *xt = &x->type;
+  DType dt = xt->dt, ut = stash_dtype(n);
+  int a;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
+  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
+  if (outer == 0)
+    return true;
+  Arena *ar = g->arena;
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]);
+  const char *U = dt_ctype(ut), *T = dt_ctype(dt);
+  bool cast = dt != ut;
+  const char *row = outer == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)len);
+  const char *up = cast ? arena_printf(ar, "(%s)", U) : "";
+  const char *term = arena_printf(ar, "(xr[k] - mean) * inv_std * %s%s", up,
+                                  param_elem(e, emit_ref(e, n->in[1]), &scale->type, xt, a));
+  if (bias)
+    term = arena_printf(ar, "%s + %s%s", term, up, param_elem(e, emit_ref(e, n->in[2]), &bias->type, xt, a));
+  const char *store_mean = n->nout > 1 ? arena_printf(ar, "%s[o] = mean;", emit_ref(e, n->out[1])) : "";
+  const char *store_inv = n->nout > 2 ? arena_printf(ar, "%s[o] = inv_std;", emit_ref(e, n->out[2]))
+                                      : "/* InvStdDev not requested */";
+  emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", T, "U", U, "ROWS", emit_int(e, outer),
+            "LEN", emit_int(e, len), "XR", arena_printf(ar, "%s%s", X, row), "YR",
+            arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
+            emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
+            emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),
+            "Y_K", cast ? arena_printf(ar, "(%s)(%s)", T, term) : term, "STORE_MEAN", store_mean,
+            "STORE_INV_STD", store_inv, NULL);
+  return true;
+}
