@@ -445,14 +445,14 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
     const char *p = arena_printf(a, "p_%s", pn[i]);
     buf_printf(c, "  %s%s *%s = (%s%s *)%s;\n  (void)%s;\n", in ? "const " : "", ct, p,
                in ? "const " : "", ct, pn[i], p);
-    if (!e.refs[vid])
+    if (!e.refs[vid] && !g->vals[vid].data) /* a constant output is copied at the end */
       e.refs[vid] = p;
   }
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
     for (int j = 0; j < n->nout; j++) {
       Value *v = &g->vals[n->out[j]];
-      if (e.refs[n->out[j]])
+      if (e.refs[n->out[j]] || v->data) /* constants are named by emit_ref */
         continue;
       if (v->alias_of >= 0) {
         e.refs[n->out[j]] = emit_ref(&e, v->alias_of);

@@ -53,8 +53,7 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
     case OP_DROPOUT:
       if (!is_inference_dropout(g, n, d))
         return false;
-      if (n->nout > 1 && node_out(g, n, 1) && node_out(g, n, 1)->nuses > 0)
-        break; /* the mask is used: folded by infer when ratio is known */
+      /* the mask, if any, is all true and infer made it a constant */
       /* fallthrough */
     case OP_IDENTITY:
       forward_value(g, n, n->in[0], n->out[0]);
