@@ -43,8 +43,12 @@ def reason(model):
                     if a.type == onnx.AttributeProto.TENSOR)
     casts_f16 = any(a.name == "to" and a.i in F16 | {onnx.TensorProto.STRING}
                     for n in model.graph.node for a in n.attribute)
+    inputs = {v.name for v in model.graph.input}
     if ops & TRAINING or "ai.onnx.preview.training" in domains:
         return "training op (kiln compiles inference)"
+    if any(n.op_type == "Dropout" and len(n.input) > 2 and n.input[2] in inputs
+           for n in model.graph.node):
+        return "training-mode Dropout (random; kiln compiles inference)"
     if ops & RANDOM:
         return "random op (output not reproducible; no fixed reference)"
     if {"sequence_type", "map_type", "optional_type"} & kinds or any(o.startswith(("Sequence", "Optional", "SplitToSequence", "ConcatFromSequence")) for o in ops):
