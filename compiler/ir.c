@@ -81,7 +81,9 @@ int64_t el_get_i(DType dt, const void *p, int64_t i) {
   case DT_I16: return ((const int16_t *)p)[i];
   case DT_I32: return ((const int32_t *)p)[i];
   case DT_I64: return ((const int64_t *)p)[i];
-  default: return (int64_t)el_get_u(dt, p, i);
+  default:
+    KILN_ASSERT(dt_is_unsigned_int(dt));
+    return (int64_t)el_get_u(dt, p, i);
   }
 }
 
@@ -97,7 +99,9 @@ uint64_t el_get_u(DType dt, const void *p, int64_t i) {
       return (uint64_t)f2i(v);
     return v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
   }
-  default: return (uint64_t)el_get_i(dt, p, i);
+  default:
+    KILN_ASSERT(dt_is_signed_int(dt));
+    return (uint64_t)el_get_i(dt, p, i);
   }
 }
 
@@ -122,7 +126,9 @@ void el_set_i(DType dt, void *p, int64_t i, int64_t v) {
   case DT_I16: ((int16_t *)p)[i] = (int16_t)v; return;
   case DT_I32: ((int32_t *)p)[i] = (int32_t)v; return;
   case DT_I64: ((int64_t *)p)[i] = v; return;
-  default: el_set_u(dt, p, i, (uint64_t)v);
+  default:
+    KILN_ASSERT(dt_is_unsigned_int(dt)); /* callers check dt_supported */
+    el_set_u(dt, p, i, (uint64_t)v);
   }
 }
 
@@ -135,7 +141,9 @@ void el_set_u(DType dt, void *p, int64_t i, uint64_t v) {
   case DT_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
   case DT_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
   case DT_U64: ((uint64_t *)p)[i] = v; return;
-  default: el_set_i(dt, p, i, (int64_t)v);
+  default:
+    KILN_ASSERT(dt_is_signed_int(dt));
+    el_set_i(dt, p, i, (int64_t)v);
   }
 }
 

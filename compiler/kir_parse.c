@@ -230,8 +230,9 @@ static bool parse_type(Parser *p, Type *t, const char **sym) {
   }
   const char *dn = word(p);
   DType dt = dn ? dt_from_name(dn) : DT_UNDEF;
-  if (dt == DT_UNDEF)
-    return perr(p, "expected a type like f32[1,16], found '%s'", dn ? dn : "");
+  if (!dt_supported(dt))
+    return perr(p, "expected a type like f32[1,16] (dtypes f32 f64 i8..i64 u8..u64 bool), "
+                "found '%s'", dn ? dn : "");
   memset(t, 0, sizeof *t);
   t->dt = dt;
   if (!expect(p, '[', "after the dtype"))

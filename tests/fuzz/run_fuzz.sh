@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c with clang's
-# libFuzzer, ASan and UBSan against kiln's compiler sources and fuzz the ONNX
-# importer and the pass pipeline for SECONDS seconds.
+# run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c and
+# fuzz_kir.c with clang's libFuzzer, ASan and UBSan against kiln's compiler
+# sources and fuzz the ONNX importer and the .kir parser (each followed by
+# the pass pipeline and C emission) for SECONDS seconds each.
 #
 # SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
 # The protoc-c bindings and the embedded templates are generated into the
@@ -59,11 +60,13 @@ if [ ! -f "$pbo" ] || [ "$gen/onnx.pb-c.c" -nt "$pbo" ]; then
   # shellcheck disable=SC2086
   "$cc" $flags -w -c "$gen/onnx.pb-c.c" -o "$pbo"
 fi
-# shellcheck disable=SC2086
-"$cc" $flags -fsanitize=fuzzer -c "$here/fuzz_onnx.c" -o "$out/obj/fuzz_onnx.o"
-# shellcheck disable=SC2046
-"$cc" -fsanitize=fuzzer,address,undefined "$out/obj/fuzz_onnx.o" "${objs[@]}" "$pbo" \
-      $(pkg-config --libs libprotobuf-c) -lm -o "$out/fuzz_onnx"
+for target in fuzz_onnx fuzz_kir; do
+  # shellcheck disable=SC2086
+  "$cc" $flags -fsanitize=fuzzer -c "$here/$target.c" -o "$out/obj/$target.o"
+  # shellcheck disable=SC2046
+  "$cc" -fsanitize=fuzzer,address,undefined "$out/obj/$target.o" "${objs[@]}" "$pbo" \
+        $(pkg-config --libs libprotobuf-c) -lm -o "$out/$target"
+done
 
 # seed corpus: the bad-input cases and some small node tests
 seeds=$out/seeds
@@ -94,11 +97,19 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_onnx -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict="$dict" \
               ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
-              corpus "$seeds" 2>&1 | tee "$out/fuzz.log" | tail -n 60 || rc=$?
+              corpus "$seeds" 2>&1 | tee "$out/fuzz.log" | tail -n 12 || rc=$?
+# the text IR parser, seeded with the pass tests
+mkdir -p "$out/corpus_kir" "$out/seeds_kir"
+cp "$root"/tests/passes/*.kir "$out/seeds_kir"/ 2>/dev/null || true
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_kir -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+             ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+             corpus_kir "$out/seeds_kir" 2>&1 | tee "$out/fuzz_kir.log" | tail -n 12 || rc=$?
 found=0
 for f in "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*; do
   [ -e "$f" ] || continue
-  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx FILE):" >&2
+  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx or fuzz_kir FILE):" >&2
   echo "  $f" >&2
   found=1
 done
