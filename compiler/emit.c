@@ -482,11 +482,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
   for (int k = 0; k < g->noutputs; k++) {
     int vid = g->outputs[k];
     const char *p = arena_printf(a, "p_%s", pn[g->ninputs + k]);
-    if (!strcmp(emit_ref(&e, vid), p))
-      continue;
     size_t bytes = type_bytes(&g->vals[vid].type);
-    if (bytes)
-      emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
+    if (bytes == 0 || !strcmp(emit_ref(&e, vid), p))
+      continue;
+    emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
                 cm(a, g->vals[vid].name));
   }
   buf_put(c, body.s ? body.s : "", body.len);
