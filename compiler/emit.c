@@ -450,6 +450,11 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
   }
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
+    bool all_const = true; /* left by a pipeline without fold: nothing to run */
+    for (int j = 0; j < n->nout; j++)
+      all_const = all_const && g->vals[n->out[j]].data;
+    if (all_const)
+      continue;
     for (int j = 0; j < n->nout; j++) {
       Value *v = &g->vals[n->out[j]];
       if (e.refs[n->out[j]] || v->data) /* constants are named by emit_ref */
