@@ -564,6 +564,15 @@ static bool parse_node(Parser *p) {
         return perr(p, "'alias' needs a first input to alias");
       v->alias_of = ins[0];
     }
+    while (peek(p) == ' ' || peek(p) == '\t')
+      advance(p);
+    if (peek(p) == '@') { /* "@ws OFFSET": placed by the plan pass */
+      advance(p);
+      int64_t off;
+      if (!keyword(p, "ws") || !parse_int(p, &off) || off < 0)
+        return perr(p, "expected '@ws OFFSET' after the type");
+      v->ws_offset = off;
+    }
   }
   const char *origin = origin_comment(p);
   Node *n = &p->g->nodes[ni];

@@ -203,6 +203,8 @@ static void put_node(Buf *b, const Graph *g, const Node *n, Buf *bin) {
     put_type(b, &v->type, NULL);
     if (v->alias_of >= 0)
       buf_puts(b, " alias");
+    if (v->ws_offset >= 0)
+      buf_printf(b, " @ws %lld", (long long)v->ws_offset);
   }
   buf_puts(b, "  # onnx: ");
   for (const char *p = n->origin ? n->origin : n->name; *p; p++)

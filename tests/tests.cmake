@@ -59,3 +59,11 @@ if(CLANG AND NOT KILN_SANITIZE)
            ${T}/fuzz/run_fuzz.sh 30)
   set_tests_properties(fuzz_smoke PROPERTIES TIMEOUT 600)
 endif()
+
+# pictures: dot output is accepted by Graphviz, memory SVGs are well-formed
+find_program(DOT dot)
+find_program(XMLLINT xmllint)
+if(DOT AND XMLLINT)
+  add_test(NAME pictures COMMAND ${T}/generated/pictures.sh ${KILN_BIN} ${KILN_FIXTURE_MODELS}
+           ${T}/generated/hostile_names/model.onnx)
+endif()
