@@ -47,44 +47,6 @@ static bool load_set(Arena *a, const char *dir, DataSet *ds, Diag *d) {
   return true;
 }
 
-/* Graph inputs that fix shapes (Reshape's shape, TopK's K, ...), directly
- * or through arithmetic on them, cannot be run-time inputs of fixed-shape C:
- * take their values from the data set and compile them in as constants. */
-static void freeze_shape_inputs(Graph *g, DataSet *ds) {
-  /* mark values feeding const slots, then everything upstream of them */
-  bool *feeds = calloc((size_t)g->nvals + 1, 1);
-  for (int n = 0; n < g->nnodes; n++)
-    for (int j = 0; j < g->nodes[n].nin; j++)
-      if (g->nodes[n].in[j] >= 0 && (op_table[g->nodes[n].op].const_in >> j & 1))
-        feeds[g->nodes[n].in[j]] = true;
-  for (int n = g->nnodes - 1; n >= 0; n--) { /* reverse topological order */
-    const Node *nd = &g->nodes[n];
-    bool any = false;
-    for (int j = 0; j < nd->nout; j++)
-      any = any || (nd->out[j] >= 0 && feeds[nd->out[j]]);
-    for (int j = 0; any && j < nd->nin; j++)
-      if (nd->in[j] >= 0)
-        feeds[nd->in[j]] = true;
-  }
-  int k = 0;
-  for (int i = 0; i < g->ninputs; i++) {
-    int vid = g->inputs[i];
-    if (feeds[vid] && i < ds->nin) {
-      g->vals[vid].data = ds->in[i].data;
-      g->vals[vid].type = ds->in[i].type;
-      g->vals[vid].is_input = false;
-      continue;
-    }
-    g->inputs[k] = vid;
-    if (i < ds->nin)
-      ds->in[k] = ds->in[i];
-    k++;
-  }
-  free(feeds);
-  ds->nin -= g->ninputs - k;
-  g->ninputs = k;
-}
-
 static bool compare(const char *set, const char *name, const Tensor *got, const Tensor *want,
                     const CheckOptions *o) {
   char a[128], b[128];
@@ -240,7 +202,7 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
     diag_error(d, "%s has %d inputs; the model has %d", set, ds->nin, g->ninputs);
     goto done;
   }
-  freeze_shape_inputs(g, ds);
+  driver_freeze_shape_inputs(g, ds->in, &ds->nin);
   PipelineOptions po = o->pipe;
   ShapeBinding *sb = arena_alloc(a, sizeof(ShapeBinding) * (size_t)(g->ninputs + 1));
   for (int i = 0; i < g->ninputs; i++) {

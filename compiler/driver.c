@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "onnx.h"
+#include "ops.h"
 #include "print.h"
 #include "templates.h"
 
@@ -155,3 +156,42 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
   buf_free(&h);
   return ok;
 }
+
+/* Graph inputs that fix shapes (Reshape's shape, TopK's K, ...), directly
+ * or through arithmetic on them, cannot be run-time inputs of fixed-shape C:
+ * take their values from the data set and compile them in as constants. */
+void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
+  /* mark values feeding const slots, then everything upstream of them */
+  bool *feeds = calloc((size_t)g->nvals + 1, 1);
+  for (int n = 0; n < g->nnodes; n++)
+    for (int j = 0; j < g->nodes[n].nin; j++)
+      if (g->nodes[n].in[j] >= 0 && (op_table[g->nodes[n].op].const_in >> j & 1))
+        feeds[g->nodes[n].in[j]] = true;
+  for (int n = g->nnodes - 1; n >= 0; n--) { /* reverse topological order */
+    const Node *nd = &g->nodes[n];
+    bool any = false;
+    for (int j = 0; j < nd->nout; j++)
+      any = any || (nd->out[j] >= 0 && feeds[nd->out[j]]);
+    for (int j = 0; any && j < nd->nin; j++)
+      if (nd->in[j] >= 0)
+        feeds[nd->in[j]] = true;
+  }
+  int k = 0;
+  for (int i = 0; i < g->ninputs; i++) {
+    int vid = g->inputs[i];
+    if (feeds[vid] && i < *nin) {
+      g->vals[vid].data = in[i].data;
+      g->vals[vid].type = in[i].type;
+      g->vals[vid].is_input = false;
+      continue;
+    }
+    g->inputs[k] = vid;
+    if (i < *nin)
+      in[k] = in[i];
+    k++;
+  }
+  free(feeds);
+  *nin -= g->ninputs - k;
+  g->ninputs = k;
+}
+

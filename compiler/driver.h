@@ -26,6 +26,11 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d);
  * for a planned graph. Nothing is left behind on failure. */
 bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d);
 
+/* Graph inputs whose values fix shapes (directly or through arithmetic)
+ * become constants with the given values: in[] is in graph-input order,
+ * *nin its length; both are compacted to the inputs that remain. */
+void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin);
+
 /* Reference interpreter: inputs in graph-input order; outputs (graph-output
  * order) are allocated in g's arena. */
 bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d);

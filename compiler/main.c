@@ -337,7 +337,7 @@ static int cmd_run(Cli *c) {
     const char *eq = strchr(c->inputs[k], '=');
     if (!eq)
       die("--input %s: expected NAME=FILE.pb", c->inputs[k]);
-    char *nm = strndup(c->inputs[k], (size_t)(eq - c->inputs[k]));
+    const char *nm = arena_printf(a, "%.*s", (int)(eq - c->inputs[k]), c->inputs[k]);
     int idx = -1;
     for (int i = 0; i < g->ninputs; i++)
       if (!strcmp(g->vals[g->inputs[i]].name, nm))
@@ -348,18 +348,20 @@ static int cmd_run(Cli *c) {
     if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, &td))
       return fail(&td, a);
     given[idx] = true;
-    /* the input's shape binds its symbolic dims */
-    if (c->pipe.pass.nshapes < 64) {
-      ShapeBinding *b = &c->shapes[c->pipe.pass.nshapes++];
-      b->name = g->vals[g->inputs[idx]].name;
-      b->rank = in[idx].type.rank;
-      memcpy(b->dims, in[idx].type.dims, sizeof b->dims);
-    }
-    free(nm);
   }
   for (int i = 0; i < g->ninputs; i++)
     if (!given[i])
       die("input '%s' has no value; pass --input NAME=FILE.pb", g->vals[g->inputs[i]].name);
+  /* values that fix shapes are compiled in, as kiln check does; the other
+   * inputs' shapes bind their symbolic dims */
+  int nin = g->ninputs;
+  driver_freeze_shape_inputs(g, in, &nin);
+  for (int i = 0; i < g->ninputs && c->pipe.pass.nshapes < 64; i++) {
+    ShapeBinding *b = &c->shapes[c->pipe.pass.nshapes++];
+    b->name = g->vals[g->inputs[i]].name;
+    b->rank = in[i].type.rank;
+    memcpy(b->dims, in[i].type.dims, sizeof b->dims);
+  }
   c->pipe.stop_before_plan = true;
   Tensor *out = NULL;
   if (!driver_lower(g, &c->pipe, &d))
