@@ -1,8 +1,9 @@
 /* dot.c — `kiln dot`: the graph as Graphviz. Each node is a box labelled
  * with its op, key attributes and output shape; constants do not get boxes
  * of their own (that would drown the picture in weights) but are listed in
- * their user's label; nodes fused from several sources (origin "A + B") are
- * filled and double-bordered; inputs and outputs are ellipses. */
+ * their user's label; every label ends with the node's origin (the ONNX
+ * node, or all of them for a node fused from several: "A + B"), and fused
+ * nodes are filled and double-bordered; inputs and outputs are ellipses. */
 #include <stdio.h>
 #include <string.h>
 
@@ -67,11 +68,10 @@ void dot_print(Buf *b, const Graph *g) {
     }
     for (int j = 0; j < n->nout; j++)
       buf_printf(b, "\\n-> %s", type_str(&g->vals[n->out[j]].type, ts, sizeof ts));
-    if (fused) {
-      buf_puts(b, "\\n(fused: ");
-      esc(b, n->origin);
-      buf_puts(b, ")");
-    }
+    /* where it came from: the ONNX node, or all of them for a fused node */
+    buf_puts(b, fused ? "\\n(fused: " : "\\n(");
+    esc(b, n->origin ? n->origin : n->name);
+    buf_puts(b, ")");
     buf_puts(b, "\"];\n");
   }
   for (int i = 0; i < g->noutputs; i++) {
