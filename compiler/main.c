@@ -383,9 +383,18 @@ static int cmd_run(Cli *c) {
 }
 
 static int cmd_ops(void) {
-  printf("kiln supports these %d ONNX ops (default domain, up to opset 17):\n", OP_COUNT_);
+  int onnx = 0;
   for (int i = 0; i < OP_COUNT_; i++)
-    printf("  %-20s since opset %d\n", op_table[i].name, op_table[i].since);
+    onnx += op_table[i].since > 0;
+  printf("kiln supports these %d ONNX ops (default domain, up to opset 17):\n", onnx);
+  for (int i = 0; i < OP_COUNT_; i++)
+    if (op_table[i].since > 0)
+      printf("  %-20s since opset %d\n", op_table[i].name, op_table[i].since);
+  if (onnx < OP_COUNT_)
+    printf("and these kiln ops, made by fusion (not read from ONNX files):\n");
+  for (int i = 0; i < OP_COUNT_; i++)
+    if (op_table[i].since == 0)
+      printf("  %s\n", op_table[i].name);
   return 0;
 }
 

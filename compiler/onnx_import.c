@@ -338,6 +338,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);
   int op = op_lookup(op_type);
+  if (op >= 0 && op_table[op].since == 0)
+    op = -1; /* a kiln op, not an ONNX one */
   if (op < 0)
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
