@@ -536,6 +536,10 @@ static bool parse_node(Parser *p) {
       (oi->max_out >= 0 && nout > oi->max_out))
     return perr(p, "%s takes %d..%d inputs and %d..%d outputs; found %d and %d", oi->name,
                 oi->min_in, oi->max_in, oi->min_out, oi->max_out, nin, nout);
+  for (int i = 0; i < oi->min_in; i++)
+    if (ins[i] < 0)
+      return perr(p, "%s: input %d is '_'; expected a value (only optional inputs may be "
+                  "omitted)", oi->name, i);
   for (int j = 0; j < nout; j++)
     if (!new_value(p, outnames[j], &outs[j]))
       return false;
