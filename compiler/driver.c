@@ -172,6 +172,8 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
     bool any = false;
     for (int j = 0; j < nd->nout; j++)
       any = any || (nd->out[j] >= 0 && feeds[nd->out[j]]);
+    if (nd->op == OP_SHAPE || nd->op == OP_SIZE)
+      continue; /* they read only the input's shape, never its values */
     for (int j = 0; any && j < nd->nin; j++)
       if (nd->in[j] >= 0)
         feeds[nd->in[j]] = true;
