@@ -144,7 +144,7 @@ static const char *driver_source(Arena *a, Graph *g) {
 /* Compile g to C in tmp, build, run on ds; outputs land in got[]. */
 static bool run_compiled(Arena *a, Graph *g, DataSet *ds, const char *tmp, const CheckOptions *o,
                          Tensor *got, Diag *d) {
-  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h"};
+  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa};
   char *cpath = arena_printf(a, "%s/model.c", tmp);
   if (!driver_write_c(g, &eo, cpath, d))
     return false;

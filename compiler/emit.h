@@ -9,7 +9,15 @@
 #ifndef KILN_EMIT_H
 #define KILN_EMIT_H
 
-#include "ir.h"
+#include "emit_api.h"
+
+/* A weight array that is not a graph value (emit_const_array). */
+typedef struct EmitArray {
+  DType dt;
+  const void *data;
+  int64_t n;
+  const char *comment;
+} EmitArray;
 
 typedef struct Emit {
   Graph *g;
@@ -17,19 +25,31 @@ typedef struct Emit {
   int indent;         /* in units of two spaces */
   const char *prefix; /* --name: prefix of every exported symbol */
   const char **refs;  /* per value: its C pointer expression */
-  int *const_order;   /* constants in order of first use (emit_ref) */
-  int nconsts;
+  int *const_order;   /* weights in order of first use: a value id, or
+                         -1 - i for arrays[i] (emit_const_array) */
+  int nconsts, capconsts;
+  EmitArray *arrays;
+  int narrays, caparrays;
+  EmitIsa isa;        /* --isa: vector width of the GEMM kernel */
   int ntemps;         /* workspace tensors named so far (t0, t1, ...) */
   int tmp;            /* counter for unique local names */
 } Emit;
 
 /* C expression of value vid's pointer (typed: `const float *` etc.). */
 const char *emit_ref(Emit *e, int vid);
+/* Register an extra weight array of n elements of dt (data must outlive
+ * the emission: arena memory) and return its C name. It is emitted with
+ * the graph's weights — same naming (cN, in order of first use), exact
+ * literals — but 64-byte aligned, with `comment` above it. For data the
+ * compiler derives from constants, such as a GEMM's B packed into the
+ * panel layout its kernel reads (compiler/ops/gemm_kernel.c). */
+const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, const char *comment);
 /* One line at the current indentation (a newline is appended). */
 void emit_line(Emit *e, const char *fmt, ...) KILN_PRINTF(2, 3);
 /* Instantiate template `name` (templates/NAME.c.in). The variadic arguments
  * are NULL-terminated key, value string pairs replacing ${KEY}. Every ${...}
- * in the template must be given. */
+ * in the template must be given. A value may span lines: each line after
+ * its first gets the indentation of the line the ${KEY} stands in. */
 void emit_tmpl(Emit *e, const char *name, ...);
 /* A fresh identifier "stem_N" in the arena. */
 const char *emit_tmpname(Emit *e, const char *stem);

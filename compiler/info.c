@@ -53,6 +53,10 @@ int64_t node_flops(const Graph *g, const Node *n) {
     int64_t k = a && a->type.rank == 2 ? a->type.dims[attr_int(n, "transA", 0) ? 0 : 1] : 1;
     return 2 * out * k + (node_has_in(n, 2) ? out : 0);
   }
+  case OP_LINEAR: { /* the matmul, then one op each for the bias and the activation */
+    int64_t k = a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
+    return 2 * out * k + (node_has_in(n, 2) ? out : 0) + (strcmp(attr_str(n, "act", "none"), "none") ? out : 0);
+  }
   case OP_EINSUM: return einsum_flops(g, n);
   case OP_SOFTMAX: case OP_LOGSOFTMAX: return 5 * out; /* max, sub, exp, sum, scale */
   case OP_LAYERNORM: return 8 * out;

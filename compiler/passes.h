@@ -37,6 +37,7 @@ bool pass_bind(Graph *g, const PassOptions *o, Diag *d);
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fold(Graph *g, const PassOptions *o, Diag *d);
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d);
 bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
 

@@ -14,6 +14,7 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "gemm_kernel.h"
 
 /* MatMul and Gemm take f32, f64, i32, i64, u32, u64 (f16/bf16 kiln rejects). */
 static bool matmul_dtype_ok(DType dt) {
@@ -189,18 +190,33 @@ static const char *batch_offset(Emit *e, const char *base, int nl, const int64_t
   return r;
 }
 
+/* An f32 MatMul by a constant B without batch dims of its own (a weight):
+ * A's rows, batch dims included, are the M rows of one GEMM with B packed
+ * at compile time (gemm_kernel.c). */
+static bool matmul_emit_packed(Emit *e, const Node *n, const MatGeom *mg, const Type *yt) {
+  const Value *b = gval(e->g, n->in[1]);
+  int64_t bbatch = 1;
+  for (int i = 0; i + 2 < b->type.rank; i++)
+    bbatch *= b->type.dims[i];
+  if (yt->dt != DT_F32 || !b->data || bbatch != 1)
+    return false;
+  GemmSpec s = {.m = type_numel(yt) / mg->n, .n = mg->n, .k = mg->k, .a = emit_ref(e, n->in[0]),
+                .a_rs = mg->k, .b = b->data, .b_name = b->name, .y = emit_ref(e, n->out[0])};
+  return emit_gemm(e, &s);
+}
+
 /* One loop per batch dim of Y (dims of 1 dropped, dims contiguous in all
  * three operands merged), then the 2-D kernel on pointers offset into A, B
- * and Y. */
+ * and Y. A constant f32 B takes the packed GEMM instead. */
 bool matmul_emit(Emit *e, const Node *n) {
   const Type *ta = &gval(e->g, n->in[0])->type, *tb = &gval(e->g, n->in[1])->type;
   MatGeom mg;
   Type yt;
   matmul_geom(ta, tb, &mg, &yt);
-  if (type_numel(&yt) == 0)
+  if (type_numel(&yt) == 0 || matmul_emit_packed(e, n, &mg, &yt))
     return true;
   int nl = 0;
-  int64_t ld[MAX_RANK], la[MAX_RANK], lb[MAX_RANK], ly[MAX_RANK];
+  int64_t ld[MAX_RANK] = {0}, la[MAX_RANK] = {0}, lb[MAX_RANK] = {0}, ly[MAX_RANK] = {0};
   for (int i = 0; i < mg.nb; i++) {
     if (mg.bd[i] == 1)
       continue;
@@ -336,6 +352,25 @@ static const char *gemm_epilogue_comment(Emit *e, const char *expr) {
   return r;
 }
 
+/* f32 A·B' with B constant and A not transposed: the packed GEMM
+ * (gemm_kernel.c), which also adds C when it is a plain bias (alpha = beta
+ * = 1, C of shape [N] or [1,N]); *c_done says whether it did. */
+static bool gemm_emit_packed(Emit *e, const Node *n, int64_t m, int64_t nn, int64_t k, bool uses_c,
+                             bool *c_done) {
+  const Value *b = gval(e->g, n->in[1]), *c = uses_c ? gval(e->g, n->in[2]) : NULL;
+  if (gval(e->g, n->out[0])->type.dt != DT_F32 || !b->data || attr_int(n, "transA", 0))
+    return false;
+  bool bias = c && attr_float(n, "alpha", 1.0) == 1.0 && attr_float(n, "beta", 1.0) == 1.0 &&
+              type_numel(&c->type) == nn && c->type.dims[c->type.rank - 1] == nn;
+  GemmSpec s = {.m = m, .n = nn, .k = k, .a = emit_ref(e, n->in[0]), .a_rs = k, .b = b->data,
+                .b_trans = attr_int(n, "transB", 0) != 0, .b_name = b->name,
+                .bias = bias ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0])};
+  if (!emit_gemm(e, &s))
+    return false;
+  *c_done = bias;
+  return true;
+}
+
 /* Y = A'·B' (the kernel in its own block, for its local names), then
  * Y = alpha*Y + beta*C as an elementwise pass. */
 bool gemm_emit(Emit *e, const Node *n) {
@@ -344,13 +379,17 @@ bool gemm_emit(Emit *e, const Node *n) {
   int64_t m = yt->dims[0], nn = yt->dims[1], k = ta->dims[tra ? 0 : 1];
   if (m * nn == 0)
     return true;
-  emit_line(e, "{");
-  e->indent++;
-  emit_matmul_kernel(e, yt->dt, trb, m, nn, k, emit_ref(e, n->in[0]), emit_ref(e, n->in[1]),
-                     emit_ref(e, n->out[0]), tra ? 1 : k, tra ? m : 1);
-  e->indent--;
-  emit_line(e, "}");
-  bool uses_c = gemm_uses_c(n, node_has_in(n, 2));
+  bool uses_c = gemm_uses_c(n, node_has_in(n, 2)), c_done = false;
+  if (!gemm_emit_packed(e, n, m, nn, k, uses_c, &c_done)) {
+    emit_line(e, "{");
+    e->indent++;
+    emit_matmul_kernel(e, yt->dt, trb, m, nn, k, emit_ref(e, n->in[0]), emit_ref(e, n->in[1]),
+                       emit_ref(e, n->out[0]), tra ? 1 : k, tra ? m : 1);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (c_done)
+    return true;
   const char *expr = gemm_epilogue(e, n, yt->dt, uses_c);
   if (expr) {
     int ins[2] = {n->out[0], uses_c ? n->in[2] : -1};

@@ -9,6 +9,7 @@ const Pass pass_list[] = {
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
     {"simplify", pass_simplify, "remove Identity/Dropout, make Reshape-like ops free aliases"},
+    {"fuse", pass_fuse, "fuse MatMul+bias+activation, GELU and LayerNorm patterns into single ops"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
     {"plan", pass_plan, "place intermediate tensors in one workspace by liveness"},
 };

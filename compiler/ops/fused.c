@@ -1,0 +1,227 @@
+/* fused.c — kiln's own ops, made by the fuse pass (compiler/passes/fuse.c)
+ * from the patterns PyTorch exports; never read from an ONNX file.
+ *
+ *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]), bias optional,
+ *           {act="none"|"relu"|"gelu"|"gelu_tanh"}
+ *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
+ *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
+ *
+ * Both take f32 or f64. Linear's _eval rounds to the output type where the
+ * unfused MatMul → Add → activation rounded (after the product, after the
+ * bias), so folding and `kiln run` give what the replaced ops gave. */
+#include <math.h>
+#include <string.h>
+
+#include "../emit.h"
+#include "../ops.h"
+#include "gemm_kernel.h"
+
+/* ---- activations, shared by Linear's epilogue and Gelu -------------------- */
+
+typedef enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_BAD } Act;
+
+/* An attribute of another kind than string reads as "" and is rejected. */
+static const char *str_attr(const Node *n, const char *name) {
+  const Attr *a = attr_get(n, name);
+  return !a ? "none" : a->kind == ATTR_STRING ? a->s : "";
+}
+
+static Act linear_act(const Node *n) {
+  const char *s = str_attr(n, "act");
+  return !strcmp(s, "none") ? ACT_NONE : !strcmp(s, "relu") ? ACT_RELU
+         : !strcmp(s, "gelu") ? ACT_GELU : !strcmp(s, "gelu_tanh") ? ACT_GELU_TANH : ACT_BAD;
+}
+
+static Act gelu_act(const Node *n) {
+  const char *s = str_attr(n, "approximate");
+  return !strcmp(s, "none") ? ACT_GELU : !strcmp(s, "tanh") ? ACT_GELU_TANH : ACT_BAD;
+}
+
+static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* √(2/π) */
+static const double SQRT_HALF = 0.70710678118654752440;      /* 1/√2 */
+static const double GELU_KAPPA = 0.044715;
+
+static double act_eval(Act act, double x) {
+  switch (act) {
+  case ACT_RELU: return x > 0 ? x : 0;
+  case ACT_GELU: return 0.5 * x * (1 + erf(x * SQRT_HALF));
+  case ACT_GELU_TANH: return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * x * x * x)));
+  default: return x;
+  }
+}
+
+/* The activation of C variable (or $0) v as a C expression in dt. */
+static const char *act_expr(Emit *e, DType dt, Act act, const char *v) {
+  Arena *a = e->g->arena;
+#define L(x) emit_double_literal(e, dt, x)
+  switch (act) {
+  case ACT_RELU: return arena_printf(a, "%s > %s ? %s : %s", v, L(0), v, L(0));
+  case ACT_GELU:
+    return arena_printf(a, "%s * %s * (%s + %s(%s * %s))", L(0.5), v, L(1), emit_mathfn(e, dt, "erf"), v,
+                        L(SQRT_HALF));
+  case ACT_GELU_TANH:
+    return arena_printf(a, "%s * %s * (%s + %s(%s * (%s + %s * %s * %s * %s)))", L(0.5), v, L(1),
+                        emit_mathfn(e, dt, "tanh"), L(SQRT_2_OVER_PI), v, L(GELU_KAPPA), v, v, v);
+  default: return v;
+  }
+#undef L
+}
+
+static bool float_dt(DType dt) { return dt == DT_F32 || dt == DT_F64; }
+
+/* ---- Gelu ----------------------------------------------------------------- */
+
+bool gelu_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  if (!x)
+    return diag_node(d, g, n, "input X is absent; expected a tensor");
+  if (!float_dt(x->type.dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  if (gelu_act(n) == ACT_BAD)
+    return diag_node(d, g, n, "approximate is '%s'; expected \"none\" or \"tanh\"",
+                     str_attr(n, "approximate"));
+  node_out(g, n, 0)->type = x->type;
+  return true;
+}
+
+bool gelu_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  DType dt = in[0].type.dt;
+  Act act = gelu_act(n);
+  for (int64_t i = 0, cnt = type_numel(&in[0].type); i < cnt; i++)
+    el_set_f(dt, out[0].data, i, act_eval(act, el_get_f(dt, in[0].data, i)));
+  return true;
+}
+
+bool gelu_emit(Emit *e, const Node *n) {
+  emit_elementwise(e, n, act_expr(e, gval(e->g, n->in[0])->type.dt, gelu_act(n), "$0"));
+  return true;
+}
+
+/* ---- Linear: shapes and the reference ------------------------------------- */
+
+/* Rows of X (its dims but the last, multiplied). */
+static int64_t linear_rows(const Type *x) {
+  int64_t m = 1;
+  for (int i = 0; i + 1 < x->rank; i++)
+    m *= x->dims[i];
+  return m;
+}
+
+bool linear_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2);
+  if (!x || !w)
+    return diag_node(d, g, n, "input %s is absent; expected a tensor", x ? "W" : "X");
+  const Type *tx = &x->type, *tw = &w->type;
+  char sx[128], sw[128];
+  if (!float_dt(tx->dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(tx->dt));
+  if (tw->dt != tx->dt || (b && b->type.dt != tx->dt))
+    return diag_node(d, g, n, "inputs X, W, bias differ in type (%s, %s, %s); expected the same type",
+                     dt_name(tx->dt), dt_name(tw->dt), b ? dt_name(b->type.dt) : "absent");
+  if (tx->rank < 1 || tw->rank != 2 || tx->dims[tx->rank - 1] != tw->dims[0])
+    return diag_node(d, g, n, "X is %s and W is %s; expected X[...,K] and W[K,N]",
+                     type_str(tx, sx, sizeof sx), type_str(tw, sw, sizeof sw));
+  if (b && (b->type.rank != 1 || b->type.dims[0] != tw->dims[1]))
+    return diag_node(d, g, n, "bias is %s and W is %s; expected bias[N] for W[K,N]",
+                     type_str(&b->type, sx, sizeof sx), type_str(tw, sw, sizeof sw));
+  if (linear_act(n) == ACT_BAD)
+    return diag_node(d, g, n, "act is '%s'; expected \"none\", \"relu\", \"gelu\" or \"gelu_tanh\"",
+                     str_attr(n, "act"));
+  Type y = *tx;
+  y.dims[y.rank - 1] = tw->dims[1];
+  node_out(g, n, 0)->type = y;
+  return true;
+}
+
+bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  DType dt = in[0].type.dt;
+  int64_t m = linear_rows(&in[0].type), k = in[1].type.dims[0], nn = in[1].type.dims[1];
+  bool has_b = n->nin > 2 && in[2].data;
+  Act act = linear_act(n);
+  void *y = out[0].data;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < nn; j++) {
+      int64_t yi = i * nn + j;
+      double s = 0;
+      for (int64_t t = 0; t < k; t++)
+        s += el_get_f(dt, in[0].data, i * k + t) * el_get_f(dt, in[1].data, t * nn + j);
+      el_set_f(dt, y, yi, s);
+      if (has_b)
+        el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[2].data, j));
+      if (act != ACT_NONE)
+        el_set_f(dt, y, yi, act_eval(act, el_get_f(dt, y, yi)));
+    }
+  return true;
+}
+
+/* ---- Linear: emit ----------------------------------------------------------
+ * The whole of Linear's C is linear_emit: the MatMul kernel
+ * (templates/matmul.c.in, same block sizes as compiler/ops/matmul.c) over
+ * the M rows of X, then one epilogue loop that adds the bias and applies the
+ * activation in place. A faster GEMM generator replaces this section. */
+
+static void emit_linear_matmul(Emit *e, DType dt, int64_t m, int64_t n, int64_t k, const char *x,
+                               const char *w, const char *y) {
+  int64_t mr = m < 8 ? m : 8, nb = n < 128 ? n : 128;
+  emit_line(e, "{");
+  e->indent++;
+  emit_tmpl(e, "matmul", "T", dt_ctype(dt), "M", emit_int(e, m), "N", emit_int(e, n), "K", emit_int(e, k),
+            "K2", emit_int(e, k - k % 2), "MR", emit_int(e, mr), "NB", emit_int(e, nb), "A", x, "B", w,
+            "Y", y, "A_RS", emit_int(e, k), "A_K", "k", "A_K1", "k + 1", NULL);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* y[i][j] = act(y[i][j] + bias[j]) over Y[M,N]; bias may be NULL. */
+static void emit_linear_epilogue(Emit *e, DType dt, Act act, int64_t m, int64_t n, const char *bias,
+                                 const char *y) {
+  const char *T = dt_ctype(dt);
+  emit_line(e, "for (int i = 0; i < %lld; i++) {", (long long)m);
+  e->indent++;
+  emit_line(e, "%s *yr = %s + i * %lld; /* row i of Y[%lld,%lld] */", T, y, (long long)n, (long long)m,
+            (long long)n);
+  if (act == ACT_NONE) {
+    emit_line(e, "for (int j = 0; j < %lld; j++)", (long long)n);
+    emit_line(e, "  yr[j] += %s[j];", bias);
+  } else {
+    emit_line(e, "for (int j = 0; j < %lld; j++) {", (long long)n);
+    e->indent++;
+    emit_line(e, "const %s v = yr[j]%s%s%s;", T, bias ? " + " : "", bias ? bias : "", bias ? "[j]" : "");
+    emit_line(e, "yr[j] = %s;", act_expr(e, dt, act, "v"));
+    e->indent--;
+    emit_line(e, "}");
+  }
+  e->indent--;
+  emit_line(e, "}");
+}
+
+bool linear_emit(Emit *e, const Node *nd) {
+  Graph *g = e->g;
+  const Type *tx = &gval(g, nd->in[0])->type, *tw = &gval(g, nd->in[1])->type;
+  DType dt = tx->dt;
+  int64_t m = linear_rows(tx), k = tw->dims[0], n = tw->dims[1];
+  if (m == 0 || n == 0)
+    return true;
+  /* f32 by a constant W: the packed GEMM (compiler/ops/gemm_kernel.c), with
+   * the bias and the activation applied in its epilogue */
+  const Value *wv = gval(g, nd->in[1]);
+  if (dt == DT_F32 && wv->data) {
+    static const GemmAct gemm_act[] = {[ACT_NONE] = GEMM_ACT_NONE, [ACT_RELU] = GEMM_ACT_RELU,
+                                       [ACT_GELU] = GEMM_ACT_GELU, [ACT_GELU_TANH] = GEMM_ACT_GELU_TANH};
+    GemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .a_rs = k, .b = wv->data,
+                  .b_name = wv->name, .bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL,
+                  .act = gemm_act[linear_act(nd)], .y = emit_ref(e, nd->out[0])};
+    if (emit_gemm(e, &s))
+      return true;
+  }
+  /* one call each, in this order: emit_ref names weights by first use */
+  const char *x = emit_ref(e, nd->in[0]);
+  const char *w = emit_ref(e, nd->in[1]);
+  const char *bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
+  const char *y = emit_ref(e, nd->out[0]);
+  emit_linear_matmul(e, dt, m, n, k, x, w, y);
+  Act act = linear_act(nd);
+  if (bias || act != ACT_NONE)
+    emit_linear_epilogue(e, dt, act, m, n, bias, y);
+  return true;
+}

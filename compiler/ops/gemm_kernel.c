@@ -1,0 +1,434 @@
+/* gemm_kernel.c — the f32 GEMM generator for a constant B (the weight case,
+ * x[.., K] · W[K, N], where a transformer spends its time).
+ *
+ * Layout. B is packed at compile time into panels of NR columns, each
+ * K-major: panel p holds B[k][p*NR + j] at p*K*NR + k*NR + j. The last
+ * N % NR columns form a narrower edge panel, zero-padded to a multiple of
+ * the widest vector that reads it. The packed copy is its own
+ * 64-byte-aligned weight array (emit_const_array).
+ *
+ * Kernel. For each panel (its K x NR block stays in cache while every row
+ * of A streams past it), Y is computed in register tiles of MR rows x NR
+ * columns: with VW-wide vectors, NV = NR / VW of them across, MR x NV
+ * vector accumulators, NV panel loads and MR broadcasts of A per step of k
+ * (templates/gemm_f32_tile.c.in). Rows are split into
+ * tiles as evenly as the register budget allows (M = 128 with MR <= 6 is
+ * 18 tiles of 6 rows and 4 of 5, not 21 of 6 and one of 2); each tile size
+ * and the edge panel are separate constant instantiations. When a panel
+ * is larger than GEMM_PANEL_BLOCK, K is split into equal blocks whose
+ * partial sums are added into Y. The epilogue (bias, relu) runs in
+ * registers; gelu, which needs erff/tanhf, runs on the tile just stored.
+ *
+ * ISA. --isa sets the panel width NR: generic 8, avx2 16, avx512 32
+ * columns. The tiles are GNU C vector extensions, and which width reads
+ * the panels is chosen when the generated file is compiled: the widest the
+ * C compiler targets that divides NR, each with the tile its registers
+ * allow (16-wide: 24 accumulators of 32 registers; 8- and 4-wide: 12 of
+ * 16; at most 12 rows):
+ *
+ *   #if GNU C && (__AVX512F__ || KILN_GEMM_V16)   16-wide (NR 16, 32)
+ *   #elif GNU C && (__AVX__ || KILN_GEMM_V8)       8-wide
+ *   #elif GNU C                                    4-wide (SSE, NEON, any)
+ *   #else                                          plain C over the same panels
+ *   #endif                                         (templates/gemm_f32_scalar.c.in)
+ *
+ * so --isa=avx2 gives 6x16 tiles of 8-wide vectors under -mavx2, --isa=
+ * avx512 12x32 tiles under -mavx512f, the default 12x8 tiles under -mavx2
+ * and 6x8 of 4-wide vectors without it — and any file runs anywhere (wide
+ * GNU vectors on a compiler without the ISA are lowered to scalar code, so
+ * they are never used there). -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a
+ * width, -DKILN_GEMM_SCALAR the plain C path: the tests check each on any
+ * x86-64. */
+#include "gemm_kernel.h"
+
+#include <string.h>
+
+/* --isa: the panel width NR. */
+typedef struct IsaTile {
+  const char *name;
+  int nr;
+} IsaTile;
+
+static const IsaTile isa_tiles[] = {
+    [ISA_GENERIC] = {"generic", 8},
+    [ISA_AVX2] = {"avx2", 16},
+    [ISA_AVX512] = {"avx512", 32},
+};
+
+/* The vector widths that may read the panels, widest first: the macro
+ * that says the C compiler targets it (NULL: any GNU C compiler), the one
+ * that forces it (for tests), and the accumulators a tile may hold. */
+typedef struct View {
+  int vw;
+  const char *cpp, *force;
+  int acc;
+} View;
+
+static const View views[] = {
+    {16, "__AVX512F__", "KILN_GEMM_V16", 24},
+    {8, "__AVX__", "KILN_GEMM_V8", 12},
+    {4, NULL, NULL, 12},
+};
+
+/* The widest view (it sets the edge panel's padding). */
+static int widest_view(int nr) {
+  for (int i = 0; i < KILN_COUNT(views); i++)
+    if (nr % views[i].vw == 0)
+      return views[i].vw;
+  return 1;
+}
+
+/* Bytes of a panel's K block meant to stay in L2 while the rows of A
+ * stream past it. Measured on Zen 3 (AVX2, 32 KiB L1, 512 KiB L2): a
+ * 96 KiB panel (K = 1536) runs as fast as 24 KiB blocks of it, with the
+ * hardware prefetchers feeding both streams, so K is split only beyond. */
+#define GEMM_PANEL_BLOCK 131072
+
+/* The packed panels, and one view of them. */
+typedef struct Geo {
+  int nr;            /* columns of a full panel */
+  int64_t npf;       /* full panels */
+  int pwe, nrem;     /* the edge panel: its width (floats) and valid columns (0: none) */
+  int64_t kc, nkb;   /* K as nkb blocks of kc (nkb = 1: not split) */
+  int vw, nv;        /* the view: floats a vector, vectors across a full panel */
+  const char *vt;    /* its vector type: v8f */
+  int mr_hi, mr_lo;  /* row tiles: rows [0, m_hi) by mr_hi, the rest by mr_lo */
+  int64_t m_hi;
+} Geo;
+
+/* The panels of --isa, read through view v. */
+static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v, Geo *g) {
+  int w = widest_view(t->nr);
+  g->nr = t->nr;
+  g->npf = s->n / g->nr;
+  g->nrem = (int)(s->n % g->nr);
+  g->pwe = (g->nrem + w - 1) / w * w;
+  /* K blocks: the fewest equal ones that fit GEMM_PANEL_BLOCK; none when no
+   * divisor of K comes close */
+  int64_t kcmax = GEMM_PANEL_BLOCK / (4 * g->nr), nb0 = (s->k + kcmax - 1) / kcmax;
+  g->kc = s->k;
+  g->nkb = 1;
+  for (int64_t nb = nb0; nb > 1 && nb <= 2 * nb0; nb++)
+    if (s->k % nb == 0) {
+      g->nkb = nb;
+      g->kc = s->k / nb;
+      break;
+    }
+  g->vw = v->vw;
+  g->nv = g->nr / v->vw;
+  g->vt = arena_printf(e->g->arena, "v%df", v->vw);
+  /* rows split as evenly as the budget allows */
+  int mr_max = v->acc / g->nv;
+  mr_max = mr_max > 12 ? 12 : mr_max < 1 ? 1 : mr_max;
+  int64_t tiles = (s->m + mr_max - 1) / mr_max;
+  g->mr_hi = (int)((s->m + tiles - 1) / tiles);
+  g->mr_lo = g->mr_hi - 1;
+  g->m_hi = (s->m - tiles * g->mr_lo) * g->mr_hi;
+}
+
+/* B packed into the panels of g. */
+static float *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
+  int64_t k = s->k, n = s->n;
+  *len = k * (g->npf * g->nr + g->pwe);
+  float *pk = arena_alloc(e->g->arena, sizeof(float) * (size_t)(*len ? *len : 1));
+  for (int64_t j = 0; j < n; j++) {
+    int64_t p = j / g->nr, jj = j % g->nr, pw = p < g->npf ? g->nr : g->pwe;
+    for (int64_t t = 0; t < k; t++)
+      pk[p * k * g->nr + t * pw + jj] = s->b_trans ? s->b[j * k + t] : s->b[t * n + j];
+  }
+  return pk;
+}
+
+static const char *lit(Emit *e, double v) { return emit_double_literal(e, DT_F32, v); }
+
+/* act(v) as a C expression in f32, the formulas of compiler/ops/fused.c. */
+static const char *gemm_act_expr(Emit *e, GemmAct act, const char *v) {
+  Arena *a = e->g->arena;
+  switch (act) {
+  case GEMM_ACT_RELU: return arena_printf(a, "%s > %s ? %s : %s", v, lit(e, 0), v, lit(e, 0));
+  case GEMM_ACT_GELU:
+    return arena_printf(a, "%s * %s * (%s + erff(%s * %s))", lit(e, 0.5), v, lit(e, 1), v,
+                        lit(e, 0.70710678118654752440));
+  case GEMM_ACT_GELU_TANH:
+    return arena_printf(a, "%s * %s * (%s + tanhf(%s * (%s + %s * %s * %s * %s)))", lit(e, 0.5), v,
+                        lit(e, 1), lit(e, 0.79788456080286535588), v, lit(e, 0.044715), v, v, v);
+  default: return v;
+  }
+}
+
+static const char *act_name(GemmAct act) {
+  return act == GEMM_ACT_RELU ? "relu" : act == GEMM_ACT_GELU ? "gelu" : "gelu_tanh";
+}
+
+/* "p + off", or "p" when off is 0. */
+static const char *plus(Emit *e, const char *p, int64_t off) {
+  return off ? arena_printf(e->g->arena, "%s + %lld", p, (long long)off) : p;
+}
+
+static const char *bufstr(Emit *e, Buf *b) {
+  const char *r = arena_strdup(e->g->arena, b->s ? b->s : "");
+  buf_free(b);
+  return r;
+}
+
+/* ---- one register tile ------------------------------------------------------ */
+
+/* Bytes of vector v of a tile row nv vectors wide with `valid` real
+ * columns: the whole vector, or the valid part of the last one. */
+static const char *vbytes(Emit *e, const Geo *g, int v, int nv, int valid) {
+  int vw = g->vw;
+  if (v == nv - 1 && valid < nv * vw)
+    return emit_int(e, 4 * (valid - (nv - 1) * vw));
+  return arena_printf(e->g->arena, "sizeof(%s)", g->vt);
+}
+
+/* "y<r> + <off>": the C address of vector v of tile row r. */
+static const char *yvec(Emit *e, const Geo *g, int r, int v) {
+  return plus(e, arena_printf(e->g->arena, "y%d", r), (int64_t)v * g->vw);
+}
+
+/* The tile's epilogue: the row pointers of Y; with K split, the earlier
+ * blocks' sums added from Y and bias/activation held for the last block;
+ * bias and relu in registers; the store of `valid` columns (a partial last
+ * vector stores only its valid bytes); gelu on the stored tile. */
+static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int mr, int nv, int valid) {
+  const char *vt = g->vt;
+  bool split = g->nkb > 1, regs = s->bias || s->act == GEMM_ACT_RELU;
+  bool gelu = s->act == GEMM_ACT_GELU || s->act == GEMM_ACT_GELU_TANH;
+  long long ny = (long long)s->n, last = (long long)(s->k - g->kc);
+  Buf b = {0};
+  buf_printf(&b, "float *y0 = yp + i0 * %lld;\n", ny);
+  for (int r = 1; r < mr; r++)
+    buf_printf(&b, "float *y%d = y0 + %lld;\n", r, r * ny);
+  if (split) {
+    buf_printf(&b, "if (k0 > 0) { /* add the sums of the earlier K blocks */\n  %s t = {0};\n", vt);
+    for (int r = 0; r < mr; r++)
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, "  memcpy(&t, %s, %s); acc%d_%d += t;\n", yvec(e, g, r, v),
+                   vbytes(e, g, v, nv, valid), r, v);
+    buf_puts(&b, "}\n");
+  }
+  if (regs) {
+    const char *what = s->bias && s->act == GEMM_ACT_RELU ? "bias, relu" : s->bias ? "bias" : "relu";
+    if (split)
+      buf_printf(&b, "if (k0 == %lld) { /* after the last block: %s */\n", last, what);
+    else
+      buf_printf(&b, "{ /* %s */\n", what);
+  }
+  if (s->bias) {
+    for (int v = 0; v < nv; v++)
+      buf_printf(&b, "  %s bv%d = {0}; memcpy(&bv%d, %s, %s);\n", vt, v, v, plus(e, "bias_p", v * g->vw),
+                 vbytes(e, g, v, nv, valid));
+    for (int r = 0; r < mr; r++) {
+      buf_puts(&b, " ");
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, " acc%d_%d += bv%d;", r, v, v);
+      buf_puts(&b, "\n");
+    }
+  }
+  if (s->act == GEMM_ACT_RELU) {
+    buf_printf(&b, "  const %s zero = {0}; /* relu: keep the lanes > 0 (NaN gives 0) */\n", vt);
+    for (int r = 0; r < mr; r++)
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, "  acc%d_%d = (%s)((v%di)acc%d_%d & (v%di)(acc%d_%d > zero));\n", r, v, vt,
+                   g->vw, r, v, g->vw, r, v);
+  }
+  if (regs)
+    buf_puts(&b, "}\n");
+  for (int r = 0; r < mr; r++) {
+    for (int v = 0; v < nv; v++)
+      buf_printf(&b, "%smemcpy(%s, &acc%d_%d, %s);", v ? " " : "", yvec(e, g, r, v), r, v,
+                 vbytes(e, g, v, nv, valid));
+    buf_puts(&b, "\n");
+  }
+  if (gelu) {
+    const char *ind = split ? "  " : "";
+    if (split)
+      buf_printf(&b, "if (k0 == %lld) /* after the last block: %s */\n", last, act_name(s->act));
+    buf_printf(&b, "%sfor (int r = 0; r < %d; r++)\n%s  for (int j = 0; j < %d; j++) {\n", ind, mr, ind,
+               valid);
+    buf_printf(&b, "%s    const float v = y0[r * %lld + j];\n", ind, ny);
+    buf_printf(&b, "%s    y0[r * %lld + j] = %s;\n%s  }\n", ind, ny, gemm_act_expr(e, s->act, "v"), ind);
+  }
+  if (b.len && b.s[b.len - 1] == '\n')
+    b.s[--b.len] = 0;
+  return bufstr(e, &b);
+}
+
+/* Rows i0 .. i0 + mr - 1 by the `valid` real columns of the panel at b,
+ * pw floats a row (templates/gemm_f32_tile.c.in): the vectors that cover
+ * them, which for an edge panel read by a view narrower than the packing
+ * may be fewer than the row holds. */
+static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
+  int vw = g->vw, nv = (valid + vw - 1) / vw;
+  Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
+  for (int r = 0; r < mr; r++) {
+    if (r == 0)
+      buf_printf(&rows, "const float *a0 = a + i0 * %lld;", (long long)s->a_rs);
+    else
+      buf_printf(&rows, "\nconst float *a%d = a0 + %lld;", r, (long long)r * s->a_rs);
+    buf_printf(&acc, "%s%s ", r ? "\n" : "", g->vt);
+    buf_printf(&fma, "%s", r ? "\n" : "");
+    for (int v = 0; v < nv; v++) {
+      buf_printf(&acc, "%sacc%d_%d = {0}", v ? ", " : "", r, v);
+      buf_printf(&fma, "%sacc%d_%d += a%d[k] * b%d;", v ? " " : "", r, v, r, v);
+    }
+    buf_puts(&acc, ";");
+  }
+  for (int v = 0; v < nv; v++) {
+    buf_printf(&bv, "%sb%d", v ? ", " : "", v);
+    buf_printf(&ld, "%smemcpy(&b%d, %s, sizeof b%d);", v ? "\n" : "", v,
+               plus(e, arena_printf(e->g->arena, "b + k * %d", pw), v * vw), v);
+  }
+  bool split = g->nkb > 1;
+  emit_tmpl(e, "gemm_f32_tile", "AROWS", bufstr(e, &rows), "ACC", bufstr(e, &acc), "K0",
+            split ? "k0" : "0", "K1",
+            split ? arena_printf(e->g->arena, "k0 + %lld", (long long)g->kc) : emit_int(e, s->k), "VT",
+            g->vt, "BVARS", bufstr(e, &bv), "LOADB", bufstr(e, &ld), "FMA", bufstr(e, &fma), "EPILOGUE",
+            tile_epilogue(e, s, g, mr, nv, valid), NULL);
+}
+
+/* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo. */
+static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid) {
+  if (g->m_hi > 0) {
+    emit_line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
+              g->mr_hi, g->mr_hi, valid);
+    e->indent++;
+    emit_tile(e, s, g, g->mr_hi, pw, valid);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->m_hi < s->m) {
+    emit_line(e, "for (int i0 = %lld; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
+              (long long)s->m, g->mr_lo, g->mr_lo, valid);
+    e->indent++;
+    emit_tile(e, s, g, g->mr_lo, pw, valid);
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* The panel pointers b (at bp + boff), yp and bias_p (at column col),
+ * then its row tiles. */
+static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col,
+                       int pw, int valid) {
+  emit_line(e, "const float *b = bp + %s; /* [%lld][%d] */", boff, (long long)s->k, pw);
+  emit_line(e, "float *yp = y + %s;", col);
+  if (s->bias)
+    emit_line(e, "const float *bias_p = bias + %s;", col);
+  emit_panel_rows(e, s, g, pw, valid);
+}
+
+/* The vector path: [the K blocks,] the full panels, the edge panel. */
+static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
+  int vw = g->vw;
+  emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
+  if (s->act == GEMM_ACT_RELU)
+    emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
+  if (g->nkb > 1) {
+    emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks */", (long long)s->k,
+              (long long)g->kc, (long long)g->nkb);
+    e->indent++;
+  }
+  if (g->npf > 0) {
+    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
+              (long long)g->npf, g->nr, g->nr, g->nr - 1);
+    e->indent++;
+    emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(s->k * g->nr)),
+               arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->nrem > 0) {
+    emit_line(e, "{ /* the edge panel: columns %lld .. %lld, zero-padded to %d */",
+              (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
+    e->indent++;
+    emit_panel(e, s, g, emit_int(e, g->npf * s->k * g->nr), emit_int(e, g->npf * g->nr), g->pwe,
+               g->nrem);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->nkb > 1) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* The plain C path over the same panels. */
+static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
+  const char *bias = s->bias ? arena_printf(e->g->arena, " + bias[p * %d + j]", g->nr) : "";
+  const char *epi = gemm_act_expr(e, s->act, "v");
+  for (int edge = 0; edge < 2; edge++) {
+    int64_t p0 = edge ? g->npf : 0, p1 = edge ? g->npf + 1 : g->npf;
+    int pw = edge ? g->pwe : g->nr, valid = edge ? g->nrem : g->nr;
+    if (valid == 0 || p1 == p0)
+      continue;
+    emit_tmpl(e, "gemm_f32_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
+              emit_int(e, s->k * g->nr), "K", emit_int(e, s->k), "PW", emit_int(e, pw), "M",
+              emit_int(e, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
+              emit_int(e, g->nr), "VALID", emit_int(e, valid), "BIAS", bias, "EPI", epi, NULL);
+  }
+}
+
+/* The tile sizes of view g, for comments: "6 or 5 x 16". */
+static const char *tile_sizes(Emit *e, const Geo *g) {
+  if (g->mr_lo == 0 || g->m_hi == 0 || g->mr_lo == g->mr_hi)
+    return arena_printf(e->g->arena, "%d x %d", g->mr_hi, g->nr);
+  return arena_printf(e->g->arena, "%d or %d x %d", g->mr_hi, g->mr_lo, g->nr);
+}
+
+bool emit_gemm(Emit *e, const GemmSpec *s) {
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !s->b)
+    return false;
+  if (s->m == 0 || s->n == 0)
+    return true;
+  const IsaTile *t = &isa_tiles[e->isa];
+  Arena *a = e->g->arena;
+  Geo g;
+  gemm_geo(e, s, t, &views[KILN_COUNT(views) - 1], &g);
+  int64_t len;
+  float *pk = gemm_pack(e, s, &g, &len);
+  const char *bname = s->b_name ? arena_printf(a, " '%s'", s->b_name) : "";
+  const char *what = arena_printf(
+      a, "B%s [%lld,%lld]%s packed for the GEMM kernel (--isa=%s): %lld panels [%lld][%d]%s", bname,
+      (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "", t->name,
+      (long long)g.npf, (long long)s->k, g.nr,
+      g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
+                            g.pwe, g.nrem)
+             : "");
+  const char *bp = emit_const_array(e, DT_F32, pk, len, what);
+  emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s, B in panels of %d columns */",
+            (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
+            (long long)s->n, s->bias ? " + bias" : "", s->act ? ", then " : "",
+            s->act ? act_name(s->act) : "", g.nr);
+  e->indent++;
+  emit_line(e, "const float *a = %s; /* [%lld,%lld], rows %lld apart */", s->a, (long long)s->m,
+            (long long)s->k, (long long)s->a_rs);
+  emit_line(e, "const float *bp = %s; /* B packed: %lld panels of %d columns, K-major */", bp,
+            (long long)(g.npf + (g.nrem > 0)), g.nr);
+  if (s->bias)
+    emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, (long long)s->n);
+  emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
+  const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
+  bool first = true;
+  for (int i = 0; i < KILN_COUNT(views); i++) {
+    const View *v = &views[i];
+    if (g.nr % v->vw)
+      continue;
+    Geo gv;
+    gemm_geo(e, s, t, v, &gv);
+    if (v->cpp)
+      emit_line(e, "#%s %s && (defined(%s) || defined(%s))", first ? "if" : "elif", gnu, v->cpp, v->force);
+    else
+      emit_line(e, "#%s %s", first ? "if" : "elif", gnu);
+    emit_line(e, "/* %d-wide vectors: register tiles of %s */", v->vw, tile_sizes(e, &gv));
+    emit_vector_path(e, s, &gv);
+    first = false;
+  }
+  emit_line(e, "#else");
+  emit_scalar_path(e, s, &g);
+  emit_line(e, "#endif");
+  e->indent--;
+  emit_line(e, "}");
+  return true;
+}

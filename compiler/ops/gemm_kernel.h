@@ -1,0 +1,39 @@
+/* gemm_kernel.h — the f32 GEMM generator for a constant right operand (a
+ * weight), shared by MatMul, Gemm and Linear's _emit:
+ *
+ *   Y[M,N] = act(A[M,K] · B[K,N] + bias[N])
+ *
+ * B is packed at compile time into the panel layout the micro-kernel reads
+ * (panel width from --isa) and emitted as its own weight array; the kernel
+ * is register-blocked GNU C vector code for each vector width that can
+ * read the panels, picked by the C preprocessor (see gemm_kernel.c), with
+ * every dim a constant and the edges handled by constant-bound remainder
+ * code. */
+#ifndef KILN_GEMM_KERNEL_H
+#define KILN_GEMM_KERNEL_H
+
+#include "../emit.h"
+
+typedef enum GemmAct { GEMM_ACT_NONE, GEMM_ACT_RELU, GEMM_ACT_GELU, GEMM_ACT_GELU_TANH } GemmAct;
+
+typedef struct GemmSpec {
+  int64_t m, n, k;
+  const char *a;       /* C pointer expression of A (emit_ref): row i at a + i * a_rs */
+  int64_t a_rs;        /* elements from one row of A to the next (>= k) */
+  const float *b;      /* B's constant data: [k,n] row-major, or [n,k] when b_trans */
+  bool b_trans;
+  const char *b_name;  /* B's name, for comments (may be NULL) */
+  const char *bias;    /* C pointer expression of bias[n], or NULL */
+  GemmAct act;         /* applied after the bias: relu, gelu (erf), gelu_tanh */
+  const char *y;       /* C pointer expression of Y[m,n], row-major */
+} GemmSpec;
+
+/* Write the kernel for s into the current block (it opens its own block
+ * for local names) and register B's packed copy with emit_const_array.
+ * Nothing else reads B for this product, so B itself is not emitted unless
+ * other code references it. Returns false, writing nothing, when s is out
+ * of the generator's reach (a negative dim, a_rs < k); callers then fall
+ * back to their own kernel. */
+bool emit_gemm(Emit *e, const GemmSpec *s);
+
+#endif
