@@ -41,10 +41,26 @@ typedef struct CheckOptions {
   bool keep;              /* keep the build folder */
   bool quiet;
   const char *cc, *cflags;
+  EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
   PipelineOptions pipe;
 } CheckOptions;
 
 /* kiln check DIR: 0 all agree, 1 mismatch or error. */
 int check_dir(const char *dir, const CheckOptions *o);
+
+typedef struct BenchOptions {
+  int runs;               /* timed runs (default 200), after runs/10 (at least 5) warm-up runs */
+  int threads;            /* --threads N: recorded for when kiln emits threads; now always 1 */
+  bool keep;              /* keep the build folder */
+  const char *cc, *cflags;
+  const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
+  int ninputs;
+  PipelineOptions pipe;
+} BenchOptions;
+
+/* kiln bench MODEL: compile, build with a timing driver, run; prints a
+ * summary ending with "median_ms=.. min_ms=.. runs=.. workspace_bytes=..
+ * rss_kb=..". 0 on success, 1 on error. */
+int bench_model(const char *model, const BenchOptions *o);
 
 #endif

@@ -22,6 +22,8 @@ static const char *usage =
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
     "                             (ONNX backend-test layout: model.onnx, test_data_set_N/)\n"
+    "  bench MODEL                compile, build and time the generated C; ends with one line\n"
+    "                             median_ms=.. min_ms=.. runs=.. workspace_bytes=.. rss_kb=..\n"
     "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size\n"
     "  dot MODEL [-o FILE.dot]    the graph as Graphviz (--after=PASS: as it is after that pass)\n"
     "  ops                        list the supported ONNX ops\n"
@@ -38,6 +40,10 @@ static const char *usage =
     "  --dump-all=DIR             write DIR/00-import.kir, 01-bind.kir, ... (loadable .kir + .bin)\n"
     "  --verify-each              verify the IR after every pass\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
+    "  --isa=generic|avx2|avx512  machine the GEMM kernels are laid out for (also for check; default\n"
+    "                             generic: portable GNU C vectors, 4- or 8-wide as the C compiler\n"
+    "                             targets; avx2, avx512: wider tiles; any builds anywhere). Build\n"
+    "                             with -O2 -march=native -ffp-contract=fast\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
@@ -47,7 +53,13 @@ static const char *usage =
     "  --interp                   check the reference interpreter instead of generated C\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
     "  --keep                     keep the build folder\n"
-    "  -q                         print only failures and the verdict\n";
+    "  -q                         print only failures and the verdict\n"
+    "\n"
+    "bench options (also --shape, --input NAME=FILE.pb, --cc, --cflags, --keep):\n"
+    "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
+    "  --threads=N                recorded only for now: kiln emits no threaded code yet, so 1 is used\n"
+    "  --cflags defaults to -O2 -march=native (the recommended flags). Inputs without --input get\n"
+    "  fixed-seed random data: floats in [-1,1), integers in [1,10), bools false.\n";
 
 typedef struct Cli {
   const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
@@ -59,6 +71,7 @@ typedef struct Cli {
   int nshapes;
   PipelineOptions pipe;
   CheckOptions check;
+  BenchOptions bench;
 } Cli;
 
 KILN_NORETURN static void die(const char *fmt, const char *arg) {
@@ -117,7 +130,9 @@ static void parse_args(int argc, char **argv, Cli *c) {
   c->check.rtol = 1e-4;
   c->check.atol = 1e-5;
   c->check.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-  c->check.cflags = "-O2";
+  c->check.cflags = strcmp(argv[1], "bench") ? "-O2" : "-O2 -march=native";
+  c->bench.runs = 200;
+  c->bench.threads = 1;
   c->cmd = argv[1];
   for (int i = 2; i < argc; i++) {
     const char *v;
@@ -164,8 +179,18 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.atol = atof(v);
     } else if ((v = opt_value(argc, argv, &i, "--cc"))) {
       c->check.cc = v;
+    } else if ((v = opt_value(argc, argv, &i, "--isa"))) {
+      if (strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512"))
+        die("--isa=%s: unknown ISA; expected generic, avx2 or avx512", v);
+      c->check.isa = !strcmp(v, "avx2") ? ISA_AVX2 : !strcmp(v, "avx512") ? ISA_AVX512 : ISA_GENERIC;
     } else if ((v = opt_value(argc, argv, &i, "--cflags"))) {
       c->check.cflags = v;
+    } else if ((v = opt_value(argc, argv, &i, "--runs"))) {
+      if ((c->bench.runs = atoi(v)) < 1)
+        die("--runs %s: expected a positive count", v);
+    } else if ((v = opt_value(argc, argv, &i, "--threads"))) {
+      if ((c->bench.threads = atoi(v)) < 1)
+        die("--threads %s: expected a positive count", v);
     } else if (!strcmp(argv[i], "--verify-each")) {
       c->pipe.verify_each = true;
     } else if (!strcmp(argv[i], "--interp")) {
@@ -217,7 +242,7 @@ static int cmd_compile(Cli *c) {
   const char *base = slash ? slash + 1 : out;
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
-                    .header = arena_printf(a, "%s.h", stem)};
+                    .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;
@@ -420,13 +445,19 @@ int main(int argc, char **argv) {
   if (!strcmp(c.cmd, "passes"))
     return cmd_passes();
   if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check") &&
-      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info"))
+      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info") && strcmp(c.cmd, "bench"))
     die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
   if (!strcmp(c.cmd, "check")) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);
+  }
+  if (!strcmp(c.cmd, "bench")) {
+    BenchOptions *b = &c.bench;
+    b->keep = c.check.keep, b->cc = c.check.cc, b->cflags = c.check.cflags;
+    b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
+    return bench_model(c.model, b);
   }
   if (!strcmp(c.cmd, "opt"))
     return cmd_opt(&c);

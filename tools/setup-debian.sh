@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev                         # optional cblas GEMM path
   clang libclang-rt-14-dev                # second compiler for the generated C, sanitizers, fuzzers
   graphviz libxml2-utils                  # kiln dot / SVG checks
+  python3-torch python3-onnx python3-venv time  # bench/ (model export, onnxruntime venv, peak RSS)
 )
 
 if [ "${KILN_SKIP_APT:-0}" = 1 ]; then exit 0; fi

@@ -1,0 +1,296 @@
+"""kiln vs ONNX Runtime on the exported benchmark models: latency, GFLOP/s, RSS, size, agreement.
+
+Run by bench/run.sh with the venv's python (onnxruntime, numpy, onnx from PyPI):
+    python bench/compare.py --kiln build/kiln --models build/bench/models --out results.md
+        [--runs 200] [--rounds 4] [--only NAME ...] [--peak GFLOPS] [--peak2 GFLOPS]
+
+Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
+1. GFLOP from `kiln info --json` on the unfused graph (--passes without fuse),
+   so the figure is the model's arithmetic, whatever kiln fuses.
+2. `kiln bench --keep` with the model's input files builds the timing
+   program (-O2 -march=native); it is then rerun directly.
+3. Agreement: the program writes its outputs; they must match ONNX Runtime's
+   on the same input within rtol 1e-4 (atol 1e-5, numpy's allclose).
+4. Latency, interleaved: --rounds rounds, each runs kiln, ORT 1 thread and
+   ORT 2 threads for runs/rounds inferences (after warm-up), alternating who
+   goes first; the median is over all --runs inferences of each engine.
+   kiln emits no threads yet: its 2-thread column is the 1-thread build.
+5. Peak RSS: /usr/bin/time -v of the kiln program, and of a python process
+   that loads ORT, makes a session and runs it; the session's increment is
+   VmHWM after minus VmRSS before creating the session.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import onnxruntime as ort
+
+RTOL, ATOL = 1e-4, 1e-5
+UNFUSED = "bind,infer,fold,simplify,dce,plan"
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"compare: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+    return p.stdout
+
+
+def gflop(kiln, model):
+    for extra in (["--passes=" + UNFUSED], []):
+        p = subprocess.run([kiln, "info", model, "--json"] + extra, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        if p.returncode == 0:
+            return json.loads(p.stdout)["flops"]["total"] * 1e-9
+    sys.exit(f"compare: kiln info {model} failed")
+
+
+def load_inputs(d):
+    names, files, arrays = [], [], []
+    k = 0
+    while os.path.exists(f"{d}/test_data_set_0/input_{k}.pb"):
+        path = f"{d}/test_data_set_0/input_{k}.pb"
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        names.append(t.name)
+        files.append(path)
+        arrays.append(numpy_helper.to_array(t))
+        k += 1
+    return names, files, arrays
+
+
+def session(model, threads):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+class OrtRunner:
+    """One session, its inputs and preallocated outputs bound once (IOBinding),
+    so a timed call is run_with_iobinding alone: ~15 us less Python overhead
+    per call than InferenceSession.run, which matters on the tiny model."""
+
+    def __init__(self, model, threads, feed):
+        self.sess = session(model, threads)
+        self.want = self.sess.run(None, feed)
+        self.bind = self.sess.io_binding()
+        for n, x in feed.items():
+            self.bind.bind_cpu_input(n, x)
+        self.outs = [np.empty_like(w) for w in self.want]
+        for o, buf in zip(self.sess.get_outputs(), self.outs):
+            self.bind.bind_output(o.name, "cpu", 0, buf.dtype, buf.shape, buf.ctypes.data)
+
+    def times(self, n):
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            self.sess.run_with_iobinding(self.bind)
+            out.append((time.perf_counter() - t0) * 1e3)
+        return out
+
+
+class KilnProgram:
+    """The timing program kiln bench built and kept: prog RUNS WARMUP in... [out...]."""
+
+    def __init__(self, kiln, model, input_args):
+        text = run([kiln, "bench", model, "--keep", "--runs", "5"] + input_args)
+        self.summary = text
+        m = re.search(r"build folder kept: (\S+) \(rerun: (.*)\)$", text, re.M)
+        self.dir = m.group(1)
+        argv = shlex.split(m.group(2))
+        self.prog, self.inputs = argv[0], argv[3:]
+        self.binary_bytes = os.path.getsize(self.prog)
+        self.weights = int(re.search(r"weights (\d+) bytes", text).group(1))
+        self.workspace = int(re.search(r"workspace (\d+) bytes", text).group(1))
+
+    def times(self, n):
+        warm = max(5, n // 10)
+        tf = os.path.join(self.dir, "times.txt")
+        env = dict(os.environ, KILN_BENCH_TIMES=tf)
+        run([self.prog, str(n), str(warm)] + self.inputs, env=env)
+        with open(tf) as f:
+            return [float(x) for x in f.read().split()]
+
+    def outputs(self, like):
+        paths = [os.path.join(self.dir, f"out{i}.raw") for i in range(len(like))]
+        run([self.prog, "1", "0"] + self.inputs + paths)
+        return [np.fromfile(p, dtype=r.dtype).reshape(r.shape) for p, r in zip(paths, like)]
+
+    def peak_rss_kb(self):
+        p = subprocess.run(["/usr/bin/time", "-v", self.prog, "3", "1"] + self.inputs,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
+
+    def remove(self):
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+def ort_rss_child(model, names, files):
+    """In a fresh process: RSS before/after making an ORT session (kB)."""
+    def status(key):
+        with open("/proc/self/status") as f:
+            return int(re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M).group(1))
+    feed = {}
+    for n, p in zip(names, files):
+        t = onnx.TensorProto()
+        with open(p, "rb") as f:
+            t.ParseFromString(f.read())
+        feed[n] = numpy_helper.to_array(t)
+    before = status("VmRSS")
+    s = session(model, 1)
+    for _ in range(10):
+        s.run(None, feed)
+    print(json.dumps({"before_kb": before, "hwm_kb": status("VmHWM")}))
+
+
+def ort_rss(model, names, files):
+    cmd = ["/usr/bin/time", "-v", sys.executable, os.path.abspath(__file__), "--ort-rss", model,
+           "--names", *names, "--files", *files]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    return peak, j["hwm_kb"] - j["before_kb"]
+
+
+def ort_lib_bytes():
+    capi = os.path.join(os.path.dirname(ort.__file__), "capi")
+    return sum(os.path.getsize(os.path.join(capi, f)) for f in os.listdir(capi)
+               if ".so" in f)
+
+
+def compare(a, name):
+    d = os.path.join(a.models, name)
+    model = os.path.join(d, "model.onnx")
+    names, files, arrays = load_inputs(d)
+    feed = dict(zip(names, arrays))
+    print(f"== {name}", flush=True)
+    r = {"model": name, "gflop": gflop(a.kiln, model)}
+
+    prog = KilnProgram(a.kiln, model, [f"--input={n}={f}" for n, f in zip(names, files)])
+    try:
+        s1, s2 = OrtRunner(model, 1, feed), OrtRunner(model, 2, feed)
+        want = s1.want
+        got = prog.outputs(want)
+        r["max_abs"] = max(float(np.max(np.abs(g.astype(np.float64) - w))) for g, w in zip(got, want))
+        r["max_rel"] = max(float(np.max(np.abs(g.astype(np.float64) - w) / np.maximum(np.abs(w), 1e-30)))
+                           for g, w in zip(got, want))
+        r["agree"] = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in zip(got, want))
+
+        per = max(1, a.runs // a.rounds)
+        for s in (s1, s2):
+            s.times(max(5, per // 10))  # warm-up
+            if not all(np.array_equal(o, w) for o, w in zip(s.outs, want)) and s is s1:
+                sys.exit(f"compare: {name}: ORT's IOBinding outputs differ from run()'s")
+        tk, t1, t2 = [], [], []
+        for k in range(a.rounds):
+            if k % 2 == 0:
+                tk += prog.times(per)
+                t1 += s1.times(per)
+                t2 += s2.times(per)
+            else:
+                t2 += s2.times(per)
+                t1 += s1.times(per)
+                tk += prog.times(per)
+        r["runs"] = len(tk)
+        r["kiln_ms"], r["ort1_ms"], r["ort2_ms"] = (float(np.median(t)) for t in (tk, t1, t2))
+        r["kiln_rss_kb"] = prog.peak_rss_kb()
+        r["kiln_bound_kb"] = (prog.weights + prog.workspace) // 1024 + 2048
+        r["kiln_binary"] = prog.binary_bytes
+        r["ort_rss_kb"], r["ort_session_kb"] = ort_rss(model, names, files)
+        r["ort_size"] = ort_lib_bytes() + os.path.getsize(model)
+    finally:
+        prog.remove()
+    print(f"   kiln {r['kiln_ms']:.4f} ms   ORT 1T {r['ort1_ms']:.4f} ms   ORT 2T {r['ort2_ms']:.4f} ms"
+          f"   agree: {r['agree']} (max abs err {r['max_abs']:.2g})", flush=True)
+    return r
+
+
+def table(rows, a):
+    def pct(gfs, peak):
+        return f"{gfs:.1f} ({100 * gfs / peak:.0f}%)"
+    mb = lambda kb: f"{kb / 1024:.1f}"
+    head = ("| model | GFLOP | kiln 1T ms | ORT 1T ms | ORT/kiln 1T | kiln 2T ms | ORT 2T ms | ORT/kiln 2T "
+            "| kiln GFLOP/s (% peak) | ORT 1T GFLOP/s (% peak) | ORT 2T GFLOP/s (% 2-core peak) "
+            "| kiln RSS MB (bound) | ORT RSS MB (session +) | kiln binary MB | ORT lib+model MB "
+            "| agrees (max abs err) |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        g = r["gflop"]
+        lines.append(
+            f"| {r['model']} | {g:.4f} | {r['kiln_ms']:.3f} | {r['ort1_ms']:.3f} "
+            f"| {r['ort1_ms'] / r['kiln_ms']:.2f} | {r['kiln_ms']:.3f} (=1T) | {r['ort2_ms']:.3f} "
+            f"| {r['ort2_ms'] / r['kiln_ms']:.2f} "
+            f"| {pct(g / r['kiln_ms'] * 1e3, a.peak)} | {pct(g / r['ort1_ms'] * 1e3, a.peak)} "
+            f"| {pct(g / r['ort2_ms'] * 1e3, a.peak2)} "
+            f"| {mb(r['kiln_rss_kb'])} ({mb(r['kiln_bound_kb'])}) "
+            f"| {mb(r['ort_rss_kb'])} (+{mb(r['ort_session_kb'])}) "
+            f"| {r['kiln_binary'] / 2**20:.1f} | {r['ort_size'] / 2**20:.1f} "
+            f"| {'yes' if r['agree'] else 'NO'} ({r['max_abs']:.1g}) |")
+    return "\n".join(lines)
+
+
+def notes(rows, a):
+    return "\n".join([
+        "",
+        f"- {rows[0]['runs'] if rows else 0} timed inferences per engine and model (median), "
+        f"in {a.rounds} interleaved rounds after warm-up; ORT {ort.__version__} "
+        f"(CPUExecutionProvider, all graph optimisations, timed around Python "
+        f"`run_with_iobinding` with inputs and outputs bound once).",
+        "- ratio = ORT ms / kiln ms: above 1 means kiln is faster.",
+        "- kiln 2T: kiln emits no threaded code yet, so the 2-thread column is the 1-thread build "
+        "(marked =1T).",
+        f"- peak: measured fp32 FMA throughput {a.peak:.1f} GFLOP/s on one core, {a.peak2:.1f} on "
+        f"two (bench/peak_fma.c, -O2 -march=native); issue 5's reference machine: ~117 / ~233.",
+        "- kiln RSS: /usr/bin/time -v of the kiln-built timing program; bound = weights + "
+        "workspace + 2 MiB. ORT RSS: /usr/bin/time -v of a python process that imports "
+        "onnxruntime, makes one 1-thread session and runs it; session + = VmHWM after minus "
+        "VmRSS before making the session.",
+        "- kiln binary: the timing program (generated model + driver); ORT lib+model: "
+        "onnxruntime's shared libraries + model.onnx.",
+        f"- agrees: kiln's outputs vs ORT's on the same input, numpy allclose rtol {RTOL:g} "
+        f"atol {ATOL:g}.",
+    ])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kiln")
+    ap.add_argument("--models")
+    ap.add_argument("--out")
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--peak", type=float, default=117.0)
+    ap.add_argument("--peak2", type=float, default=233.0)
+    ap.add_argument("--header", default="")
+    ap.add_argument("--ort-rss")
+    ap.add_argument("--names", nargs="*")
+    ap.add_argument("--files", nargs="*")
+    a = ap.parse_args()
+    if a.ort_rss:
+        return ort_rss_child(a.ort_rss, a.names or [], a.files or [])
+    names = a.only or sorted(os.listdir(a.models))
+    rows = [compare(a, n) for n in names]
+    text = table(rows, a) + "\n" + notes(rows, a) + "\n"
+    print("\n" + text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(f"# kiln vs ONNX Runtime\n\n{a.header}\n\n{text}")
+    return 0 if all(r["agree"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# run.sh — issue 5's benchmark, one command: kiln vs ONNX Runtime.
+#   bash bench/run.sh [--smoke] [--kiln PATH]
+# Exports the four benchmark models (bench/export_models.py, Debian's
+# /usr/bin/python3 with python3-torch 1.13), measures the machine's FMA peak
+# (bench/peak_fma.c), makes or reuses a venv with PyPI onnxruntime, numpy and
+# onnx (never torch from PyPI), and runs bench/compare.py: kiln bench builds
+# each model, then kiln and ORT (1 and 2 threads) are timed interleaved,
+# checked for agreement (rtol 1e-4), and tabulated; the table also goes to
+# $KILN_BENCH_DIR/results.md.
+# --smoke: the smallest model only, 20 inferences, into results-smoke.md;
+# the ctest bench_smoke.
+# Exits 77 (ctest's skip) with a message when torch or the venv is missing.
+# Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
+# (outputs; default build/bench), KILN_BENCH_VENV (default build/bench/venv).
+set -euo pipefail
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in tools/ or bench/
+root=$(cd "$(dirname "$0")/.." && pwd)
+smoke=0
+kiln=${KILN:-$root/build/kiln}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --smoke) smoke=1 ;;
+    --kiln) kiln=$2; shift ;;
+    --kiln=*) kiln=${1#--kiln=} ;;
+    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH]" >&2; exit 2 ;;
+  esac
+  shift
+done
+out=${KILN_BENCH_DIR:-$root/build/bench}
+venv=${KILN_BENCH_VENV:-$root/build/bench/venv}
+skip() { echo "bench: SKIP: $*"; exit 77; }
+
+[ -x "$kiln" ] || { echo "bench: no kiln binary at $kiln; build first or pass --kiln" >&2; exit 1; }
+kiln=$(cd "$(dirname "$kiln")" && pwd)/$(basename "$kiln")
+/usr/bin/python3 -c 'import torch, onnx' 2>/dev/null ||
+  skip "Debian's python3-torch / python3-onnx are not installed (tools/setup-debian.sh installs them)"
+[ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
+mkdir -p "$out"
+mkdir -p "$(dirname "$venv")" 2>/dev/null || skip "cannot create $(dirname "$venv") for the venv"
+
+# the venv: made once, reused; a lock keeps two runs from building it at once
+(
+  flock 9
+  if ! "$venv/bin/python" -c 'import onnxruntime, numpy, onnx' 2>/dev/null; then
+    echo "bench: making $venv (pip install onnxruntime numpy onnx)"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q onnxruntime numpy onnx ||
+      { rm -rf "$venv"; exit 1; }
+  fi
+) 9>"$(dirname "$venv")/.venv.lock" || skip "could not make the venv with onnxruntime (offline? python3-venv missing?)"
+
+if [ $smoke = 1 ]; then
+  models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
+else
+  models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128); runs=200; rounds=4; results=$out/results.md
+fi
+echo "bench: exporting ${models[*]} into $out/models"
+/usr/bin/python3 "$root/bench/export_models.py" --out "$out/models" --only "${models[@]}" >/dev/null
+
+cc -O2 -march=native -pthread -o "$out/peak_fma" "$root/bench/peak_fma.c"
+p1=$("$out/peak_fma" 1); p2=$("$out/peak_fma" 2)
+peak1=$(echo "$p1" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
+peak2=$(echo "$p2" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
+echo "bench: FMA peak: $p1; $p2"
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+header="$(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $("$kiln" --version), $(cc --version | head -1),
+flags -O2 -march=native; $runs inferences per engine and model$(if [ $smoke = 1 ]; then echo ' (smoke)'; fi);
+load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)."
+rc=0
+"$venv/bin/python" "$root/bench/compare.py" --kiln "$kiln" --models "$out/models" \
+  --out "$results" --runs $runs --rounds $rounds --only "${models[@]}" \
+  --peak "$peak1" --peak2 "$peak2" --header "$header" || rc=$?
+echo "bench: table written to $results$([ $rc = 0 ] || echo "; FAILED (status $rc)")"
+exit $rc
