@@ -1,7 +1,7 @@
 /* bench.c — `kiln bench MODEL`: the user-facing timer, in the spirit of
  * onnxruntime_perf_test and TFLite's benchmark_model. It compiles the model
  * as `kiln compile` does, writes a small timing driver around the generated
- * API, builds both with the recommended flags (-O2 -march=native unless
+ * API, builds both with the recommended flags (-O2 -march=native -ffp-contract=fast unless
  * --cflags says otherwise), and runs the program: warm-up, then --runs
  * timed calls of model_run, each timed with clock_gettime(CLOCK_MONOTONIC).
  * Inputs are the --input files, or else fixed-seed random data: floats
@@ -264,7 +264,7 @@ static int64_t weight_bytes(Arena *a, const Graph *g) {
 /* Write model.c/.h and bench.c into tmp, build tmp/bench, run it. */
 static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tmp,
                             const BenchOptions *o, Diag *d) {
-  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h"};
+  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa};
   const char *cpath = arena_printf(a, "%s/model.c", tmp);
   const char *dpath = arena_printf(a, "%s/bench.c", tmp);
   const char *prog = arena_printf(a, "%s/bench", tmp);

@@ -52,6 +52,7 @@ typedef struct BenchOptions {
   int runs;               /* timed runs (default 200), after runs/10 (at least 5) warm-up runs */
   int threads;            /* --threads N: recorded for when kiln emits threads; now always 1 */
   bool keep;              /* keep the build folder */
+  EmitIsa isa;            /* --isa for the generated GEMM panels */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;

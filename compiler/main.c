@@ -58,7 +58,7 @@ static const char *usage =
     "bench options (also --shape, --input NAME=FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
     "  --threads=N                recorded only for now: kiln emits no threaded code yet, so 1 is used\n"
-    "  --cflags defaults to -O2 -march=native (the recommended flags). Inputs without --input get\n"
+    "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
     "  fixed-seed random data: floats in [-1,1), integers in [1,10), bools false.\n";
 
 typedef struct Cli {
@@ -130,7 +130,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
   c->check.rtol = 1e-4;
   c->check.atol = 1e-5;
   c->check.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-  c->check.cflags = strcmp(argv[1], "bench") ? "-O2" : "-O2 -march=native";
+  c->check.cflags = strcmp(argv[1], "bench") ? "-O2" : "-O2 -march=native -ffp-contract=fast";
   c->bench.runs = 200;
   c->bench.threads = 1;
   c->cmd = argv[1];
@@ -455,7 +455,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(c.cmd, "bench")) {
     BenchOptions *b = &c.bench;
-    b->keep = c.check.keep, b->cc = c.check.cc, b->cflags = c.check.cflags;
+    b->keep = c.check.keep, b->isa = c.check.isa, b->cc = c.check.cc, b->cflags = c.check.cflags;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
   }
