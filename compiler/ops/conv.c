@@ -27,9 +27,8 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "window.h"
 
-#define WHY 256
-#define ATTR_MAX ((int64_t)1 << 30) /* bound on strides, pads, ... */
 #define ROW_MAX 4096                /* longest row of x copied to the stack */
 
 typedef struct Geom {
@@ -41,35 +40,7 @@ typedef struct Geom {
   int64_t pad[MAX_RANK]; /* pad before each spatial dim */
 } Geom;
 
-static bool fail(char *why, const char *fmt, ...) KILN_PRINTF(2, 3);
-static bool fail(char *why, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, WHY, fmt, ap);
-  va_end(ap);
-  return false;
-}
 
-/* Optional ints attribute `name` of len values into v (dflt each when
- * absent or empty), each in [lo, ATTR_MAX]. */
-static bool ints_attr(const Node *n, const char *name, int len, int64_t dflt, int64_t lo, int64_t *v,
-                      char *why) {
-  const Attr *a = attr_get(n, name);
-  for (int i = 0; i < len; i++)
-    v[i] = dflt;
-  if (!a || (a->kind == ATTR_INTS && a->n == 0))
-    return true;
-  if (a->kind != ATTR_INTS || a->n != len)
-    return fail(why, "attribute %s has %d values; expected %d (one per spatial dim%s)", name,
-                a->kind == ATTR_INTS ? a->n : 1, len, len > 0 && strcmp(name, "pads") == 0 ? ", twice" : "");
-  for (int i = 0; i < len; i++) {
-    if (a->ints[i] < lo || a->ints[i] > ATTR_MAX)
-      return fail(why, "attribute %s[%d] is %lld; expected %lld..%lld", name, i, (long long)a->ints[i],
-                  (long long)lo, (long long)ATTR_MAX);
-    v[i] = a->ints[i];
-  }
-  return true;
-}
 
 typedef enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } AutoPad;
 
@@ -81,7 +52,7 @@ static bool auto_pad(const Node *n, AutoPad *ap, char *why) {
       *ap = (AutoPad)i;
       return true;
     }
-  return fail(why, "auto_pad is '%s'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", s);
+  return window_fail(why, "auto_pad is '%s'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", s);
 }
 
 /* Pad before a dim from its total padding: SAME_UPPER puts the odd one at
@@ -96,46 +67,46 @@ static int64_t pad_before(AutoPad ap, int64_t total) {
 /* Channels, kernel and the attributes shared by both ops. */
 static bool geom_common(const Node *n, const Type *x, const Type *w, Geom *c, char *why) {
   if (x->rank < 3)
-    return fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
+    return window_fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
   if (w->rank != x->rank)
-    return fail(why, "input W has rank %d; expected %d like X", w->rank, x->rank);
+    return window_fail(why, "input W has rank %d; expected %d like X", w->rank, x->rank);
   int ns = c->nsp = x->rank - 2;
   c->batch = x->dims[0];
   c->cin = x->dims[1];
   if (c->cin < 1)
-    return fail(why, "input X has 0 channels; expected at least one");
+    return window_fail(why, "input X has 0 channels; expected at least one");
   c->group = attr_int(n, "group", 1);
   if (c->group < 1 || c->group > ATTR_MAX || c->cin % c->group)
-    return fail(why, "group is %lld; expected a positive divisor of the %lld input channels",
+    return window_fail(why, "group is %lld; expected a positive divisor of the %lld input channels",
                 (long long)c->group, (long long)c->cin);
   if (!c->transpose) {
     if (w->dims[1] * c->group != c->cin)
-      return fail(why, "W has %lld input channels per group; expected C / group = %lld",
+      return window_fail(why, "W has %lld input channels per group; expected C / group = %lld",
                   (long long)w->dims[1], (long long)(c->cin / c->group));
     if (w->dims[0] % c->group)
-      return fail(why, "W has %lld output channels; expected a multiple of group %lld", (long long)w->dims[0],
+      return window_fail(why, "W has %lld output channels; expected a multiple of group %lld", (long long)w->dims[0],
                   (long long)c->group);
     c->cout = w->dims[0];
   } else {
     if (w->dims[0] != c->cin)
-      return fail(why, "W has %lld input channels; expected C = %lld", (long long)w->dims[0],
+      return window_fail(why, "W has %lld input channels; expected C = %lld", (long long)w->dims[0],
                   (long long)c->cin);
     c->cout = w->dims[1] * c->group;
   }
   int64_t ks[MAX_RANK];
-  if (!ints_attr(n, "kernel_shape", ns, 0, 1, ks, why))
+  if (!window_ints_attr(n, "kernel_shape", ns, 0, 1, ks, why))
     return false;
   for (int j = 0; j < ns; j++) {
     c->k[j] = w->dims[2 + j];
     c->in[j] = x->dims[2 + j];
     if (attr_get(n, "kernel_shape") && ks[j] != c->k[j])
-      return fail(why, "kernel_shape[%d] is %lld; expected %lld, W's spatial dim", j, (long long)ks[j],
+      return window_fail(why, "kernel_shape[%d] is %lld; expected %lld, W's spatial dim", j, (long long)ks[j],
                   (long long)c->k[j]);
     if (c->k[j] < 1 || c->in[j] < 1)
-      return fail(why, "spatial dim %d of %s is 0; expected >= 1", j, c->k[j] < 1 ? "W" : "X");
+      return window_fail(why, "spatial dim %d of %s is 0; expected >= 1", j, c->k[j] < 1 ? "W" : "X");
   }
-  return ints_attr(n, "strides", ns, 1, 1, c->stride, why) &&
-         ints_attr(n, "dilations", ns, 1, 1, c->dil, why);
+  return window_ints_attr(n, "strides", ns, 1, 1, c->stride, why) &&
+         window_ints_attr(n, "dilations", ns, 1, 1, c->dil, why);
 }
 
 /* Output size and begin pads of a Conv: floor((in + pads - dk) / s) + 1,
@@ -144,7 +115,7 @@ static bool geom_conv(const Node *n, Geom *c, char *why) {
   int ns = c->nsp;
   int64_t pads[2 * MAX_RANK];
   AutoPad ap;
-  if (!ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why))
+  if (!window_ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why))
     return false;
   for (int j = 0; j < ns; j++) {
     int64_t dk = (c->k[j] - 1) * c->dil[j] + 1, s = c->stride[j], in = c->in[j];
@@ -155,7 +126,7 @@ static bool geom_conv(const Node *n, Geom *c, char *why) {
     }
     int64_t pb = ap == PAD_VALID ? 0 : pads[j], pe = ap == PAD_VALID ? 0 : pads[ns + j];
     if (in + pb + pe < dk)
-      return fail(why,
+      return window_fail(why,
                   "spatial dim %d: the padded input (%lld) is smaller than the dilated kernel (%lld); "
                   "expected at least one output",
                   j, (long long)(in + pb + pe), (long long)dk);
@@ -172,12 +143,12 @@ static bool geom_transpose(const Node *n, Geom *c, char *why) {
   int ns = c->nsp;
   int64_t pads[2 * MAX_RANK], opad[MAX_RANK], oshape[MAX_RANK + 2];
   AutoPad ap;
-  if (!ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why) ||
-      !ints_attr(n, "output_padding", ns, 0, 0, opad, why))
+  if (!window_ints_attr(n, "pads", 2 * ns, 0, 0, pads, why) || !auto_pad(n, &ap, why) ||
+      !window_ints_attr(n, "output_padding", ns, 0, 0, opad, why))
     return false;
   const Attr *osa = attr_get(n, "output_shape");
   bool has_os = osa && osa->kind == ATTR_INTS && osa->n > 0;
-  if (has_os && !ints_attr(n, "output_shape", osa->n == ns + 2 ? ns + 2 : ns, 0, 1, oshape, why))
+  if (has_os && !window_ints_attr(n, "output_shape", osa->n == ns + 2 ? ns + 2 : ns, 0, 1, oshape, why))
     return false;
   int skip = has_os && osa->n == ns + 2 ? 2 : 0; /* [N, M, out...] is allowed too */
   for (int j = 0; j < ns; j++) {
@@ -190,7 +161,7 @@ static bool geom_transpose(const Node *n, Geom *c, char *why) {
     }
     int64_t pb = ap == PAD_VALID ? 0 : pads[j], pe = ap == PAD_VALID ? 0 : pads[ns + j];
     if (full - pb - pe < 1)
-      return fail(why, "spatial dim %d: pads %lld + %lld crop the whole output (%lld); expected less", j,
+      return window_fail(why, "spatial dim %d: pads %lld + %lld crop the whole output (%lld); expected less", j,
                   (long long)pb, (long long)pe, (long long)full);
     c->pad[j] = pb;
     c->out[j] = full - pb - pe;
@@ -233,20 +204,7 @@ bool conv_infer(Graph *g, Node *n, Diag *d) {
 
 /* ---- reference ------------------------------------------------------------- */
 
-static int64_t prod(const int64_t *v, int n) {
-  int64_t p = 1;
-  for (int i = 0; i < n; i++)
-    p *= v[i];
-  return p;
-}
 
-/* Row-major coordinates of flat index i in dims[n]. */
-static void unflatten(int64_t i, const int64_t *dims, int n, int64_t *at) {
-  for (int j = n - 1; j >= 0; j--) {
-    at[j] = i % dims[j];
-    i /= dims[j];
-  }
-}
 
 /* Flat offset in X's plane of the input that tap t of output position o
  * reads; false when it falls in the padding (or, for ConvTranspose,
@@ -278,18 +236,18 @@ bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = in[0].type.dt;
   const void *x = in[0].data, *w = in[1].data, *b = n->nin > 2 ? in[2].data : NULL;
   int64_t cg = c.cin / c.group, mg = c.cout / c.group;
-  int64_t isz = prod(c.in, c.nsp), osz = prod(c.out, c.nsp), ksz = prod(c.k, c.nsp);
+  int64_t isz = window_prod(c.in, c.nsp), osz = window_prod(c.out, c.nsp), ksz = window_prod(c.k, c.nsp);
   int64_t o[MAX_RANK], t[MAX_RANK], yi = 0;
   for (int64_t nb = 0; nb < c.batch; nb++)
     for (int64_t m = 0; m < c.cout; m++)
       for (int64_t oi = 0; oi < osz; oi++, yi++) {
-        unflatten(oi, c.out, c.nsp, o);
+        window_unflatten(oi, c.out, c.nsp, o);
         int64_t gr = m / mg;
         double acc = b ? el_get_f(dt, b, m) : 0;
         for (int64_t ci = 0; ci < cg; ci++)
           for (int64_t ki = 0; ki < ksz; ki++) {
             int64_t xoff;
-            unflatten(ki, c.k, c.nsp, t);
+            window_unflatten(ki, c.k, c.nsp, t);
             if (!source(&c, o, t, &xoff))
               continue;
             int64_t xi = (nb * c.cin + gr * cg + ci) * isz + xoff;
@@ -303,29 +261,9 @@ bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 
 /* ---- C ----------------------------------------------------------------------- */
 
-/* Suffix naming spatial dim j of ns: w; h w; d h w; else 0 1 2 ... */
-static const char *dim_sfx(Arena *a, int ns, int j) {
-  static const char *dhw[] = {"d", "h", "w"};
-  return ns <= 3 ? dhw[3 - ns + j] : arena_printf(a, "%d", j);
-}
 
 static int64_t cdiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
 
-/* "a * 8 + b": the row-major offset of coordinates terms[] in dims[];
- * dims of size 1 contribute nothing. */
-static const char *flat(Arena *a, int n, const char **terms, const int64_t *dims) {
-  const char *s = NULL;
-  for (int j = 0; j < n; j++) {
-    if (dims[j] == 1)
-      continue;
-    if (!s)
-      s = terms[j];
-    else
-      s = arena_printf(a, strpbrk(s, "+-") ? "(%s) * %lld + %s" : "%s * %lld + %s", s, (long long)dims[j],
-                       terms[j]);
-  }
-  return s ? s : "0";
-}
 
 /* "p + a + b" without the absent terms. */
 static const char *plus(Arena *a, const char *p, const char *t1, const char *t2) {
@@ -444,10 +382,10 @@ static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
   int ns = c.nsp;
   bool tr = c.transpose;
   int64_t cg = c.cin / c.group, mg = c.cout / c.group;
-  int64_t isz = prod(c.in, ns), osz = prod(c.out, ns), ksz = prod(c.k, ns);
+  int64_t isz = window_prod(c.in, ns), osz = window_prod(c.out, ns), ksz = window_prod(c.k, ns);
   const char *bv[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *lo[MAX_RANK], *hi[MAX_RANK];
   for (int j = 0; j < ns; j++) {
-    const char *sx = dim_sfx(a, ns, j);
+    const char *sx = window_dim_sfx(a, ns, j);
     bv[j] = arena_printf(a, "%s%s", tr ? "i" : "o", sx);
     kv[j] = arena_printf(a, "k%s", sx);
     land[j] = landing(a, &c, j, bv[j], kv[j]);
@@ -496,7 +434,7 @@ static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
       e->indent++;
       nopen++;
     }
-  const char *tap = flat(a, ns, kv, c.k);
+  const char *tap = window_flat(a, ns, kv, c.k, false);
   const char *crow = cg > 1 ? times(a, "c", tr ? mg * ksz : ksz) : NULL;
   emit_line(e, "const %s wv = wm[%s];", T, plus(a, NULL, crow, strcmp(tap, "0") ? tap : NULL));
   for (int j = 0; j < ns; j++) {
@@ -504,7 +442,7 @@ static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
     e->indent++;
     nopen++;
   }
-  const char *plain = flat(a, ns, bv, tr ? c.in : c.out), *strided = flat(a, ns, land, tr ? c.out : c.in);
+  const char *plain = window_flat(a, ns, bv, tr ? c.in : c.out, false), *strided = window_flat(a, ns, land, tr ? c.out : c.in, false);
   emit_line(e, "ym[%s] += wv * xc[%s];", tr ? strided : plain, tr ? plain : strided);
   for (int j = 0; j < nopen + 1 + (c.batch > 1); j++)
     close_block(e);
@@ -526,26 +464,6 @@ static void window(const Geom *c, int j, int64_t o, int64_t *lo, int64_t *hi) {
   *hi = *hi < *lo ? *lo : *hi;
 }
 
-/* static const int NAME[n] = {...}; 16 values a line. */
-static void emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what) {
-  Buf b = {0};
-  for (int64_t i = 0; i < n && i < 16; i++)
-    buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (n <= 16) {
-    emit_line(e, "static const int %s[%lld] = {%s}; /* %s */", name, (long long)n, b.s, what);
-    buf_free(&b);
-    return;
-  }
-  emit_line(e, "static const int %s[%lld] = { /* %s */", name, (long long)n, what);
-  for (int64_t r = 0; r < n; r += 16) {
-    b.len = 0;
-    for (int64_t i = r; i < n && i < r + 16; i++)
-      buf_printf(&b, "%s%lld%s", i > r ? " " : "", (long long)v[i], i + 1 < n ? "," : "");
-    emit_line(e, "  %s", b.s);
-  }
-  emit_line(e, "};");
-  buf_free(&b);
-}
 
 /* Static tables of the taps of each window along outer dim j, when some
  * window has taps outside x; false (and nothing emitted) when none has. */
@@ -563,8 +481,8 @@ static bool window_table(Emit *e, const Geom *c, int j, const char *ov, const ch
           *th = arena_alloc(a, sizeof(int64_t) * (size_t)no);
   for (int64_t o = 0; o < no; o++)
     window(c, j, o, &tl[o], &th[o]);
-  emit_table(e, arena_printf(a, "%s_lo", kv), tl, no, arena_printf(a, "first tap of window %s inside x", ov));
-  emit_table(e, arena_printf(a, "%s_hi", kv), th, no, "end of its taps inside x");
+  window_emit_table(e, arena_printf(a, "%s_lo", kv), tl, no, arena_printf(a, "first tap of window %s inside x", ov));
+  window_emit_table(e, arena_printf(a, "%s_hi", kv), th, no, "end of its taps inside x");
   return true;
 }
 
@@ -581,11 +499,11 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
   DType dt = node_in(g, n, 0)->type.dt;
   const char *T = dt_ctype(dt);
   int ns = c->nsp, last = ns - 1;
-  int64_t cg = c->cin / c->group, mg = c->cout / c->group, osz = prod(c->out, ns);
+  int64_t cg = c->cin / c->group, mg = c->cout / c->group, osz = window_prod(c->out, ns);
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK];
   bool loop[MAX_RANK], tab[MAX_RANK];
   for (int j = 0; j < ns; j++) {
-    const char *sx = dim_sfx(a, ns, j);
+    const char *sx = window_dim_sfx(a, ns, j);
     ov[j] = arena_printf(a, "o%s", sx);
     kv[j] = arena_printf(a, "k%s", sx);
     land[j] = landing(a, c, j, ov[j], kv[j]);
@@ -639,7 +557,7 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
     terms[2 + j] = land[j];
     dims[2 + j] = c->in[j];
   }
-  const char *xoff = flat(a, ns + 1, terms, dims);
+  const char *xoff = window_flat(a, ns + 1, terms, dims, false);
   const char *xrow =
       plus(a, emit_ref(e, n->in[0]), strcmp(xoff, "0") ? scaled(a, xoff, c->in[last]) : NULL, NULL);
   if (copy)
@@ -658,7 +576,7 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
     terms[2 + j] = ov[j];
     dims[2 + j] = c->out[j];
   }
-  const char *yrow = flat(a, ns + 1, terms, dims);
+  const char *yrow = window_flat(a, ns + 1, terms, dims, false);
   emit_line(e, "%s *yr = %s;", T, plus(a, Y, strcmp(yrow, "0") ? scaled(a, yrow, c->out[last]) : NULL, NULL));
   const char *wt[MAX_RANK + 2];
   int64_t wd[MAX_RANK + 2];
@@ -670,7 +588,7 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
     wt[2 + j] = loop[j] ? kv[j] : "0";
     wd[2 + j] = c->k[j];
   }
-  const char *wrow = flat(a, ns + 1, wt, wd);
+  const char *wrow = window_flat(a, ns + 1, wt, wd, false);
   emit_line(e, "const %s *wk = %s;", T,
             plus(a, emit_ref(e, n->in[1]), strcmp(wrow, "0") ? scaled(a, wrow, c->k[last]) : NULL, NULL));
   const char *ow = ov[last], *kw = kv[last];

@@ -27,25 +27,10 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "window.h"
 
-#define WHY 256
-#define ATTR_MAX ((int64_t)1 << 30)
 
-static bool fail(char *why, const char *fmt, ...) KILN_PRINTF(2, 3);
-static bool fail(char *why, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, WHY, fmt, ap);
-  va_end(ap);
-  return false;
-}
 
-static int64_t prod(const int64_t *v, int n) {
-  int64_t p = 1;
-  for (int i = 0; i < n; i++)
-    p *= v[i];
-  return p;
-}
 
 static bool is_float(DType dt) { return dt == DT_F32 || dt == DT_F64; }
 
@@ -59,52 +44,32 @@ typedef struct Window {
   int64_t pad[MAX_RANK], pad_end[MAX_RANK]; /* padding before and after (without ceil_mode's overhang) */
 } Window;
 
-/* Optional ints attribute of len values (dflt when absent or empty), each
- * in [lo, ATTR_MAX]. */
-static bool ints_attr(const Node *n, const char *name, int len, int64_t dflt, int64_t lo, int64_t *v,
-                      char *why) {
-  const Attr *a = attr_get(n, name);
-  for (int i = 0; i < len; i++)
-    v[i] = dflt;
-  if (!a || (a->kind == ATTR_INTS && a->n == 0))
-    return true;
-  if (a->kind != ATTR_INTS || a->n != len)
-    return fail(why, "attribute %s has %d values; expected %d (%s)", name, a->kind == ATTR_INTS ? a->n : 1,
-                len, strcmp(name, "pads") ? "one per spatial dim" : "begin and end per spatial dim");
-  for (int i = 0; i < len; i++) {
-    if (a->ints[i] < lo || a->ints[i] > ATTR_MAX)
-      return fail(why, "attribute %s[%d] is %lld; expected %lld..%lld", name, i, (long long)a->ints[i],
-                  (long long)lo, (long long)ATTR_MAX);
-    v[i] = a->ints[i];
-  }
-  return true;
-}
 
 static bool pool_window(const Node *n, const Type *x, Window *w, char *why) {
   memset(w, 0, sizeof *w);
   if (x->rank < 3)
-    return fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
+    return window_fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
   int ns = w->nsp = x->rank - 2;
   w->planes = x->dims[0] * x->dims[1];
   const Attr *ka = attr_get(n, "kernel_shape");
   if (!ka)
-    return fail(why, "attribute kernel_shape is missing; expected %d kernel dims", ns);
+    return window_fail(why, "attribute kernel_shape is missing; expected %d kernel dims", ns);
   int64_t pads[2 * MAX_RANK];
-  if (!ints_attr(n, "kernel_shape", ns, 1, 1, w->k, why) ||
-      !ints_attr(n, "strides", ns, 1, 1, w->stride, why) ||
-      !ints_attr(n, "dilations", ns, 1, 1, w->dil, why) || !ints_attr(n, "pads", 2 * ns, 0, 0, pads, why))
+  if (!window_ints_attr(n, "kernel_shape", ns, 1, 1, w->k, why) ||
+      !window_ints_attr(n, "strides", ns, 1, 1, w->stride, why) ||
+      !window_ints_attr(n, "dilations", ns, 1, 1, w->dil, why) || !window_ints_attr(n, "pads", 2 * ns, 0, 0, pads, why))
     return false;
   const char *ap = attr_str(n, "auto_pad", "NOTSET");
   bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
   if (!same && !valid && strcmp(ap, "NOTSET"))
-    return fail(why, "auto_pad is '%s'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+    return window_fail(why, "auto_pad is '%s'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
   int64_t ceil_mode = attr_int(n, "ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1)
-    return fail(why, "ceil_mode is %lld; expected 0 or 1", (long long)ceil_mode);
+    return window_fail(why, "ceil_mode is %lld; expected 0 or 1", (long long)ceil_mode);
   for (int j = 0; j < ns; j++) {
     int64_t in = w->in[j] = x->dims[2 + j], s = w->stride[j], dk = (w->k[j] - 1) * w->dil[j] + 1;
     if (in < 1)
-      return fail(why, "spatial dim %d of X is 0; expected >= 1", j);
+      return window_fail(why, "spatial dim %d of X is 0; expected >= 1", j);
     if (same) {
       /* ceil(in / s) windows; the odd pad goes at the end for SAME_UPPER */
       int64_t out = (in + s - 1) / s, total = (out - 1) * s + dk - in;
@@ -116,10 +81,10 @@ static bool pool_window(const Node *n, const Type *x, Window *w, char *why) {
     }
     int64_t pb = valid ? 0 : pads[j], pe = valid ? 0 : pads[ns + j];
     if (pb >= w->k[j] || pe >= w->k[j])
-      return fail(why, "pads of spatial dim %d are %lld and %lld; expected less than the kernel (%lld)", j,
+      return window_fail(why, "pads of spatial dim %d are %lld and %lld; expected less than the kernel (%lld)", j,
                   (long long)pb, (long long)pe, (long long)w->k[j]);
     if (in + pb + pe < dk)
-      return fail(why,
+      return window_fail(why,
                   "spatial dim %d: the padded input (%lld) is smaller than the dilated kernel (%lld); "
                   "expected at least one window",
                   j, (long long)(in + pb + pe), (long long)dk);
@@ -209,12 +174,6 @@ bool pool_infer(Graph *g, Node *n, Diag *d) {
 
 /* ---- reference --------------------------------------------------------------- */
 
-static void unflatten(int64_t i, const int64_t *dims, int n, int64_t *at) {
-  for (int j = n - 1; j >= 0; j--) {
-    at[j] = i % dims[j];
-    i /= dims[j];
-  }
-}
 
 /* Is element i of x greater than element b (b < 0: the type's lowest)? */
 static bool greater(DType dt, const void *x, int64_t i, int64_t b) {
@@ -241,8 +200,8 @@ static void eval_window(const Node *n, const Window *w, const Tensor *in, Tensor
                         int64_t oi) {
   DType dt = in[0].type.dt;
   int64_t o[MAX_RANK], t[MAX_RANK], pos[MAX_RANK], lo[MAX_RANK], hi[MAX_RANK], kk[MAX_RANK];
-  int64_t isz = prod(w->in, w->nsp), osz = prod(w->out, w->nsp), yi = p * osz + oi;
-  unflatten(oi, w->out, w->nsp, o);
+  int64_t isz = window_prod(w->in, w->nsp), osz = window_prod(w->out, w->nsp), yi = p * osz + oi;
+  window_unflatten(oi, w->out, w->nsp, o);
   int64_t cnt_pad = 1;
   for (int j = 0; j < w->nsp; j++) {
     taps(w, j, o[j], &lo[j], &hi[j]);
@@ -252,8 +211,8 @@ static void eval_window(const Node *n, const Window *w, const Tensor *in, Tensor
   bool col = attr_int(n, "storage_order", 0) == 1;
   int64_t best = -1, arg = -1, cnt = 0;
   double sum = 0;
-  for (int64_t ti = 0; ti < prod(kk, w->nsp); ti++) {
-    unflatten(ti, kk, w->nsp, t);
+  for (int64_t ti = 0; ti < window_prod(kk, w->nsp); ti++) {
+    window_unflatten(ti, kk, w->nsp, t);
     for (int j = 0; j < w->nsp; j++)
       pos[j] = o[j] * w->stride[j] + (lo[j] + t[j]) * w->dil[j] - w->pad[j];
     int64_t xi = p * isz + plane_index(w, pos, false);
@@ -284,7 +243,7 @@ static void eval_window(const Node *n, const Window *w, const Tensor *in, Tensor
 static void eval_lrn(const Node *n, const Tensor *in, Tensor *out) {
   const Type *xt = &in[0].type;
   DType dt = xt->dt;
-  int64_t nb = xt->dims[0], c = xt->dims[1], s = prod(xt->dims + 2, xt->rank - 2),
+  int64_t nb = xt->dims[0], c = xt->dims[1], s = window_prod(xt->dims + 2, xt->rank - 2),
           size = attr_int(n, "size", 1);
   double alpha = attr_float(n, "alpha", 1e-4), beta = attr_float(n, "beta", 0.75),
          bias = attr_float(n, "bias", 1.0);
@@ -313,7 +272,7 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     char why[WHY];
     KILN_ASSERT(pool_window(n, xt, &w, why));
     for (int64_t p = 0; p < w.planes; p++)
-      for (int64_t oi = 0; oi < prod(w.out, w.nsp); oi++)
+      for (int64_t oi = 0; oi < window_prod(w.out, w.nsp); oi++)
         eval_window(n, &w, in, out, p, oi);
     return true;
   }
@@ -321,7 +280,7 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     eval_lrn(n, in, out);
     return true;
   }
-  int64_t planes = xt->dims[0] * xt->dims[1], s = prod(xt->dims + 2, xt->rank - 2);
+  int64_t planes = xt->dims[0] * xt->dims[1], s = window_prod(xt->dims + 2, xt->rank - 2);
   for (int64_t p = 0; p < planes; p++) {
     double acc = n->op == OP_GLOBALMAXPOOL ? -INFINITY : 0;
     for (int64_t i = 0; i < s; i++) {
@@ -335,27 +294,7 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 
 /* ---- C: MaxPool and AveragePool ------------------------------------------------ */
 
-static const char *dim_sfx(Arena *a, int ns, int j) {
-  static const char *dhw[] = {"d", "h", "w"};
-  return ns <= 3 ? dhw[3 - ns + j] : arena_printf(a, "%d", j);
-}
 
-/* "a * 8 + b": row-major offset of coordinates terms[] in dims[] (dims of
- * size 1 contribute nothing); col: column-major instead. */
-static const char *flat(Arena *a, int n, const char **terms, const int64_t *dims, bool col) {
-  const char *s = NULL;
-  for (int jj = 0; jj < n; jj++) {
-    int j = col ? n - 1 - jj : jj;
-    if (dims[j] == 1)
-      continue;
-    if (!s)
-      s = terms[j];
-    else
-      s = arena_printf(a, strpbrk(s, "+-") ? "(%s) * %lld + %s" : "%s * %lld + %s", s, (long long)dims[j],
-                       terms[j]);
-  }
-  return s ? s : "0";
-}
 
 /* "3x3": the kernel dims. */
 static const char *flat_dims(Arena *a, int n, const int64_t *k) {
@@ -365,26 +304,6 @@ static const char *flat_dims(Arena *a, int n, const int64_t *k) {
   return s;
 }
 
-/* static const int NAME[n] = {...}; 16 values a line. */
-static void emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what) {
-  Buf b = {0};
-  for (int64_t i = 0; i < n && i < 16; i++)
-    buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (n <= 16) {
-    emit_line(e, "static const int %s[%lld] = {%s}; /* %s */", name, (long long)n, b.s, what);
-    buf_free(&b);
-    return;
-  }
-  emit_line(e, "static const int %s[%lld] = { /* %s */", name, (long long)n, what);
-  for (int64_t r = 0; r < n; r += 16) {
-    b.len = 0;
-    for (int64_t i = r; i < n && i < r + 16; i++)
-      buf_printf(&b, "%s%lld%s", i > r ? " " : "", (long long)v[i], i + 1 < n ? "," : "");
-    emit_line(e, "  %s", b.s);
-  }
-  emit_line(e, "};");
-  buf_free(&b);
-}
 
 /* "oh * 2 + kh - 1": the x position of tap kv (NULL or "0": tap 0) of
  * window ov along dim j. */
@@ -411,7 +330,7 @@ typedef struct DimC {
  * x, else tables indexed by the output position. */
 static void dim_code(Emit *e, const Window *w, int j, bool incl, DimC *dc) {
   Arena *a = e->g->arena;
-  const char *sx = dim_sfx(a, w->nsp, j);
+  const char *sx = window_dim_sfx(a, w->nsp, j);
   int64_t no = w->out[j], *lo = arena_alloc(a, sizeof(int64_t) * (size_t)no);
   int64_t *hi = arena_alloc(a, sizeof(int64_t) * (size_t)no),
           *cnt = arena_alloc(a, sizeof(int64_t) * (size_t)no);
@@ -429,8 +348,8 @@ static void dim_code(Emit *e, const Window *w, int j, bool incl, DimC *dc) {
     dc->hi = w->k[j] > 1 ? emit_int(e, w->k[j]) : NULL;
   } else {
     const char *tl = arena_printf(a, "%s_lo", dc->kv), *th = arena_printf(a, "%s_hi", dc->kv);
-    emit_table(e, tl, lo, no, arena_printf(a, "first tap of window %s inside x", dc->ov));
-    emit_table(e, th, hi, no, arena_printf(a, "end of its taps inside x"));
+    window_emit_table(e, tl, lo, no, arena_printf(a, "first tap of window %s inside x", dc->ov));
+    window_emit_table(e, th, hi, no, arena_printf(a, "end of its taps inside x"));
     dc->lo = arena_printf(a, "%s[%s]", tl, dc->ov);
     dc->hi = arena_printf(a, "%s[%s]", th, dc->ov);
   }
@@ -439,7 +358,7 @@ static void dim_code(Emit *e, const Window *w, int j, bool incl, DimC *dc) {
   if (!cnt_const) {
     if (incl) {
       const char *tn = arena_printf(a, "%s_n", dc->kv);
-      emit_table(e, tn, cnt, no, arena_printf(a, "taps of window %s inside x or its padding", dc->ov));
+      window_emit_table(e, tn, cnt, no, arena_printf(a, "taps of window %s inside x or its padding", dc->ov));
       dc->count = arena_printf(a, "%s[%s]", tn, dc->ov);
     } else {
       dc->count = arena_printf(a, "(%s - %s)", dc->hi, dc->lo);
@@ -491,7 +410,7 @@ static bool emit_window_pool(Emit *e, const Node *n) {
   bool incl = include_pad(n);
   bool col = attr_int(n, "storage_order", 0) == 1;
   int ns = w.nsp;
-  int64_t isz = prod(w.in, ns), osz = prod(w.out, ns);
+  int64_t isz = window_prod(w.in, ns), osz = window_prod(w.out, ns);
   if (w.planes * osz == 0) {
     emit_line(e, "/* empty output: nothing to compute */");
     return true;
@@ -500,7 +419,7 @@ static bool emit_window_pool(Emit *e, const Node *n) {
   const char *ov[MAX_RANK], *land[MAX_RANK], *first[MAX_RANK];
   Buf s = {0}, sy = {0};
   for (int j = 0; j < ns; j++) {
-    const char *sx = dim_sfx(a, ns, j);
+    const char *sx = window_dim_sfx(a, ns, j);
     buf_printf(&sy, "[o%s]", sx);
     buf_printf(&s, "[%s]", land_expr(a, &w, j, arena_printf(a, "o%s", sx), arena_printf(a, "k%s", sx)));
   }
@@ -535,7 +454,7 @@ static bool emit_window_pool(Emit *e, const Node *n) {
   else
     emit_line(e, "%s sum = %s;", T, emit_double_literal(e, dt, 0));
   if (indices) /* the first tap, kept for a window of equal (or -inf) values */
-    emit_line(e, "int64_t arg = %s;", flat(a, ns, first, w.in, col));
+    emit_line(e, "int64_t arg = %s;", window_flat(a, ns, first, w.in, col));
   int nopen = 0;
   for (int j = 0; j < ns; j++)
     if (dc[j].lo) {
@@ -543,7 +462,7 @@ static bool emit_window_pool(Emit *e, const Node *n) {
       e->indent++;
       nopen++;
     }
-  const char *xi = flat(a, ns, land, w.in, false);
+  const char *xi = window_flat(a, ns, land, w.in, false);
   if (!maxp) {
     emit_line(e, "sum += xp[%s];", xi);
   } else if (!indices) {
@@ -553,14 +472,14 @@ static bool emit_window_pool(Emit *e, const Node *n) {
     emit_line(e, "const %s v = xp[%s];", T, xi);
     emit_line(e, "if (v > best) {");
     emit_line(e, "  best = v;");
-    emit_line(e, "  arg = %s;", col ? flat(a, ns, land, w.in, true) : xi);
+    emit_line(e, "  arg = %s;", col ? window_flat(a, ns, land, w.in, true) : xi);
     emit_line(e, "}");
   }
   for (int j = 0; j < nopen; j++) {
     e->indent--;
     emit_line(e, "}");
   }
-  const char *yi = flat(a, ns, ov, w.out, false);
+  const char *yi = window_flat(a, ns, ov, w.out, false);
   if (maxp)
     emit_line(e, "yp[%s] = best;", yi);
   else
@@ -583,7 +502,7 @@ bool pool_emit(Emit *e, const Node *n) {
     return emit_window_pool(e, n);
   const Type *xt = &node_in(g, n, 0)->type;
   DType dt = xt->dt;
-  int64_t nb = xt->dims[0], c = xt->dims[1], s = prod(xt->dims + 2, xt->rank - 2);
+  int64_t nb = xt->dims[0], c = xt->dims[1], s = window_prod(xt->dims + 2, xt->rank - 2);
   if (nb * c * s == 0) {
     emit_line(e, "/* empty input: nothing to compute */");
     return true;
@@ -621,7 +540,7 @@ static bool bn_training(const Node *n) {
 static int64_t bn_channels(const Node *n, const Type *x) {
   int64_t c = x->dims[1];
   if (n->op == OP_BATCHNORM && n->opset < 9 && attr_int(n, "spatial", 1) == 0)
-    c *= prod(x->dims + 2, x->rank - 2);
+    c *= window_prod(x->dims + 2, x->rank - 2);
   return c;
 }
 

@@ -1,0 +1,92 @@
+/* window.c — helpers shared by the sliding-window ops (see window.h). */
+#include "window.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+bool window_fail(char *why, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, WHY, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* Optional ints attribute of len values (dflt when absent or empty), each
+ * in [lo, ATTR_MAX]. */
+bool window_ints_attr(const Node *n, const char *name, int len, int64_t dflt, int64_t lo, int64_t *v,
+                      char *why) {
+  const Attr *a = attr_get(n, name);
+  for (int i = 0; i < len; i++)
+    v[i] = dflt;
+  if (!a || (a->kind == ATTR_INTS && a->n == 0))
+    return true;
+  if (a->kind != ATTR_INTS || a->n != len)
+    return window_fail(why, "attribute %s has %d values; expected %d (%s)", name, a->kind == ATTR_INTS ? a->n : 1,
+                len, strcmp(name, "pads") ? "one per spatial dim" : "begin and end per spatial dim");
+  for (int i = 0; i < len; i++) {
+    if (a->ints[i] < lo || a->ints[i] > ATTR_MAX)
+      return window_fail(why, "attribute %s[%d] is %lld; expected %lld..%lld", name, i, (long long)a->ints[i],
+                  (long long)lo, (long long)ATTR_MAX);
+    v[i] = a->ints[i];
+  }
+  return true;
+}
+
+int64_t window_prod(const int64_t *v, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    p *= v[i];
+  return p;
+}
+
+/* "a * 8 + b": row-major offset of coordinates terms[] in dims[] (dims of
+ * size 1 contribute nothing); col: column-major instead. */
+const char *window_flat(Arena *a, int n, const char **terms, const int64_t *dims, bool col) {
+  const char *s = NULL;
+  for (int jj = 0; jj < n; jj++) {
+    int j = col ? n - 1 - jj : jj;
+    if (dims[j] == 1)
+      continue;
+    if (!s)
+      s = terms[j];
+    else
+      s = arena_printf(a, strpbrk(s, "+-") ? "(%s) * %lld + %s" : "%s * %lld + %s", s, (long long)dims[j],
+                       terms[j]);
+  }
+  return s ? s : "0";
+}
+
+void window_unflatten(int64_t i, const int64_t *dims, int n, int64_t *at) {
+  for (int j = n - 1; j >= 0; j--) {
+    at[j] = i % dims[j];
+    i /= dims[j];
+  }
+}
+
+const char *window_dim_sfx(Arena *a, int ns, int j) {
+  static const char *dhw[] = {"d", "h", "w"};
+  return ns <= 3 ? dhw[3 - ns + j] : arena_printf(a, "%d", j);
+}
+
+/* static const int NAME[n] = {...}; 16 values a line. */
+void window_emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what) {
+  Buf b = {0};
+  for (int64_t i = 0; i < n && i < 16; i++)
+    buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (n <= 16) {
+    emit_line(e, "static const int %s[%lld] = {%s}; /* %s */", name, (long long)n, b.s, what);
+    buf_free(&b);
+    return;
+  }
+  emit_line(e, "static const int %s[%lld] = { /* %s */", name, (long long)n, what);
+  for (int64_t r = 0; r < n; r += 16) {
+    b.len = 0;
+    for (int64_t i = r; i < n && i < r + 16; i++)
+      buf_printf(&b, "%s%lld%s", i > r ? " " : "", (long long)v[i], i + 1 < n ? "," : "");
+    emit_line(e, "  %s", b.s);
+  }
+  emit_line(e, "};");
+  buf_free(&b);
+}

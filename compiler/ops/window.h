@@ -1,0 +1,29 @@
+/* window.h — helpers shared by the sliding-window ops (conv.c, pool.c):
+ * attribute lists with one value per spatial dim, flat index expressions,
+ * and the constant tables their emitted loops read. */
+#ifndef KILN_OPS_WINDOW_H
+#define KILN_OPS_WINDOW_H
+
+#include "../emit.h"
+
+#define WHY 256                      /* size of the `why` message buffers */
+#define ATTR_MAX ((int64_t)1 << 30) /* bound on strides, pads, dilations ... */
+
+/* Format a message into why (WHY bytes) and return false. */
+bool window_fail(char *why, const char *fmt, ...) KILN_PRINTF(2, 3);
+/* Read ints attribute `name` of exactly len values in [lo, ATTR_MAX] into
+ * v, or fill v with dflt when it is absent or empty. */
+bool window_ints_attr(const Node *n, const char *name, int len, int64_t dflt, int64_t lo,
+                      int64_t *v, char *why);
+int64_t window_prod(const int64_t *v, int n);
+/* Row-major (or, with col, column-major) flat index expression of the n
+ * terms over dims; size-1 dims drop out; "0" when nothing is left. */
+const char *window_flat(Arena *a, int n, const char **terms, const int64_t *dims, bool col);
+/* Flat index i into coordinates at[n] over dims. */
+void window_unflatten(int64_t i, const int64_t *dims, int n, int64_t *at);
+/* Suffix naming spatial dim j of ns: "d", "h", "w" (or the number). */
+const char *window_dim_sfx(Arena *a, int ns, int j);
+/* static const int NAME[n] = {...}; 16 values a line. */
+void window_emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what);
+
+#endif
