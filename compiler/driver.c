@@ -197,3 +197,12 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
   g->ninputs = k;
 }
 
+const char *const driver_io_source =
+    "static void *load(const char *p, size_t n) {\n"
+    "  void *m = calloc(n + 64, 1);\n  FILE *f = fopen(p, \"rb\");\n"
+    "  if (!m || !f || fread(m, 1, n, f) != n) { fprintf(stderr, \"cannot read %s\\n\", p); exit(2); }\n"
+    "  fclose(f);\n  return m;\n}\n\n"
+    "static void save(const char *p, const void *m, size_t n) {\n"
+    "  FILE *f = fopen(p, \"wb\");\n"
+    "  if (!f || fwrite(m, 1, n, f) != n) { fprintf(stderr, \"cannot write %s\\n\", p); exit(2); }\n"
+    "  fclose(f);\n}\n\n";

@@ -45,6 +45,11 @@ typedef struct CheckOptions {
   PipelineOptions pipe;
 } CheckOptions;
 
+/* C text of load(path, bytes) and save(path, data, bytes) for the programs
+ * kiln check and kiln bench generate around a model: raw arrays in files,
+ * exit status 2 on I/O failure. */
+extern const char *const driver_io_source;
+
 /* kiln check DIR: 0 all agree, 1 mismatch or error. */
 int check_dir(const char *dir, const CheckOptions *o);
 
