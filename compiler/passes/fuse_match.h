@@ -1,0 +1,58 @@
+/* fuse_match.h — the toolkit the fusion passes match patterns with: who
+ * reads each value, "is this intermediate swallowed by the pattern alone",
+ * constant tests, and the rewrite that replaces a matched set of nodes by
+ * one fused node in the slot of the last. */
+#ifndef KILN_FUSE_MATCH_H
+#define KILN_FUSE_MATCH_H
+
+#include "../ir.h"
+
+#define MAX_MATCH 16
+
+typedef struct Fuser {
+  Graph *g;
+  bool verbose;
+  int *ustart; /* readers of value v: ulist[ustart[v] .. ustart[v + 1]), one per input slot */
+  int *ulist;
+  int *fill;   /* scratch for index_users */
+} Fuser;
+
+typedef struct Match {
+  int idx[MAX_MATCH]; /* node indices */
+  int n;
+} Match;
+
+/* Rebuild the reader lists from the live nodes (after every rewrite, so
+ * matchers never see a stale use). The arrays are sized once: rewrites only
+ * remove edges. */
+void fm_index_users(Fuser *f);
+int fm_nreaders(const Fuser *f, int v);
+/* The live node of op `op` (-1: any) that produces v, or NULL. */
+Node *fm_def(const Fuser *f, int v, int op);
+/* v is an intermediate the pattern may swallow: read once, by one node. */
+bool fm_sole(const Fuser *f, int v);
+/* The one node of op `op` (-1: any) reading v, when v is sole; else NULL. */
+Node *fm_sole_user(const Fuser *f, int v, int op);
+/* The operand of binary node n that is not v (v itself for n(v, v)); -1 if
+ * n does not read v. */
+int fm_other(const Node *n, int v);
+/* v is a one-element numeric constant (Pow's exponent may be an integer);
+ * its value in *x. */
+bool fm_scalar_const(const Graph *g, int v, double *x);
+/* v is a one-element constant within rtol of want (0: exactly). */
+bool fm_const_is(const Graph *g, int v, double want, double rtol);
+bool fm_float_value(const Graph *g, int v);
+void fm_take(Match *m, const Graph *g, const Node *n);
+/* Every matched node's output has type t (no broadcast grew a shape). */
+bool fm_outputs_are(const Graph *g, const Match *m, const Type *t);
+/* Replace the matched nodes by one node of op `op` reading `in`, in the
+ * slot of `last`, the node whose output the pattern computes (every other
+ * matched node feeds it, so it comes last), keeping that output. Returns it
+ * (attributes are added by the caller, before fm_fuse_done). */
+Node *fm_fuse_into(Fuser *f, Match *m, const Node *last, int op, const int *in, int nin);
+/* Check the fused node infers the type its output already has, report it
+ * under -v and refresh the reader lists. */
+void fm_fuse_done(Fuser *f, Node *n, const char *what);
+void fm_set_str(Graph *g, Node *n, const char *name, const char *s);
+
+#endif
