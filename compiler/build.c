@@ -1,0 +1,111 @@
+/* build.c — adding values, constants and inferred nodes to a Graph from
+ * code (see build.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "ops.h"
+#include "passes.h"
+
+int ir_value(Graph *g, const char *hint) {
+  if (!hint || !*hint)
+    hint = "t";
+  if (graph_find_value(g, hint) < 0)
+    return graph_add_value(g, hint);
+  for (int k = 2;; k++) {
+    char name[256];
+    snprintf(name, sizeof name, "%.200s_%d", hint, k);
+    if (graph_find_value(g, name) < 0)
+      return graph_add_value(g, name);
+  }
+}
+
+int ir_const(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, const void *data) {
+  KILN_ASSERT(rank >= 0 && rank <= MAX_RANK);
+  int vid = ir_value(g, hint ? hint : "c");
+  Value *v = gval(g, vid);
+  v->type.dt = dt;
+  v->type.rank = rank;
+  for (int i = 0; i < rank; i++)
+    v->type.dims[i] = dims[i];
+  KILN_ASSERT(type_size_ok(&v->type));
+  size_t bytes = type_bytes(&v->type);
+  v->data = arena_alloc(g->arena, bytes ? bytes : 1);
+  if (data)
+    memcpy(v->data, data, bytes);
+  return vid;
+}
+
+int ir_const_i64(Graph *g, const char *hint, const int64_t *vals, int n) {
+  int64_t dim = n;
+  return ir_const(g, hint, DT_I64, 1, &dim, vals);
+}
+
+int ir_const_scalar(Graph *g, const char *hint, DType dt, double x) {
+  int vid = ir_const(g, hint, dt, 0, NULL, NULL);
+  if (dt_is_float(dt))
+    el_set_f(dt, gval(g, vid)->data, 0, x);
+  else if (dt_is_signed_int(dt))
+    el_set_i(dt, gval(g, vid)->data, 0, (int64_t)x);
+  else
+    el_set_u(dt, gval(g, vid)->data, 0, (uint64_t)x);
+  return vid;
+}
+
+int ir_op(Graph *g, int op, const char *origin, const int *in, int nin, int nout) {
+  KILN_ASSERT(op >= 0 && op < OP_COUNT_ && nout >= 0 && nout <= 16);
+  int out[16];
+  for (int i = 0; i < nout; i++)
+    out[i] = ir_value(g, op_table[op].name);
+  int idx = graph_add_node(g, op, NULL, in, nin, out, nout);
+  if (origin)
+    g->nodes[idx].origin = arena_strdup(g->arena, origin);
+  return idx;
+}
+
+void ir_attr_int(Graph *g, int node, const char *name, int64_t v) {
+  node_add_attr(g, &g->nodes[node], name, ATTR_INT)->i = v;
+}
+
+void ir_attr_float(Graph *g, int node, const char *name, double v) {
+  node_add_attr(g, &g->nodes[node], name, ATTR_FLOAT)->f = v;
+}
+
+void ir_attr_str(Graph *g, int node, const char *name, const char *s) {
+  node_add_attr(g, &g->nodes[node], name, ATTR_STRING)->s = arena_strdup(g->arena, s);
+}
+
+void ir_attr_ints(Graph *g, int node, const char *name, const int64_t *v, int n) {
+  Attr *a = node_add_attr(g, &g->nodes[node], name, ATTR_INTS);
+  a->n = n;
+  a->ints = arena_dup(g->arena, v, sizeof(int64_t) * (size_t)(n ? n : 1));
+}
+
+void ir_attr_floats(Graph *g, int node, const char *name, const double *v, int n) {
+  Attr *a = node_add_attr(g, &g->nodes[node], name, ATTR_FLOATS);
+  a->n = n;
+  a->floats = arena_dup(g->arena, v, sizeof(double) * (size_t)(n ? n : 1));
+}
+
+bool ir_finish(Graph *g, int node, Diag *d) {
+  Node *n = &g->nodes[node];
+  const OpInfo *oi = &op_table[n->op];
+  if (n->nin < oi->min_in || (oi->max_in >= 0 && n->nin > oi->max_in))
+    return diag_node(d, g, n, "%d inputs; expected %d to %d", n->nin, oi->min_in, oi->max_in);
+  for (int i = 0; i < n->nin; i++) {
+    Value *v = node_in(g, n, i);
+    if (!v) {
+      if (i < oi->min_in)
+        return diag_node(d, g, n, "input %d is missing; expected a tensor", i + 1);
+      continue;
+    }
+    if (v->type.rank < 0)
+      return diag_node(d, g, n, "input '%s' has no known shape", v->name);
+    if (i < 32 && (oi->const_in >> i & 1u) && !v->data)
+      return diag_node(d, g, n, "input %d ('%s') must be a compile-time constant", i + 1, v->name);
+  }
+  if (!oi->infer(g, n, d))
+    return false;
+  bool folded;
+  return fold_node(g, &g->nodes[node], (size_t)4 << 20, &folded, d);
+}
