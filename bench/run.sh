@@ -12,7 +12,7 @@
 # the ctest bench_smoke.
 # Exits 77 (ctest's skip) with a message when torch or the venv is missing.
 # Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
-# (outputs; default build/bench), KILN_BENCH_VENV (default build/bench/venv).
+# (outputs; default build/bench), KILN_BENCH_VENV (default $KILN_VENV or build/venv, made by tools/venv.sh).
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in tools/ or bench/
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 out=${KILN_BENCH_DIR:-$root/build/bench}
-venv=${KILN_BENCH_VENV:-$root/build/bench/venv}
+venv=${KILN_BENCH_VENV:-${KILN_VENV:-$root/build/venv}}
 skip() { echo "bench: SKIP: $*"; exit 77; }
 
 [ -x "$kiln" ] || { echo "bench: no kiln binary at $kiln; build first or pass --kiln" >&2; exit 1; }
@@ -37,18 +37,7 @@ kiln=$(cd "$(dirname "$kiln")" && pwd)/$(basename "$kiln")
   skip "Debian's python3-torch / python3-onnx are not installed (tools/setup-debian.sh installs them)"
 [ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
 mkdir -p "$out"
-mkdir -p "$(dirname "$venv")" 2>/dev/null || skip "cannot create $(dirname "$venv") for the venv"
-
-# the venv: made once, reused; a lock keeps two runs from building it at once
-(
-  flock 9
-  if ! "$venv/bin/python" -c 'import onnxruntime, numpy, onnx' 2>/dev/null; then
-    echo "bench: making $venv (pip install onnxruntime numpy onnx)"
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q onnxruntime numpy onnx ||
-      { rm -rf "$venv"; exit 1; }
-  fi
-) 9>"$(dirname "$venv")/.venv.lock" || skip "could not make the venv with onnxruntime (offline? python3-venv missing?)"
+py=$(KILN_VENV=$venv bash "$root/tools/venv.sh") || skip "no venv with onnxruntime (see the message above)"
 
 if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
@@ -69,7 +58,7 @@ header="$(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $("$kiln" --version), $(cc -
 flags -O2 -march=native; $runs inferences per engine and model$(if [ $smoke = 1 ]; then echo ' (smoke)'; fi);
 load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)."
 rc=0
-"$venv/bin/python" "$root/bench/compare.py" --kiln "$kiln" --models "$out/models" \
+"$py" "$root/bench/compare.py" --kiln "$kiln" --models "$out/models" \
   --out "$results" --runs $runs --rounds $rounds --only "${models[@]}" \
   --peak "$peak1" --peak2 "$peak2" --header "$header" || rc=$?
 echo "bench: table written to $results$([ $rc = 0 ] || echo "; FAILED (status $rc)")"
