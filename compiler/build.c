@@ -55,8 +55,8 @@ int ir_const_scalar(Graph *g, const char *hint, DType dt, double x) {
 int ir_op(Graph *g, int op, const char *origin, const int *in, int nin, int nout) {
   KILN_ASSERT(op >= 0 && op < OP_COUNT_ && nout >= 0 && nout <= 16);
   int out[16];
-  for (int i = 0; i < nout; i++)
-    out[i] = ir_value(g, op_table[op].name);
+  for (int i = 0; i < nout; i++) /* "MatMul_57": unique at once unless a user took it */
+    out[i] = ir_value(g, arena_printf(g->arena, "%s_%d", op_table[op].name, g->nvals));
   int idx = graph_add_node(g, op, NULL, in, nin, out, nout);
   if (origin)
     g->nodes[idx].origin = arena_strdup(g->arena, origin);

@@ -45,12 +45,16 @@ static Graph *load_kir(Arena *a, const char *path, Diag *d) {
   return g;
 }
 
-Graph *driver_load(Arena *a, const char *path, Diag *d) {
+Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag *d) {
   d->file = path;
   if (ends_with(path, ".kir"))
     return load_kir(a, path, d);
+  if (ends_with(path, ".lua"))
+    return lua_load_model(a, path, lua, d);
   return onnx_import(a, path, d);
 }
+
+Graph *driver_load(Arena *a, const char *path, Diag *d) { return driver_load_opts(a, path, NULL, d); }
 
 bool driver_write_kir(Graph *g, const char *path, Diag *d) {
   Buf text = {0}, bin = {0};

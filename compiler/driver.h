@@ -4,6 +4,7 @@
 #define KILN_DRIVER_H
 
 #include "emit_api.h"
+#include "lua/lua_frontend.h"
 #include "passes.h"
 
 typedef struct PipelineOptions {
@@ -16,7 +17,10 @@ typedef struct PipelineOptions {
   bool stop_before_plan;    /* the interpreter needs no workspace */
 } PipelineOptions;
 
-/* An ONNX model, or IR text when path ends in .kir (with its .bin). */
+/* An ONNX model, IR text when path ends in .kir (with its .bin), or a Lua
+ * model description when it ends in .lua (run with lua's options: --set,
+ * --weights, limits; NULL for the defaults). */
+Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag *d);
 Graph *driver_load(Arena *a, const char *path, Diag *d);
 /* Write g as path (.kir) plus path's .bin sidecar when it has large
  * constants: a complete, loadable model. */
@@ -42,6 +46,8 @@ typedef struct CheckOptions {
   bool quiet;
   const char *cc, *cflags;
   EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
+  int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
+  EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
   PipelineOptions pipe;
 } CheckOptions;
 
@@ -55,9 +61,10 @@ int check_dir(const char *dir, const CheckOptions *o);
 
 typedef struct BenchOptions {
   int runs;               /* timed runs (default 200), after runs/10 (at least 5) warm-up runs */
-  int threads;            /* --threads N: recorded for when kiln emits threads; now always 1 */
+  int threads;            /* --threads N: code for N threads, built with -fopenmp when N > 1 */
   bool keep;              /* keep the build folder */
   EmitIsa isa;            /* --isa for the generated GEMM panels */
+  EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;

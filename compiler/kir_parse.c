@@ -471,7 +471,7 @@ static bool parse_const(Parser *p) {
   return parse_data(p, &t, &v->data);
 }
 
-/* "# onnx: text" at the end of a node line: the node's origin */
+/* "# from: text" at the end of a node line: the node's origin (any "# word: " is read) */
 static const char *origin_comment(Parser *p) {
   while (peek(p) == ' ' || peek(p) == '\t')
     advance(p);

@@ -3,7 +3,7 @@
  *   graph @main opset 14 (%x: f32[1,16]) -> (%y) {
  *     const %w: f32[16,16] = bin(0)
  *     const %b: f32[16] = [0.5, -1.25, ...all 16 values...]
- *     %y = Gemm %x, %w, %b {transB=1} : f32[1,16]  # onnx: Gemm_3
+ *     %y = Gemm %x, %w, %b {transB=1} : f32[1,16]  # from: Gemm_3
  *   }
  *
  * Everything that matters to a later pass prints, and prints exactly, so the
@@ -206,7 +206,7 @@ static void put_node(Buf *b, const Graph *g, const Node *n, Buf *bin) {
     if (v->ws_offset >= 0)
       buf_printf(b, " @ws %lld", (long long)v->ws_offset);
   }
-  buf_puts(b, "  # onnx: ");
+  buf_puts(b, "  # from: ");
   for (const char *p = n->origin ? n->origin : n->name; *p; p++)
     buf_put(b, *p == '\n' ? " " : p, 1);
   buf_puts(b, "\n");

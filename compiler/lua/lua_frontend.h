@@ -1,0 +1,23 @@
+/* lua_frontend.h — the second way into kiln: a Lua 5.4 model description,
+ * run in a sandbox, builds the same IR the ONNX importer does (docs/lua.md
+ * is the DSL reference). */
+#ifndef KILN_LUA_FRONTEND_H
+#define KILN_LUA_FRONTEND_H
+
+#include "../ir.h"
+
+typedef struct LuaOptions {
+  const char *const *sets;   /* --set KEY=VALUE, for config{} */
+  int nsets;
+  const char *weights;       /* --weights FILE.safetensors (overrides the script's weights()) */
+  int64_t max_steps;         /* instruction budget (0: the default, 10^9) */
+  int64_t max_mem;           /* bytes the script may allocate (0: the default, 1 GiB) */
+  bool traceback;            /* add the Lua traceback to errors (-v) */
+} LuaOptions;
+
+/* Run the script at path and return the graph it built (inputs, outputs,
+ * params as constants, every node inferred), or NULL with d set: the
+ * message then starts with the script's "file:line:". */
+Graph *lua_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d);
+
+#endif

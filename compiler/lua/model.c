@@ -1,0 +1,459 @@
+/* model.c — the model-level globals of the DSL: config{} (script
+ * parameters, overridable with --set), input{}, output(), param{} (weights:
+ * from a bound .safetensors file by name, or from a deterministic
+ * initialiser), weights(), const() and friends, and the checks that run
+ * when the script has finished. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../build.h"
+#include "../ops.h"
+#include "lua_internal.h"
+
+/* ---- config{}: script parameters ------------------------------------------- */
+
+/* The --set value for key, or NULL; marks it used. */
+static const char *set_value(LuaCtx *c, const char *key) {
+  size_t n = strlen(key);
+  for (int i = 0; i < c->o->nsets; i++) {
+    const char *s = c->o->sets[i];
+    if (!strncmp(s, key, n) && s[n] == '=') {
+      c->set_used[i] = true;
+      return s + n + 1;
+    }
+  }
+  return NULL;
+}
+
+/* config{key = default, ...}: the table with --set overrides applied, each
+ * parsed as its default's type. */
+static int config(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      continue;
+    const char *key = lua_tostring(L, -1);
+    const char *v = set_value(c, key);
+    if (!v)
+      continue;
+    lua_pushvalue(L, -1);
+    lua_gettable(L, 1);
+    int type = lua_type(L, -1);
+    bool isint = lua_isinteger(L, -1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1); /* key */
+    char *end;
+    errno = 0;
+    if (type == LUA_TNUMBER && isint) {
+      long long x = strtoll(v, &end, 10);
+      if (end == v || *end || errno)
+        lua_fail(L, "--set %s=%s: expected an integer (the script's default is one)", key, v);
+      lua_pushinteger(L, x);
+    } else if (type == LUA_TNUMBER) {
+      double x = strtod(v, &end);
+      if (end == v || *end || errno)
+        lua_fail(L, "--set %s=%s: expected a number", key, v);
+      lua_pushnumber(L, x);
+    } else if (type == LUA_TBOOLEAN) {
+      if (strcmp(v, "true") && strcmp(v, "false"))
+        lua_fail(L, "--set %s=%s: expected true or false", key, v);
+      lua_pushboolean(L, !strcmp(v, "true"));
+    } else {
+      lua_pushstring(L, v);
+    }
+    lua_settable(L, 1);
+  }
+  return 1;
+}
+
+/* ---- shapes and dtypes from Lua ------------------------------------------------ */
+
+static void check_shape(lua_State *L, int idx, Type *t, const char *what) {
+  if (!lua_istable(L, idx))
+    lua_fail(L, "%s: shape is a %s; expected a list of dims like {2, 16, 64}", what,
+             luaL_typename(L, idx));
+  int n = (int)lua_rawlen(L, idx);
+  if (n > MAX_RANK)
+    lua_fail(L, "%s: rank %d; expected at most %d", what, n, MAX_RANK);
+  t->rank = n;
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
+      lua_fail(L, "%s: dim %d is %s; expected a non-negative integer", what, i + 1,
+               luaL_tolstring(L, -1, NULL));
+    t->dims[i] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  if (!type_size_ok(t))
+    lua_fail(L, "%s: shape is too large", what);
+}
+
+static DType check_dtype(lua_State *L, const char *name, const char *what) {
+  DType dt = dt_from_name(name);
+  if (dt == DT_UNDEF || !dt_supported(dt))
+    lua_fail(L, "%s: dtype '%s'; expected f32, f64, i64, i32, i8, u8, bool, ...", what, name);
+  return dt;
+}
+
+/* Field key of the table at idx, else positional slot pos. Pushes it. */
+static int field(lua_State *L, int idx, const char *key, int pos) {
+  lua_getfield(L, idx, key);
+  if (lua_isnil(L, -1) && pos > 0) {
+    lua_pop(L, 1);
+    lua_rawgeti(L, idx, pos);
+  }
+  return lua_type(L, -1);
+}
+
+static const char *name_field(lua_State *L, int idx, const char *what) {
+  if (field(L, idx, "name", 1) != LUA_TSTRING || !*lua_tostring(L, -1))
+    lua_fail(L, "%s: expected a name, e.g. %s{\"x\", {1, 16}}", what, what);
+  const char *s = arena_strdup(lctx(L)->a, lua_tostring(L, -1));
+  lua_pop(L, 1);
+  return s;
+}
+
+static void check_new_name(lua_State *L, const char *name, const char *what) {
+  if (graph_find_value(lctx(L)->g, name) >= 0)
+    lua_fail(L, "%s: the name '%s' is taken; expected each input and param to have its own name",
+             what, name);
+}
+
+/* input{name, shape [, dtype]} */
+static int input(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  Graph *g = lctx(L)->g;
+  const char *name = name_field(L, 1, "input");
+  check_new_name(L, name, "input");
+  Type t = {.dt = DT_F32};
+  field(L, 1, "shape", 2);
+  check_shape(L, lua_gettop(L), &t, "input");
+  lua_pop(L, 1);
+  if (field(L, 1, "dtype", 3) == LUA_TSTRING)
+    t.dt = check_dtype(L, lua_tostring(L, -1), "input");
+  lua_pop(L, 1);
+  int vid = graph_add_value(g, name);
+  gval(g, vid)->type = t;
+  gval(g, vid)->is_input = true;
+  graph_add_input(g, vid);
+  lt_push(L, vid);
+  return 1;
+}
+
+/* output(t [, name]) */
+static int output(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  Graph *g = c->g;
+  int vid = lt_check(L, 1);
+  const char *name = luaL_optstring(L, 2, NULL);
+  Value *v = gval(g, vid);
+  bool rename = name && strcmp(v->name, name) != 0;
+  if (rename && graph_find_value(g, name) >= 0)
+    lua_fail(L, "output: the name '%s' is taken", name);
+  /* an input, a constant or an output already: give the output its own value */
+  if (v->is_input || v->data || v->is_output || v->producer < 0) {
+    lt_op(L, "output", OP_IDENTITY, &vid, 1, 0, 1);
+    vid = lt_check(L, -1);
+    v = gval(g, vid);
+    v->data = NULL; /* an output is computed, never baked in */
+  }
+  if (name)
+    v->name = arena_strdup(c->a, name);
+  v->is_output = true;
+  graph_add_output(g, vid);
+  lt_push(L, vid);
+  return 1;
+}
+
+/* ---- params and weights ----------------------------------------------------------- */
+
+/* splitmix64: a tiny, well-mixed, platform-independent generator, so a seed
+ * gives the same weights everywhere. */
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static double next_unit(uint64_t *s) { return (double)(next_u64(s) >> 11) * 0x1p-53; }
+
+static double next_normal(uint64_t *s) {
+  double u1 = next_unit(s), u2 = next_unit(s);
+  return sqrt(-2.0 * log(u1 > 0 ? u1 : 0x1p-53)) * cos(6.283185307179586 * u2);
+}
+
+static double num_field(lua_State *L, int idx, const char *key, double dflt) {
+  lua_getfield(L, idx, key);
+  double x = lua_isnil(L, -1) ? dflt : luaL_checknumber(L, -1);
+  lua_pop(L, 1);
+  return x;
+}
+
+/* Fill a param of type t from the table's init (default "normal"). */
+static void init_param(lua_State *L, int idx, const char *name, const Type *t, void *data) {
+  int64_t n = type_numel(t);
+  lua_getfield(L, idx, "seed");
+  uint64_t seed = lua_isnil(L, -1) ? 0 : (uint64_t)luaL_checkinteger(L, -1);
+  lua_pop(L, 1);
+  /* mix the name in, so params sharing a seed still differ */
+  for (const char *p = name; *p; p++)
+    seed = seed * 131 + (unsigned char)*p;
+  int kind = field(L, idx, "init", 0);
+  if (kind == LUA_TNUMBER) {
+    double x = lua_tonumber(L, -1);
+    for (int64_t i = 0; i < n; i++)
+      el_set_f(t->dt, data, i, x);
+  } else if (kind == LUA_TTABLE) {
+    if ((int64_t)lua_rawlen(L, -1) != n)
+      lua_fail(L, "param '%s': init has %lld values; expected %lld (the shape's element count)",
+               name, (long long)lua_rawlen(L, -1), (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+      lua_rawgeti(L, -1, i + 1);
+      if (lua_type(L, -1) != LUA_TNUMBER)
+        lua_fail(L, "param '%s': init value %lld is not a number", name, (long long)i + 1);
+      el_set_f(t->dt, data, i, lua_tonumber(L, -1));
+      lua_pop(L, 1);
+    }
+  } else {
+    const char *how = kind == LUA_TSTRING ? lua_tostring(L, -1) : "normal";
+    double mean = num_field(L, idx, "mean", 0), std = num_field(L, idx, "std", 0.02);
+    double bound = num_field(L, idx, "bound", t->rank ? 1.0 / sqrt((double)(t->dims[t->rank - 1] ? t->dims[t->rank - 1] : 1)) : 1.0);
+    for (int64_t i = 0; i < n; i++) {
+      double x;
+      if (!strcmp(how, "zeros"))
+        x = 0;
+      else if (!strcmp(how, "ones"))
+        x = 1;
+      else if (!strcmp(how, "normal"))
+        x = mean + std * next_normal(&seed);
+      else if (!strcmp(how, "uniform"))
+        x = (2 * next_unit(&seed) - 1) * bound;
+      else
+        return (void)lua_fail(L, "param '%s': init '%s'; expected \"normal\", \"uniform\", "
+                                 "\"zeros\", \"ones\", a number or a list", name, how);
+      el_set_f(t->dt, data, i, x);
+    }
+  }
+  lua_pop(L, 1);
+}
+
+/* weights(path): bind params by name from a .safetensors file; a relative
+ * path is taken from the script's folder. --weights replaces it. */
+static bool bind_weights(lua_State *L, const char *path) {
+  LuaCtx *c = lctx(L);
+  if (c->weights)
+    lua_fail(L, "weights: already bound to %s; expected one weights file per model",
+             c->weights_path);
+  c->weights = arena_alloc(c->a, sizeof(SafeTensors));
+  Diag d = {0};
+  if (!safetensors_load(c->a, path, c->weights, &d))
+    lua_fail(L, "weights: %s: %s", path, d.msg);
+  c->weights_path = arena_strdup(c->a, path);
+  return true;
+}
+
+static int weights(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *path = luaL_checkstring(L, 1);
+  if (c->o->weights)
+    return 0; /* --weights wins; bound before the script ran */
+  if (path[0] != '/') {
+    const char *slash = strrchr(c->script, '/');
+    if (slash)
+      path = arena_printf(c->a, "%.*s/%s", (int)(slash - c->script), c->script, path);
+  }
+  bind_weights(L, path);
+  return 0;
+}
+
+/* param{name, shape [, dtype] [, init=..., seed=..., std=..., mean=...,
+ * bound=...]}: a constant; from the bound weights when there are any. */
+static int param(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  const char *name = name_field(L, 1, "param");
+  check_new_name(L, name, "param");
+  Type t = {.dt = DT_F32};
+  field(L, 1, "shape", 2);
+  check_shape(L, lua_gettop(L), &t, arena_printf(c->a, "param '%s'", name));
+  lua_pop(L, 1);
+  if (field(L, 1, "dtype", 3) == LUA_TSTRING)
+    t.dt = check_dtype(L, lua_tostring(L, -1), "param");
+  lua_pop(L, 1);
+  int vid;
+  if (c->weights) {
+    Diag d = {0};
+    StTensor *st = safetensors_take(c->weights, name, &t, &d);
+    if (!st)
+      lua_fail(L, "param '%s': %s", name, d.msg);
+    vid = ir_const(c->g, name, t.dt, t.rank, t.dims, st->data);
+  } else {
+    vid = ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
+    init_param(L, 1, name, &t, gval(c->g, vid)->data);
+  }
+  lt_push(L, vid);
+  return 1;
+}
+
+/* ---- constants -------------------------------------------------------------------- */
+
+/* Walk a nested table: record its shape (first visit of each depth) and
+ * check it is rectangular. */
+static void nested_shape(lua_State *L, int idx, Type *t, int depth, int64_t *count) {
+  if (lua_type(L, idx) != LUA_TTABLE) {
+    if (depth != t->rank && *count > 0)
+      lua_fail(L, "const: ragged nested table; expected every row to have the same length");
+    t->rank = depth;
+    ++*count;
+    return;
+  }
+  if (depth >= MAX_RANK)
+    lua_fail(L, "const: nested deeper than %d", MAX_RANK);
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  if (*count == 0 && (depth >= t->rank || t->dims[depth] < 0))
+    t->dims[depth] = n;
+  else if (t->dims[depth] != n)
+    lua_fail(L, "const: ragged nested table; expected every row to have the same length");
+  if (n == 0) {
+    t->rank = depth + 1;
+    return;
+  }
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    nested_shape(L, lua_gettop(L), t, depth + 1, count);
+    lua_pop(L, 1);
+  }
+}
+
+static void nested_fill(lua_State *L, int idx, DType dt, void *data, int64_t *k) {
+  if (lua_type(L, idx) != LUA_TTABLE) {
+    if (lua_isboolean(L, idx))
+      el_set_u(dt, data, (*k)++, lua_toboolean(L, idx));
+    else if (lua_isinteger(L, idx) && !dt_is_float(dt))
+      el_set_i(dt, data, (*k)++, lua_tointeger(L, idx));
+    else if (lua_type(L, idx) == LUA_TNUMBER)
+      el_set_f(dt, data, (*k)++, lua_tonumber(L, idx));
+    else
+      lua_fail(L, "const: a %s in the data; expected numbers or booleans", luaL_typename(L, idx));
+    return;
+  }
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    nested_fill(L, lua_gettop(L), dt, data, k);
+    lua_pop(L, 1);
+  }
+}
+
+/* The dtype a nested table's leaves suggest: bool, i64 when all integers, else f32. */
+static DType leaf_dtype(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE)
+    return lua_isboolean(L, idx) ? DT_BOOL : lua_isinteger(L, idx) ? DT_I64 : DT_F32;
+  DType dt = DT_UNDEF;
+  int64_t n = (int64_t)lua_rawlen(L, idx);
+  for (int64_t i = 1; i <= n && dt != DT_F32; i++) {
+    lua_rawgeti(L, idx, i);
+    DType d = leaf_dtype(L, lua_gettop(L));
+    lua_pop(L, 1);
+    dt = dt == DT_UNDEF || d == DT_F32 ? d : dt;
+  }
+  return dt == DT_UNDEF ? DT_F32 : dt;
+}
+
+/* const(value [, dtype]): a number, boolean or nested table of them. */
+static int const_(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  luaL_checkany(L, 1);
+  DType dt = lua_isnoneornil(L, 2) ? leaf_dtype(L, 1) : check_dtype(L, luaL_checkstring(L, 2), "const");
+  Type t = {.dt = dt};
+  for (int i = 0; i < MAX_RANK; i++)
+    t.dims[i] = -1;
+  int64_t count = 0;
+  nested_shape(L, 1, &t, 0, &count);
+  for (int i = t.rank; i < MAX_RANK; i++)
+    t.dims[i] = 0;
+  if (!type_size_ok(&t))
+    lua_fail(L, "const: too large");
+  int vid = ir_const(c->g, "const", dt, t.rank, t.dims, NULL);
+  int64_t k = 0;
+  nested_fill(L, 1, dt, gval(c->g, vid)->data, &k);
+  lt_push(L, vid);
+  return 1;
+}
+
+/* full(shape, value [, dtype]), zeros(shape [, dtype]), ones(shape [, dtype]) */
+static int fill(lua_State *L, double x, int dtype_arg) {
+  LuaCtx *c = lctx(L);
+  Type t = {.dt = DT_F32};
+  check_shape(L, 1, &t, "full");
+  if (!lua_isnoneornil(L, dtype_arg))
+    t.dt = check_dtype(L, luaL_checkstring(L, dtype_arg), "full");
+  int vid = ir_const(c->g, "const", t.dt, t.rank, t.dims, NULL);
+  for (int64_t i = 0; i < type_numel(&t); i++)
+    el_set_f(t.dt, gval(c->g, vid)->data, i, x);
+  lt_push(L, vid);
+  return 1;
+}
+static int full(lua_State *L) { return fill(L, luaL_checknumber(L, 2), 3); }
+static int zeros(lua_State *L) { return fill(L, 0, 2); }
+static int ones(lua_State *L) { return fill(L, 1, 2); }
+
+/* arange(n) or arange(start, stop [, step]): an i64 constant (f32 if any
+ * argument is a float) */
+static int arange(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  bool one = lua_isnoneornil(L, 2);
+  double start = one ? 0 : luaL_checknumber(L, 1), stop = luaL_checknumber(L, one ? 1 : 2);
+  double step = lua_isnoneornil(L, 3) ? 1 : luaL_checknumber(L, 3);
+  bool ints = true;
+  for (int i = 1; i <= lua_gettop(L) && i <= 3; i++)
+    ints = ints && lua_isinteger(L, i);
+  if (step == 0)
+    lua_fail(L, "arange: step is 0");
+  double len = ceil((stop - start) / step);
+  if (len < 0)
+    len = 0;
+  if (len > (double)MAX_NUMEL)
+    lua_fail(L, "arange: too long");
+  int64_t n = (int64_t)len;
+  DType dt = ints ? DT_I64 : DT_F32;
+  int vid = ir_const(c->g, "const", dt, 1, &n, NULL);
+  for (int64_t i = 0; i < n; i++)
+    el_set_f(dt, gval(c->g, vid)->data, i, start + (double)i * step);
+  lt_push(L, vid);
+  return 1;
+}
+
+void lua_open_model(lua_State *L) {
+  static const luaL_Reg globals[] = {
+      {"config", config}, {"input", input}, {"output", output}, {"param", param},
+      {"weights", weights}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"ones", ones}, {"arange", arange}, {NULL, NULL},
+  };
+  lua_pushglobaltable(L);
+  luaL_setfuncs(L, globals, 0);
+  lua_pop(L, 1);
+}
+
+bool lua_finish_model(LuaCtx *c, Diag *d) {
+  Graph *g = c->g;
+  d->file = c->script;
+  for (int i = 0; i < c->o->nsets; i++)
+    if (!c->set_used[i])
+      return diag_error(d, "--set %s: the script's config{} has no such parameter", c->o->sets[i]);
+  if (g->noutputs == 0)
+    return diag_error(d, "the script defines no output; expected output(tensor, \"name\")");
+  if (g->ninputs == 0)
+    return diag_error(d, "the script defines no input; expected input{\"x\", {dims...}}");
+  if (c->weights && !safetensors_check_all_used(c->weights, d))
+    return false;
+  graph_compact(g);
+  return true;
+}
