@@ -162,7 +162,7 @@ static bool read_inputs(Arena *a, Graph *g, const BenchOptions *o, Tensor *in, b
  * fix shapes are compiled in as constants (as kiln run and check do). */
 static Graph *lower_once(Arena *a, const char *model, const BenchOptions *o, bool freeze,
                          Tensor **inp, bool **randomp, bool *all_given, Diag *d) {
-  Graph *g = driver_load(a, model, d);
+  Graph *g = driver_load_opts(a, model, o->pipe.lua, d);
   if (!g)
     return NULL;
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
@@ -257,7 +257,9 @@ static int64_t weight_bytes(Arena *a, const Graph *g) {
 /* Write model.c/.h and bench.c into tmp, build tmp/bench, run it. */
 static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tmp,
                             const BenchOptions *o, Diag *d) {
-  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa};
+  EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
+                    .threads = o->threads, .gemm = o->gemm};
+  const char *extra = driver_extra_flags(a, o->threads, o->gemm);
   const char *cpath = arena_printf(a, "%s/model.c", tmp);
   const char *dpath = arena_printf(a, "%s/bench.c", tmp);
   const char *prog = arena_printf(a, "%s/bench", tmp);
@@ -268,8 +270,8 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   if (!write_file_atomic(dpath, drv, strlen(drv), d))
     return false;
   double t1 = now_s();
-  const char *cmd = arena_printf(a, "%s -std=c99 %s -Wall -Wextra -Werror -o '%s' '%s' '%s' -lm",
-                                 o->cc, o->cflags, prog, cpath, dpath);
+  const char *cmd = arena_printf(a, "%s -std=c99 %s -Wall -Wextra -Werror -o '%s' '%s' '%s' -lm%s",
+                                 o->cc, o->cflags, prog, cpath, dpath, extra);
   if (system(cmd) != 0)
     return diag_error(d, "the generated C did not build (command: %s)", cmd);
   double t2 = now_s();
@@ -287,8 +289,8 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   struct stat st;
   long long bin = stat(prog, &st) == 0 ? (long long)st.st_size : -1;
   int64_t flops = graph_flops(g);
-  printf("  build: emit %.2f s, %s %s: %.2f s; binary %lld bytes\n", t1 - t0, o->cc, o->cflags,
-         t2 - t1, bin);
+  printf("  build: emit %.2f s, %s %s%s: %.2f s; binary %lld bytes\n", t1 - t0, o->cc, o->cflags,
+         extra, t2 - t1, bin);
   printf("  model: %.4f GFLOP, weights %lld bytes, workspace %lld bytes\n", (double)flops * 1e-9,
          (long long)weight_bytes(a, g), (long long)g->ws_size);
   printf("  runs: %d after %d warm-up\n", o->runs, warmup);
@@ -329,11 +331,14 @@ int bench_model(const char *model, const BenchOptions *o) {
   }
   if (frozen)
     printf("  inputs that fix shapes are compiled in as constants from their --input data\n");
-  if (o->threads > 1)
-    printf("  threads: 1 (--threads %d recorded; kiln does not emit threaded code yet)\n",
-           o->threads);
-  else
-    printf("  threads: 1\n");
+  printf("  threads: %d%s\n", o->threads, o->threads > 1 ? " (OpenMP)" : "");
+  if (o->gemm == GEMM_OPENBLAS) {
+    /* OpenBLAS sizes its own thread pool: the same count as kiln's loops */
+    char n[16];
+    snprintf(n, sizeof n, "%d", o->threads);
+    setenv("OPENBLAS_NUM_THREADS", n, 1);
+    printf("  gemm: cblas_sgemm (--gemm=openblas, OPENBLAS_NUM_THREADS=%d)\n", o->threads);
+  }
   Diag rd = {0};
   rd.file = model;
   bool ok = bench_build_run(a, g, in, tmp, o, &rd);

@@ -50,7 +50,7 @@ Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag 
   if (ends_with(path, ".kir"))
     return load_kir(a, path, d);
   if (ends_with(path, ".lua"))
-    return lua_load_model(a, path, lua, d);
+    return dsl_load_model(a, path, lua, d);
   return onnx_import(a, path, d);
 }
 
@@ -199,6 +199,14 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
   free(feeds);
   *nin -= g->ninputs - k;
   g->ninputs = k;
+}
+
+const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm) {
+  struct stat st;
+  bool openblas_dir = stat("/usr/include/openblas/cblas.h", &st) == 0;
+  return arena_printf(a, "%s%s%s", threads > 1 ? " -fopenmp" : "",
+                      gemm == GEMM_OPENBLAS && openblas_dir ? " -I/usr/include/openblas" : "",
+                      gemm == GEMM_OPENBLAS ? " -lopenblas" : "");
 }
 
 const char *const driver_io_source =

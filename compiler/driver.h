@@ -15,6 +15,7 @@ typedef struct PipelineOptions {
   const char *dump_dir;     /* --dump-all=DIR: DIR/NN-pass.kir after each pass */
   bool verify_each;
   bool stop_before_plan;    /* the interpreter needs no workspace */
+  const LuaOptions *lua;    /* for .lua models (NULL: defaults) */
 } PipelineOptions;
 
 /* An ONNX model, IR text when path ends in .kir (with its .bin), or a Lua
@@ -55,6 +56,11 @@ typedef struct CheckOptions {
  * kiln check and kiln bench generate around a model: raw arrays in files,
  * exit status 2 on I/O failure. */
 extern const char *const driver_io_source;
+/* What building generated C needs beyond --cflags, at the end of the cc
+ * command: -fopenmp for --threads N > 1, -lopenblas (and the include
+ * folder of cblas.h where it is not on the default path) for
+ * --gemm=openblas; "" for neither. */
+const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm);
 
 /* kiln check DIR: 0 all agree, 1 mismatch or error. */
 int check_dir(const char *dir, const CheckOptions *o);

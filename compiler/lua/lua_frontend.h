@@ -11,13 +11,13 @@ typedef struct LuaOptions {
   int nsets;
   const char *weights;       /* --weights FILE.safetensors (overrides the script's weights()) */
   int64_t max_steps;         /* instruction budget (0: the default, 10^9) */
-  int64_t max_mem;           /* bytes the script may allocate (0: the default, 1 GiB) */
+  int64_t max_mem;           /* bytes the script may allocate (0: the default, 512 MiB) */
   bool traceback;            /* add the Lua traceback to errors (-v) */
 } LuaOptions;
 
 /* Run the script at path and return the graph it built (inputs, outputs,
  * params as constants, every node inferred), or NULL with d set: the
  * message then starts with the script's "file:line:". */
-Graph *lua_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d);
+Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d);
 
 #endif

@@ -21,6 +21,7 @@ typedef struct LuaCtx {
   int64_t steps, max_steps;  /* instruction count hook */
   int64_t mem, max_mem;      /* allocator */
   bool mem_exceeded;
+  int last_line;             /* script line at the last hook call (for memory errors) */
   SafeTensors *weights;      /* bound weights, or NULL */
   const char *weights_path;
   bool *set_used;            /* per --set, whether config{} consumed it */
@@ -35,9 +36,9 @@ LuaCtx *lctx(lua_State *L);
 
 /* "model.lua:14" for the innermost frame of the user's script (the
  * bundled modules' frames are skipped), or the innermost Lua frame. */
-const char *lua_origin(lua_State *L);
+const char *dsl_origin(lua_State *L);
 /* Raise a Lua error "ORIGIN: fmt..." (never returns). */
-int lua_fail(lua_State *L, const char *fmt, ...) KILN_PRINTF(2, 3);
+int dsl_fail(lua_State *L, const char *fmt, ...) KILN_PRINTF(2, 3);
 
 void lt_push(lua_State *L, int vid);
 /* Argument i as a tensor value id; numbers become constants of dtype like
@@ -55,10 +56,10 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what);
 
 /* After the script ran: outputs present, weights all used, --set keys all
  * known; compacts the graph. */
-bool lua_finish_model(LuaCtx *c, Diag *d);
+bool dsl_finish_model(LuaCtx *c, Diag *d);
 
 /* Registration of the globals each file defines. */
-void lua_open_tensor(lua_State *L);
-void lua_open_model(lua_State *L);
+void dsl_open_tensor(lua_State *L);
+void dsl_open_model(lua_State *L);
 
 #endif

@@ -53,16 +53,16 @@ static int config(lua_State *L) {
     if (type == LUA_TNUMBER && isint) {
       long long x = strtoll(v, &end, 10);
       if (end == v || *end || errno)
-        lua_fail(L, "--set %s=%s: expected an integer (the script's default is one)", key, v);
+        dsl_fail(L, "--set %s=%s: expected an integer (the script's default is one)", key, v);
       lua_pushinteger(L, x);
     } else if (type == LUA_TNUMBER) {
       double x = strtod(v, &end);
       if (end == v || *end || errno)
-        lua_fail(L, "--set %s=%s: expected a number", key, v);
+        dsl_fail(L, "--set %s=%s: expected a number", key, v);
       lua_pushnumber(L, x);
     } else if (type == LUA_TBOOLEAN) {
       if (strcmp(v, "true") && strcmp(v, "false"))
-        lua_fail(L, "--set %s=%s: expected true or false", key, v);
+        dsl_fail(L, "--set %s=%s: expected true or false", key, v);
       lua_pushboolean(L, !strcmp(v, "true"));
     } else {
       lua_pushstring(L, v);
@@ -76,28 +76,28 @@ static int config(lua_State *L) {
 
 static void check_shape(lua_State *L, int idx, Type *t, const char *what) {
   if (!lua_istable(L, idx))
-    lua_fail(L, "%s: shape is a %s; expected a list of dims like {2, 16, 64}", what,
+    dsl_fail(L, "%s: shape is a %s; expected a list of dims like {2, 16, 64}", what,
              luaL_typename(L, idx));
   int n = (int)lua_rawlen(L, idx);
   if (n > MAX_RANK)
-    lua_fail(L, "%s: rank %d; expected at most %d", what, n, MAX_RANK);
+    dsl_fail(L, "%s: rank %d; expected at most %d", what, n, MAX_RANK);
   t->rank = n;
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
     if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0)
-      lua_fail(L, "%s: dim %d is %s; expected a non-negative integer", what, i + 1,
+      dsl_fail(L, "%s: dim %d is %s; expected a non-negative integer", what, i + 1,
                luaL_tolstring(L, -1, NULL));
     t->dims[i] = lua_tointeger(L, -1);
     lua_pop(L, 1);
   }
   if (!type_size_ok(t))
-    lua_fail(L, "%s: shape is too large", what);
+    dsl_fail(L, "%s: shape is too large", what);
 }
 
 static DType check_dtype(lua_State *L, const char *name, const char *what) {
   DType dt = dt_from_name(name);
   if (dt == DT_UNDEF || !dt_supported(dt))
-    lua_fail(L, "%s: dtype '%s'; expected f32, f64, i64, i32, i8, u8, bool, ...", what, name);
+    dsl_fail(L, "%s: dtype '%s'; expected f32, f64, i64, i32, i8, u8, bool, ...", what, name);
   return dt;
 }
 
@@ -113,7 +113,7 @@ static int field(lua_State *L, int idx, const char *key, int pos) {
 
 static const char *name_field(lua_State *L, int idx, const char *what) {
   if (field(L, idx, "name", 1) != LUA_TSTRING || !*lua_tostring(L, -1))
-    lua_fail(L, "%s: expected a name, e.g. %s{\"x\", {1, 16}}", what, what);
+    dsl_fail(L, "%s: expected a name, e.g. %s{\"x\", {1, 16}}", what, what);
   const char *s = arena_strdup(lctx(L)->a, lua_tostring(L, -1));
   lua_pop(L, 1);
   return s;
@@ -121,7 +121,7 @@ static const char *name_field(lua_State *L, int idx, const char *what) {
 
 static void check_new_name(lua_State *L, const char *name, const char *what) {
   if (graph_find_value(lctx(L)->g, name) >= 0)
-    lua_fail(L, "%s: the name '%s' is taken; expected each input and param to have its own name",
+    dsl_fail(L, "%s: the name '%s' is taken; expected each input and param to have its own name",
              what, name);
 }
 
@@ -155,7 +155,7 @@ static int output(lua_State *L) {
   Value *v = gval(g, vid);
   bool rename = name && strcmp(v->name, name) != 0;
   if (rename && graph_find_value(g, name) >= 0)
-    lua_fail(L, "output: the name '%s' is taken", name);
+    dsl_fail(L, "output: the name '%s' is taken", name);
   /* an input, a constant or an output already: give the output its own value */
   if (v->is_input || v->data || v->is_output || v->producer < 0) {
     lt_op(L, "output", OP_IDENTITY, &vid, 1, 0, 1);
@@ -212,12 +212,12 @@ static void init_param(lua_State *L, int idx, const char *name, const Type *t, v
       el_set_f(t->dt, data, i, x);
   } else if (kind == LUA_TTABLE) {
     if ((int64_t)lua_rawlen(L, -1) != n)
-      lua_fail(L, "param '%s': init has %lld values; expected %lld (the shape's element count)",
+      dsl_fail(L, "param '%s': init has %lld values; expected %lld (the shape's element count)",
                name, (long long)lua_rawlen(L, -1), (long long)n);
     for (int64_t i = 0; i < n; i++) {
       lua_rawgeti(L, -1, i + 1);
       if (lua_type(L, -1) != LUA_TNUMBER)
-        lua_fail(L, "param '%s': init value %lld is not a number", name, (long long)i + 1);
+        dsl_fail(L, "param '%s': init value %lld is not a number", name, (long long)i + 1);
       el_set_f(t->dt, data, i, lua_tonumber(L, -1));
       lua_pop(L, 1);
     }
@@ -236,7 +236,7 @@ static void init_param(lua_State *L, int idx, const char *name, const Type *t, v
       else if (!strcmp(how, "uniform"))
         x = (2 * next_unit(&seed) - 1) * bound;
       else
-        return (void)lua_fail(L, "param '%s': init '%s'; expected \"normal\", \"uniform\", "
+        return (void)dsl_fail(L, "param '%s': init '%s'; expected \"normal\", \"uniform\", "
                                  "\"zeros\", \"ones\", a number or a list", name, how);
       el_set_f(t->dt, data, i, x);
     }
@@ -249,12 +249,12 @@ static void init_param(lua_State *L, int idx, const char *name, const Type *t, v
 static bool bind_weights(lua_State *L, const char *path) {
   LuaCtx *c = lctx(L);
   if (c->weights)
-    lua_fail(L, "weights: already bound to %s; expected one weights file per model",
+    dsl_fail(L, "weights: already bound to %s; expected one weights file per model",
              c->weights_path);
   c->weights = arena_alloc(c->a, sizeof(SafeTensors));
   Diag d = {0};
   if (!safetensors_load(c->a, path, c->weights, &d))
-    lua_fail(L, "weights: %s: %s", path, d.msg);
+    dsl_fail(L, "weights: %s: %s", path, d.msg);
   c->weights_path = arena_strdup(c->a, path);
   return true;
 }
@@ -292,7 +292,7 @@ static int param(lua_State *L) {
     Diag d = {0};
     StTensor *st = safetensors_take(c->weights, name, &t, &d);
     if (!st)
-      lua_fail(L, "param '%s': %s", name, d.msg);
+      dsl_fail(L, "param '%s': %s", name, d.msg);
     vid = ir_const(c->g, name, t.dt, t.rank, t.dims, st->data);
   } else {
     vid = ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
@@ -309,18 +309,18 @@ static int param(lua_State *L) {
 static void nested_shape(lua_State *L, int idx, Type *t, int depth, int64_t *count) {
   if (lua_type(L, idx) != LUA_TTABLE) {
     if (depth != t->rank && *count > 0)
-      lua_fail(L, "const: ragged nested table; expected every row to have the same length");
+      dsl_fail(L, "const: ragged nested table; expected every row to have the same length");
     t->rank = depth;
     ++*count;
     return;
   }
   if (depth >= MAX_RANK)
-    lua_fail(L, "const: nested deeper than %d", MAX_RANK);
+    dsl_fail(L, "const: nested deeper than %d", MAX_RANK);
   int64_t n = (int64_t)lua_rawlen(L, idx);
   if (*count == 0 && (depth >= t->rank || t->dims[depth] < 0))
     t->dims[depth] = n;
   else if (t->dims[depth] != n)
-    lua_fail(L, "const: ragged nested table; expected every row to have the same length");
+    dsl_fail(L, "const: ragged nested table; expected every row to have the same length");
   if (n == 0) {
     t->rank = depth + 1;
     return;
@@ -341,7 +341,7 @@ static void nested_fill(lua_State *L, int idx, DType dt, void *data, int64_t *k)
     else if (lua_type(L, idx) == LUA_TNUMBER)
       el_set_f(dt, data, (*k)++, lua_tonumber(L, idx));
     else
-      lua_fail(L, "const: a %s in the data; expected numbers or booleans", luaL_typename(L, idx));
+      dsl_fail(L, "const: a %s in the data; expected numbers or booleans", luaL_typename(L, idx));
     return;
   }
   int64_t n = (int64_t)lua_rawlen(L, idx);
@@ -380,7 +380,7 @@ static int const_(lua_State *L) {
   for (int i = t.rank; i < MAX_RANK; i++)
     t.dims[i] = 0;
   if (!type_size_ok(&t))
-    lua_fail(L, "const: too large");
+    dsl_fail(L, "const: too large");
   int vid = ir_const(c->g, "const", dt, t.rank, t.dims, NULL);
   int64_t k = 0;
   nested_fill(L, 1, dt, gval(c->g, vid)->data, &k);
@@ -416,12 +416,12 @@ static int arange(lua_State *L) {
   for (int i = 1; i <= lua_gettop(L) && i <= 3; i++)
     ints = ints && lua_isinteger(L, i);
   if (step == 0)
-    lua_fail(L, "arange: step is 0");
+    dsl_fail(L, "arange: step is 0");
   double len = ceil((stop - start) / step);
   if (len < 0)
     len = 0;
   if (len > (double)MAX_NUMEL)
-    lua_fail(L, "arange: too long");
+    dsl_fail(L, "arange: too long");
   int64_t n = (int64_t)len;
   DType dt = ints ? DT_I64 : DT_F32;
   int vid = ir_const(c->g, "const", dt, 1, &n, NULL);
@@ -431,7 +431,7 @@ static int arange(lua_State *L) {
   return 1;
 }
 
-void lua_open_model(lua_State *L) {
+void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
       {"weights", weights}, {"const", const_}, {"full", full}, {"zeros", zeros},
@@ -442,7 +442,7 @@ void lua_open_model(lua_State *L) {
   lua_pop(L, 1);
 }
 
-bool lua_finish_model(LuaCtx *c, Diag *d) {
+bool dsl_finish_model(LuaCtx *c, Diag *d) {
   Graph *g = c->g;
   d->file = c->script;
   for (int i = 0; i < c->o->nsets; i++)

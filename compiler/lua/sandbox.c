@@ -14,7 +14,7 @@
 #include "lua_internal.h"
 
 #define DEFAULT_STEPS ((int64_t)1000000000)
-#define DEFAULT_MEM ((int64_t)1 << 30)
+#define DEFAULT_MEM ((int64_t)512 << 20)
 #define HOOK_EVERY 1000
 
 static const char CTX_KEY = 'k'; /* registry key: its address */
@@ -44,38 +44,50 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return p;
 }
 
-static void count_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
-  LuaCtx *c = lctx(L);
-  c->steps += HOOK_EVERY;
-  if (c->steps > c->max_steps)
-    lua_fail(L, "the script ran for more than %lld Lua steps (a runaway loop?); --lua-steps=N "
-                "raises the budget", (long long)c->max_steps);
-}
-
-const char *lua_origin(lua_State *L) {
-  LuaCtx *c = lctx(L);
+/* The innermost frame of the user's script, else the innermost Lua frame
+ * (src receives its short_src); the line, or 0 when there is none. */
+static int user_frame(lua_State *L, const LuaCtx *c, char src[LUA_IDSIZE]) {
   lua_Debug ar;
-  const char *first = NULL;
+  int line = 0;
   for (int level = 0; lua_getstack(L, level, &ar); level++) {
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
       continue;
-    const char *where = arena_printf(c->a, "%s:%d", ar.short_src, ar.currentline);
-    if (strcmp(ar.source, c->chunkname) == 0)
-      return where;
-    if (!first)
-      first = where;
+    bool mine = strcmp(ar.source, c->chunkname) == 0;
+    if (mine || !line) {
+      memcpy(src, ar.short_src, LUA_IDSIZE);
+      line = ar.currentline;
+    }
+    if (mine)
+      break;
   }
-  return first ? first : c->script;
+  return line;
 }
 
-int lua_fail(lua_State *L, const char *fmt, ...) {
+static void count_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  LuaCtx *c = lctx(L);
+  char src[LUA_IDSIZE];
+  c->steps += HOOK_EVERY;
+  c->last_line = user_frame(L, c, src); /* for errors raised where no stack is left */
+  if (c->steps > c->max_steps)
+    dsl_fail(L, "the script ran for more than %lld Lua steps (a runaway loop?); --lua-steps=N "
+                "raises the budget", (long long)c->max_steps);
+}
+
+const char *dsl_origin(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  char src[LUA_IDSIZE];
+  int line = user_frame(L, c, src);
+  return line ? arena_printf(c->a, "%s:%d", src, line) : c->script;
+}
+
+int dsl_fail(lua_State *L, const char *fmt, ...) {
   char msg[900];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  lua_pushfstring(L, "%s: %s", lua_origin(L), msg);
+  lua_pushfstring(L, "%s: %s", dsl_origin(L), msg);
   return lua_error(L);
 }
 
@@ -134,7 +146,7 @@ static int bundled_require(lua_State *L) {
     return 1;
   lua_pop(L, 1);
   if (!load_module_text(L, name))
-    return lua_fail(L, "require '%s': no such module; the sandbox offers only kiln's bundled "
+    return dsl_fail(L, "require '%s': no such module; the sandbox offers only kiln's bundled "
                        "modules ('nn')", name);
   lua_pushstring(L, name);
   lua_call(L, 1, 1);
@@ -189,8 +201,9 @@ static void open_sandbox_libs(lua_State *L) {
 
 static int traceback_handler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
-  if (!msg)
-    msg = luaL_tolstring(L, 1, NULL);
+  if (!msg) /* error(non-string): say where */
+    msg = lua_pushfstring(L, "%s: error(%s) raised; expected a message string", dsl_origin(L),
+                          luaL_typename(L, 1));
   luaL_traceback(L, L, msg, 1);
   return 1;
 }
@@ -199,8 +212,13 @@ static int traceback_handler(lua_State *L) {
 static void record_error(LuaCtx *c, lua_State *L, int status, Diag *d) {
   d->file = NULL; /* Lua messages carry their own "file:line:" */
   if (status == LUA_ERRMEM || c->mem_exceeded) {
-    diag_error(d, "%s: the script allocated more than %lld MiB (a memory bomb?); --lua-mem=MB "
-                  "raises the cap", c->script, (long long)(c->max_mem >> 20));
+    if (c->last_line)
+      diag_error(d, "%s:%d: the script allocated more than %lld MiB (a memory bomb?); "
+                    "--lua-mem=MB raises the cap", c->script, c->last_line,
+                 (long long)(c->max_mem >> 20));
+    else
+      diag_error(d, "%s: the script allocated more than %lld MiB (a memory bomb?); --lua-mem=MB "
+                    "raises the cap", c->script, (long long)(c->max_mem >> 20));
     return;
   }
   const char *msg = lua_tostring(L, -1);
@@ -215,7 +233,7 @@ static void record_error(LuaCtx *c, lua_State *L, int status, Diag *d) {
 }
 
 
-Graph *lua_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
+Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
   static const LuaOptions none = {0};
   if (!o)
     o = &none;
@@ -250,8 +268,8 @@ Graph *lua_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   lua_pushlightuserdata(L, &c);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &CTX_KEY);
   open_sandbox_libs(L);
-  lua_open_tensor(L);
-  lua_open_model(L);
+  dsl_open_tensor(L);
+  dsl_open_model(L);
   lua_sethook(L, count_hook, LUA_MASKCOUNT, HOOK_EVERY);
 
   lua_pushcfunction(L, traceback_handler);
@@ -262,7 +280,7 @@ Graph *lua_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   bool ok = status == LUA_OK;
   if (!ok)
     record_error(&c, L, status, d);
-  else if (!lua_finish_model(&c, d))
+  else if (!dsl_finish_model(&c, d))
     ok = false;
   lua_close(L);
   return ok ? c.g : NULL;

@@ -32,7 +32,7 @@ int lt_check_like(lua_State *L, int i, DType like) {
     DType dt = like != DT_UNDEF ? like : lua_isinteger(L, i) ? DT_I64 : DT_F32;
     return ir_const_scalar(lctx(L)->g, "const", dt, lua_tonumber(L, i));
   }
-  return lua_fail(L, "argument %d is a %s; expected a tensor or a number", i, luaL_typename(L, i));
+  return dsl_fail(L, "argument %d is a %s; expected a tensor or a number", i, luaL_typename(L, i));
 }
 
 int lt_check(lua_State *L, int i) { return lt_check_like(L, i, DT_UNDEF); }
@@ -65,7 +65,7 @@ static void set_list_attr(lua_State *L, int node, const char *key, int idx, cons
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, idx, i + 1);
       if (lua_type(L, -1) != LUA_TSTRING)
-        lua_fail(L, "%s: attribute '%s' mixes strings and other values", what, key);
+        dsl_fail(L, "%s: attribute '%s' mixes strings and other values", what, key);
       a->strings[i] = arena_strdup(g->arena, lua_tostring(L, -1));
       lua_pop(L, 1);
     }
@@ -81,7 +81,7 @@ static void set_list_attr(lua_State *L, int node, const char *key, int idx, cons
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, idx, i + 1);
     if (lua_type(L, -1) != LUA_TNUMBER)
-      lua_fail(L, "%s: attribute '%s' element %d is a %s; expected a number", what, key, i + 1,
+      dsl_fail(L, "%s: attribute '%s' element %d is a %s; expected a number", what, key, i + 1,
                luaL_typename(L, -1));
     if (ints)
       a->ints[i] = lua_tointeger(L, -1);
@@ -97,7 +97,7 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      lua_fail(L, "%s: attribute names must be strings", what);
+      dsl_fail(L, "%s: attribute names must be strings", what);
     const char *key = lua_tostring(L, -2);
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER:
@@ -119,7 +119,7 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what) {
       LTensor *t = luaL_testudata(L, -1, TENSOR_MT);
       Value *v = t ? gval(g, t->vid) : NULL;
       if (!v || !v->data)
-        lua_fail(L, "%s: attribute '%s' must be a constant tensor", what, key);
+        dsl_fail(L, "%s: attribute '%s' must be a constant tensor", what, key);
       Attr *a = node_add_attr(g, &g->nodes[node], key, ATTR_TENSOR);
       a->t = arena_alloc(g->arena, sizeof(Tensor));
       a->t->type = v->type;
@@ -127,7 +127,7 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what) {
       break;
     }
     default:
-      lua_fail(L, "%s: attribute '%s' is a %s; expected a number, string, list or tensor", what,
+      dsl_fail(L, "%s: attribute '%s' is a %s; expected a number, string, list or tensor", what,
                key, luaL_typename(L, -1));
     }
     lua_pop(L, 1);
@@ -141,7 +141,7 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
   Graph *g = c->g;
   if (attrs)
     attrs = lua_absindex(L, attrs);
-  int node = ir_op(g, op, lua_origin(L), in, nin, nout);
+  int node = ir_op(g, op, dsl_origin(L), in, nin, nout);
   g->nodes[node].name = arena_printf(c->a, "%s_%d", op_table[op].name, node);
   if (attrs)
     lt_attrs(L, node, attrs, what);
@@ -153,7 +153,7 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
     const char *p = strstr(msg, "): ");
     if (!strncmp(msg, "node '", 6) && p)
       msg = p + 3;
-    return lua_fail(L, "%s: %s", what, msg);
+    return dsl_fail(L, "%s: %s", what, msg);
   }
   for (int i = 0; i < nout; i++)
     lt_push(L, ir_out(g, node, i));
@@ -163,7 +163,7 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
 static int op_id(lua_State *L, const char *name) {
   int op = op_lookup(name);
   if (op < 0)
-    lua_fail(L, "op '%s' is not one kiln has (see `kiln ops`)", name);
+    dsl_fail(L, "op '%s' is not one kiln has (see `kiln ops`)", name);
   return op;
 }
 
@@ -282,11 +282,11 @@ static int int_list(lua_State *L, int idx, int64_t *v, int max, const char *what
   if (lua_istable(L, idx)) {
     n = (int)lua_rawlen(L, idx);
     if (n > max)
-      lua_fail(L, "%s: %d values; expected at most %d", what, n, max);
+      dsl_fail(L, "%s: %d values; expected at most %d", what, n, max);
     for (int i = 0; i < n; i++) {
       lua_rawgeti(L, idx, i + 1);
       if (!lua_isinteger(L, -1))
-        lua_fail(L, "%s: element %d is not an integer", what, i + 1);
+        dsl_fail(L, "%s: element %d is not an integer", what, i + 1);
       v[i] = lua_tointeger(L, -1);
       lua_pop(L, 1);
     }
@@ -294,9 +294,9 @@ static int int_list(lua_State *L, int idx, int64_t *v, int max, const char *what
   }
   for (int i = idx; i <= lua_gettop(L); i++) {
     if (n >= max)
-      lua_fail(L, "%s: more than %d values", what, max);
+      dsl_fail(L, "%s: more than %d values", what, max);
     if (!lua_isinteger(L, i))
-      lua_fail(L, "%s: argument %d is not an integer", what, i);
+      dsl_fail(L, "%s: argument %d is not an integer", what, i);
     v[n++] = lua_tointeger(L, i);
   }
   return n;
@@ -309,7 +309,7 @@ static int const_ints(lua_State *L, const int64_t *v, int n) {
 static int axis_of(lua_State *L, int vid, int64_t axis, const char *what) {
   int a;
   if (!axis_norm(axis, ltype(L, vid)->rank, &a))
-    lua_fail(L, "%s: axis %lld is out of range for a rank-%d tensor", what, (long long)axis,
+    dsl_fail(L, "%s: axis %lld is out of range for a rank-%d tensor", what, (long long)axis,
              ltype(L, vid)->rank);
   return a;
 }
@@ -471,7 +471,7 @@ static int cast(lua_State *L) {
   const char *name = luaL_checkstring(L, 2);
   DType dt = dt_from_name(name);
   if (dt == DT_UNDEF || !dt_supported(dt))
-    lua_fail(L, "cast: unknown dtype '%s'; expected f32, f64, i64, i32, bool, ...", name);
+    dsl_fail(L, "cast: unknown dtype '%s'; expected f32, f64, i64, i32, bool, ...", name);
   lua_settop(L, 1);
   return with_int_attr(L, "cast", "Cast", 1, "to", dt);
 }
@@ -496,7 +496,7 @@ static int layer_norm(lua_State *L) {
 static int gelu(lua_State *L) {
   const char *approx = luaL_optstring(L, 2, "none");
   if (strcmp(approx, "none") && strcmp(approx, "tanh"))
-    lua_fail(L, "gelu: approximate '%s'; expected \"none\" or \"tanh\"", approx);
+    dsl_fail(L, "gelu: approximate '%s'; expected \"none\" or \"tanh\"", approx);
   lua_settop(L, 1);
   lua_newtable(L);
   lua_pushstring(L, approx);
@@ -544,14 +544,14 @@ static int split(lua_State *L) {
     int a = axis_of(L, x, axis, "split");
     int64_t dim = ltype(L, x)->dims[a];
     if (parts < 1 || parts > 64 || dim % parts)
-      lua_fail(L, "split: %lld parts of a dim of %lld; expected a divisor (at most 64 parts)",
+      dsl_fail(L, "split: %lld parts of a dim of %lld; expected a divisor (at most 64 parts)",
                (long long)parts, (long long)dim);
     n = (int)parts;
     for (int i = 0; i < n; i++)
       sizes[i] = dim / parts;
   }
   if (n < 1)
-    lua_fail(L, "split: no sizes given");
+    dsl_fail(L, "split: no sizes given");
   int in[2] = {x, const_ints(L, sizes, n)};
   lua_settop(L, 0);
   lua_newtable(L);
@@ -587,7 +587,7 @@ static int tensor_index(lua_State *L) {
   luaL_getmetafield(L, 1, "methods");
   lua_getfield(L, -1, key ? key : "");
   if (lua_isnil(L, -1))
-    return lua_fail(L, "tensors have no field or method '%s' (see docs/lua.md)",
+    return dsl_fail(L, "tensors have no field or method '%s' (see docs/lua.md)",
                     key ? key : luaL_typename(L, 2));
   return 1;
 }
@@ -601,7 +601,7 @@ static int tensor_tostring(lua_State *L) {
 }
 
 static int tensor_newindex(lua_State *L) {
-  return lua_fail(L, "tensors are immutable values; expected y = f(x) instead of assigning a field");
+  return dsl_fail(L, "tensors are immutable values; expected y = f(x) instead of assigning a field");
 }
 
 static const luaL_Reg methods[] = {
@@ -634,7 +634,7 @@ static int generic_op(lua_State *L) {
   int op = op_id(L, name);
   int nin = (int)lua_rawlen(L, 2);
   if (nin > 64)
-    lua_fail(L, "op %s: %d inputs; expected at most 64", name, nin);
+    dsl_fail(L, "op %s: %d inputs; expected at most 64", name, nin);
   int in[64];
   for (int i = 0; i < nin; i++) {
     lua_rawgeti(L, 2, i + 1);
@@ -645,7 +645,7 @@ static int generic_op(lua_State *L) {
   int nout = (int)opt_int(L, attrs ? 4 : 3, op_table[op].min_out);
   if (nout < op_table[op].min_out || nout > 16 ||
       (op_table[op].max_out >= 0 && nout > op_table[op].max_out))
-    lua_fail(L, "op %s: %d outputs requested; expected %d to %d", name, nout,
+    dsl_fail(L, "op %s: %d outputs requested; expected %d to %d", name, nout,
              op_table[op].min_out, op_table[op].max_out);
   return lt_op(L, name, op, in, nin, attrs, nout);
 }
@@ -663,7 +663,7 @@ static int cat(lua_State *L) {
   int64_t axis = opt_int(L, 2, 0);
   int n = (int)lua_rawlen(L, 1);
   if (n < 1 || n > 64)
-    lua_fail(L, "cat: %d tensors; expected 1 to 64", n);
+    dsl_fail(L, "cat: %d tensors; expected 1 to 64", n);
   int in[64];
   for (int i = 0; i < n; i++) {
     lua_rawgeti(L, 1, i + 1);
@@ -677,7 +677,7 @@ static int cat(lua_State *L) {
   return lt_op(L, "cat", OP_CONCAT, in, n, 1, 1);
 }
 
-void lua_open_tensor(lua_State *L) {
+void dsl_open_tensor(lua_State *L) {
   luaL_newmetatable(L, TENSOR_MT);
   static const luaL_Reg meta[] = {
       {"__add", add}, {"__sub", sub}, {"__mul", mul}, {"__div", div}, {"__mod", mod},
