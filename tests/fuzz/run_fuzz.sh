@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c and
-# fuzz_kir.c with clang's libFuzzer, ASan and UBSan against kiln's compiler
-# sources and fuzz the ONNX importer and the .kir parser (each followed by
-# the pass pipeline and C emission) for SECONDS seconds each.
+# run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c,
+# fuzz_kir.c and fuzz_safetensors.c with clang's libFuzzer, ASan and UBSan
+# against kiln's compiler sources and fuzz the ONNX importer and the .kir
+# parser (each followed by the pass pipeline and C emission) and the
+# .safetensors reader (and writer) for SECONDS seconds each.
 #
 # SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
 # The protoc-c bindings and the embedded templates are generated into the
 # build folder the same way CMake does. Seeds: tests/bad/*.onnx and a few
-# small ONNX backend node tests. Findings are saved as crash-*/leak-*/oom-*
+# small ONNX backend node tests; tests/safetensors/make_files.py's corpus
+# for the safetensors reader. Findings are saved as crash-*/leak-*/oom-*
 # files in $KILN_FUZZ_DIR (default build-fuzz/, full log in fuzz.log there);
 # the script exits 1 if any.
 #
 # Needs: clang with the libFuzzer runtime (Debian: apt-get install clang
-# libclang-rt-14-dev), protoc-c, libprotobuf-c-dev, cmake.
+# libclang-rt-14-dev), protoc-c, libprotobuf-c-dev, libjansson-dev, cmake, python3.
 set -eu -o pipefail
 
 secs=${1:?usage: run_fuzz.sh SECONDS [SRC_ROOT]}
@@ -41,12 +43,13 @@ cmake -DOUT="$gen/templates_data.c" "-DFILES=${templates}$root/runtime/kiln_rt.h
 
 # build: one object per source so a rebuild after a small edit stays quick
 flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-       -fno-sanitize-recover=undefined -I$root/compiler -I$gen"
+       -fno-sanitize-recover=undefined -I$root/compiler -I$gen $(pkg-config --cflags lua5.4)"
 objs=()
 # shellcheck disable=SC2012
-newest_h=$(ls -t "$root"/compiler/*.h "$gen/onnx.pb-c.h" | head -n 1)
-for s in "$root"/compiler/*.c "$root"/compiler/ops/*.c "$root"/compiler/passes/*.c "$gen/templates_data.c"; do
-  [ "$s" = "$root/compiler/main.c" ] && continue
+newest_h=$(ls -t "$root"/compiler/*.h "$root"/compiler/*/*.h "$gen/onnx.pb-c.h" | head -n 1)
+for s in "$root"/compiler/*.c "$root"/compiler/ops/*.c "$root"/compiler/passes/*.c \
+         "$root"/compiler/lua/*.c "$gen/templates_data.c"; do
+  [ "$s" = "$root/compiler/main.c" ] || [ ! -e "$s" ] && continue
   o=$out/obj/$(echo "${s#"$root"/}" | tr '/' '_').o
   mkdir -p "$out/obj"
   if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ "$newest_h" -nt "$o" ]; then
@@ -60,12 +63,12 @@ if [ ! -f "$pbo" ] || [ "$gen/onnx.pb-c.c" -nt "$pbo" ]; then
   # shellcheck disable=SC2086
   "$cc" $flags -w -c "$gen/onnx.pb-c.c" -o "$pbo"
 fi
-for target in fuzz_onnx fuzz_kir; do
+for target in fuzz_onnx fuzz_kir fuzz_safetensors; do
   # shellcheck disable=SC2086
   "$cc" $flags -fsanitize=fuzzer -c "$here/$target.c" -o "$out/obj/$target.o"
   # shellcheck disable=SC2046
   "$cc" -fsanitize=fuzzer,address,undefined "$out/obj/$target.o" "${objs[@]}" "$pbo" \
-        $(pkg-config --libs libprotobuf-c) -lm -o "$out/$target"
+        $(pkg-config --libs libprotobuf-c jansson lua5.4) -lm -o "$out/$target"
 done
 
 # seed corpus: the bad-input cases and some small node tests
@@ -106,10 +109,21 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_kir -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
              ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
              corpus_kir "$out/seeds_kir" 2>&1 | tee "$out/fuzz_kir.log" | tail -n 12 || rc=$?
+# the safetensors reader, seeded with the good and bad files of its tests
+mkdir -p "$out/corpus_st" "$out/seeds_st"
+"${PYTHON3:-/usr/bin/python3}" "$root/tests/safetensors/make_files.py" "$out/seeds_st" &&
+  rm -f "$out/seeds_st/cases.txt" || echo "run_fuzz.sh: no safetensors seeds (python3 failed)" >&2
+printf '"%s"\n' dtype shape data_offsets __metadata__ F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 \
+  U8 BOOL '\\u00e9' >"$out/safetensors.dict"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_safetensors -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+                     -dict="$out/safetensors.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+                     corpus_st "$out/seeds_st" 2>&1 | tee "$out/fuzz_st.log" | tail -n 12 || rc=$?
 found=0
 for f in "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*; do
   [ -e "$f" ] || continue
-  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx or fuzz_kir FILE):" >&2
+  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx, fuzz_kir or fuzz_safetensors FILE):" >&2
   echo "  $f" >&2
   found=1
 done
