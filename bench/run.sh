@@ -5,7 +5,8 @@
 # /usr/bin/python3 with python3-torch 1.13), measures the machine's FMA peak
 # (bench/peak_fma.c), makes or reuses a venv with PyPI onnxruntime, numpy and
 # onnx (never torch from PyPI), and runs bench/compare.py: kiln bench builds
-# each model, then kiln and ORT (1 and 2 threads) are timed interleaved,
+# each model with --threads 1 and --threads 2, then kiln and ORT (1 and 2
+# threads each) are timed interleaved,
 # checked for agreement (rtol 1e-4), and tabulated; the table also goes to
 # $KILN_BENCH_DIR/results.md.
 # --smoke: the smallest model only, 20 inferences, into results-smoke.md;

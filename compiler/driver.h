@@ -39,6 +39,9 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin);
 /* Reference interpreter: inputs in graph-input order; outputs (graph-output
  * order) are allocated in g's arena. */
 bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d);
+/* Graph input i, when it is a state, as it is at the first call (its
+ * initial value) into *t; false for other inputs. */
+bool interp_state_start(const Graph *g, int i, Tensor *t);
 
 typedef struct CheckOptions {
   double rtol, atol;
@@ -49,6 +52,7 @@ typedef struct CheckOptions {
   EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
   int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
+  const char *model;      /* --model FILE: compile this instead of DIR/model.* */
   PipelineOptions pipe;
 } CheckOptions;
 

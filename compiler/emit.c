@@ -2,8 +2,9 @@
  * API) and model.c (weights, then one run function that reads like a
  * hand-written forward pass: one commented block per node, every loop bound
  * a constant). Kernels come from the ops' _emit functions; this file owns
- * naming, weights, the workspace layout and the shared elementwise-loop
- * generator. Output is deterministic: same graph, same bytes. */
+ * naming, weights, the workspace layout, a stateful model's state struct
+ * and the shared elementwise-loop generator. Output is deterministic: same
+ * graph, same bytes. */
 #include "emit.h"
 
 #include <ctype.h>
@@ -87,6 +88,31 @@ const char *emit_mathfn(Emit *e, DType dt, const char *fn) {
   return dt == DT_F32 ? arena_printf(e->g->arena, "%sf", fn) : fn;
 }
 
+/* ---- threads -------------------------------------------------------------- */
+
+bool emit_parallel_worth(const Emit *e, int64_t iters, double serial_ns) {
+  return e->threads > 1 && iters >= e->threads && serial_ns >= EMIT_PARALLEL_MIN_NS;
+}
+
+bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns) {
+  if (!emit_parallel_worth(e, iters, serial_ns))
+    return false;
+  emit_line(e, "KILN_PARALLEL_FOR");
+  e->nparallel++;
+  return true;
+}
+
+/* The .c file's threads block (--threads N > 1): see emit.h. */
+static void put_parallel_macro(Buf *c, int threads) {
+  buf_printf(c, "/* --threads %d: built with -fopenmp, each loop marked KILN_PARALLEL_FOR runs\n"
+                " * on %d OpenMP threads, its iterations split into %d equal chunks; built\n"
+                " * without it, the same code runs serially. */\n"
+                "#ifdef _OPENMP\n"
+                "#define KILN_PARALLEL_FOR _Pragma(\"omp parallel for num_threads(%d) schedule(static)\")\n"
+                "#else\n#define KILN_PARALLEL_FOR\n#endif\n\n",
+             threads, threads, threads, threads);
+}
+
 /* ---- templates ------------------------------------------------------------ */
 
 void emit_tmpl(Emit *e, const char *name, ...) {
@@ -164,6 +190,16 @@ void emit_tmpl(Emit *e, const char *name, ...) {
 
 /* ---- elementwise loops ---------------------------------------------------- */
 
+/* Estimated serial nanoseconds per element of expr (emit_parallel_for):
+ * arithmetic vectorises; a call to libm (expf, erff; a cast is not a
+ * call) runs scalar, a few nanoseconds each. */
+static double elementwise_ns(const char *expr) {
+  for (const char *p = expr; *p; p++)
+    if (p[0] == '(' && p > expr && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))
+      return 4;
+  return 0.25;
+}
+
 /* Loop nest over the output shape; each operand indexes with its own
  * broadcast strides. Adjacent dims that are contiguous for every operand
  * merge, so same-shape operands give a single flat loop. */
@@ -223,6 +259,8 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
     idx[k] = arena_strdup(g->arena, b.len ? b.s : "0");
     buf_free(&b);
   }
+  if (r > 0)
+    emit_parallel_for(e, md[0], (double)type_numel(ot) * elementwise_ns(expr));
   for (int d = 0; d < r; d++) {
     emit_line(e, "for (int i%d = 0; i%d < %lld; i%d++) {", d, d, (long long)md[d], d);
     e->indent++;
@@ -266,8 +304,9 @@ static const char *cm(Arena *a, const char *s) {
   return r;
 }
 
-/* Names a parameter must not take: C keywords, the macros of the headers
- * the generated code includes, and the libc/libm functions it calls (a
+/* Names a parameter must not take: C keywords, the run functions' own
+ * parameters (ws, workspace, state), the macros of the headers the
+ * generated code includes, and the libc/libm functions it calls (a
  * parameter named expf would shadow the function). */
 static bool reserved_ident(const char *s) {
   static const char *const words[] = {
@@ -275,7 +314,7 @@ static bool reserved_ident(const char *s) {
       "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
       "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
       "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "ws",
-      "workspace", "memcpy", "memset", "NAN", "INFINITY", "isnan", "isinf", "abs", "exp", "log",
+      "workspace", "state", "memcpy", "memset", "NAN", "INFINITY", "isnan", "isinf", "abs", "exp", "log",
       "sqrt", "pow", "tanh", "erf", "fabs", "fmax", "fmin", "sin", "cos", "tan", "asin", "acos",
       "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "nearbyint", "round",
       "fmod", "exp2", "log2", "log1p", "expm1", "cbrt", "hypot", "rint", "trunc", "lrint",
@@ -350,17 +389,153 @@ static const char **param_names(Graph *g) {
   return names;
 }
 
+/* ---- state ----------------------------------------------------------------
+ * A stateful model (Transformer-XL's memory) keeps each state input in a
+ * caller-owned struct, <prefix>_state, instead of a parameter; the output
+ * that is its next value is computed into the workspace and copied into
+ * the struct at the end of the call. */
+
+/* Entry i of the inputs-then-outputs list is a parameter of the run
+ * functions: states and their next values are not. */
+static bool is_param(const Graph *g, int i) {
+  return i < g->ninputs ? !g->vals[g->inputs[i]].is_state
+                        : graph_state_of_output(g, i - g->ninputs) < 0;
+}
+
+static bool has_state(const Graph *g) {
+  for (int i = 0; i < g->ninputs; i++)
+    if (g->vals[g->inputs[i]].is_state)
+      return true;
+  return false;
+}
+
+/* Bad state links in the input (.kir) are errors, not bad C. */
+static bool check_states(Graph *g, Diag *d) {
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (!v->is_state)
+      continue;
+    if (v->state_next < 0 || v->state_next >= g->noutputs || !v->state_init)
+      return diag_error(d, "state '%s' has no next value or no initial value", v->name);
+    const Value *next = &g->vals[g->outputs[v->state_next]];
+    char a[160], b[160];
+    if (!type_equal(&v->type, &next->type) || type_numel(&v->type) == 0)
+      return diag_error(d, "state '%s' is %s and its next value '%s' is %s; expected the same "
+                        "non-empty type", v->name, type_str(&v->type, a, sizeof a), next->name,
+                        type_str(&next->type, b, sizeof b));
+    if (next->is_state && next != v)
+      return diag_error(d, "state '%s': its next value is the state '%s' itself; expected a "
+                        "value computed from it (states are updated in place)", v->name, next->name);
+  }
+  return true;
+}
+
+/* The header's part: the struct, its layout, the init function. */
+static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **pn) {
+  Arena *a = g->arena;
+  buf_printf(h, "/* The state the model carries from one call to the next (caller-owned):\n"
+                " * %s_state_init() sets every field to its initial value; each run reads\n"
+                " * the fields as the previous call left them and overwrites them, at its\n"
+                " * end, with their values for the next call. */\ntypedef struct %s_state {\n",
+             prefix, prefix);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    char ts[160];
+    if (v->is_state)
+      buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), pn[i],
+                 array_dims(a, &v->type), type_str(&v->type, ts, sizeof ts), cm(a, v->name));
+  }
+  buf_printf(h, "} %s_state;\n\nvoid %s_state_init(%s_state *state);\n", prefix, prefix, prefix);
+}
+
+/* <prefix>_state_init: zeros by memset, other initial values from a
+ * constant array. */
+static void put_state_init(Buf *c, Emit *e, const char **pn) {
+  Graph *g = e->g;
+  buf_printf(c, "\nvoid %s_state_init(%s_state *state) {\n", e->prefix, e->prefix);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (!v->is_state)
+      continue;
+    size_t bytes = type_bytes(&v->type);
+    bool zeros = true;
+    for (size_t k = 0; k < bytes && zeros; k++)
+      zeros = ((const unsigned char *)v->state_init)[k] == 0;
+    if (zeros)
+      buf_printf(c, "  memset(state->%s, 0, sizeof state->%s);\n", pn[i], pn[i]);
+    else
+      buf_printf(c, "  memcpy(state->%s, %s, sizeof state->%s);\n", pn[i],
+                 emit_const_array(e, v->type.dt, v->state_init, type_numel(&v->type),
+                                  arena_printf(g->arena, "initial value of state '%s'", v->name)),
+                 pn[i]);
+  }
+  buf_puts(c, "}\n");
+}
+
+/* At the end of a run: each state takes its next value. */
+static void put_state_updates(Emit *e, const char **pn) {
+  Graph *g = e->g;
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    const char *next = v->is_state ? emit_ref(e, g->outputs[v->state_next]) : NULL;
+    if (next && strcmp(next, e->refs[g->inputs[i]]))
+      emit_line(e, "memcpy(state->%s, %s, %zu); /* state '%s' for the next call */", pn[i], next,
+                type_bytes(&v->type), cm(g->arena, v->name));
+  }
+}
+
+const char *emit_run_call(Graph *g, const char *prefix) {
+  const char **pn = param_names(g);
+  Buf b = {0};
+  if (has_state(g))
+    buf_printf(&b, "{ %s_state st; ", prefix);
+  for (int i = 0; i < g->ninputs; i++)
+    if (!is_param(g, i))
+      buf_printf(&b, "memcpy(st.%s, in%d, sizeof st.%s); ", pn[i], i, pn[i]);
+  buf_printf(&b, "%s_run(%s", prefix, has_state(g) ? "&st" : "");
+  bool first = !has_state(g);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    if (!is_param(g, i))
+      continue;
+    buf_printf(&b, "%s%s%d", first ? "" : ", ", i < g->ninputs ? "in" : "out",
+               i < g->ninputs ? i : i - g->ninputs);
+    first = false;
+  }
+  buf_puts(&b, ");");
+  for (int k = 0; k < g->noutputs; k++) {
+    int s = graph_state_of_output(g, k);
+    for (int i = 0; s >= 0 && i < g->ninputs; i++)
+      if (g->inputs[i] == s)
+        buf_printf(&b, " memcpy(out%d, st.%s, sizeof st.%s);", k, pn[i], pn[i]);
+  }
+  if (has_state(g))
+    buf_puts(&b, " }");
+  char *r = arena_strdup(g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
 static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, bool ws) {
   buf_printf(b, "void %s_run%s(", prefix, ws ? "_ws" : "");
-  if (ws)
+  bool first = true;
+  if (ws) {
     buf_puts(b, "void *workspace");
+    first = false;
+  }
+  if (has_state(g)) {
+    buf_printf(b, "%s%s_state *state", first ? "" : ", ", prefix);
+    first = false;
+  }
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
     bool in = i < g->ninputs;
     const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
-    buf_printf(b, "%s%s%s %s%s", (i || ws) ? ",\n    " : "", in ? "const " : "", dt_ctype(v->type.dt),
+    if (!is_param(g, i))
+      continue;
+    buf_printf(b, "%s%s%s %s%s", first ? "" : ",\n    ", in ? "const " : "", dt_ctype(v->type.dt),
                pn[i], array_dims(g->arena, &v->type));
+    first = false;
   }
-  if (!ws && g->ninputs + g->noutputs == 0)
+  if (first)
     buf_puts(b, "void");
   buf_puts(b, ")");
 }
@@ -374,27 +549,54 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn)
   buf_puts(h, " * Every tensor is a dense row-major C array with the fixed shape below.\n");
   buf_puts(h, " * Inputs:\n");
   for (int i = 0; i < g->ninputs; i++)
-    buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i],
-               type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), cm(a, g->vals[g->inputs[i]].name));
+    if (is_param(g, i))
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i],
+                 type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), cm(a, g->vals[g->inputs[i]].name));
   buf_puts(h, " * Outputs:\n");
   for (int i = 0; i < g->noutputs; i++)
-    buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[g->ninputs + i],
-               type_str(&g->vals[g->outputs[i]].type, ts, sizeof ts),
-               cm(a, g->vals[g->outputs[i]].name));
+    if (is_param(g, g->ninputs + i))
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[g->ninputs + i],
+                 type_str(&g->vals[g->outputs[i]].type, ts, sizeof ts),
+                 cm(a, g->vals[g->outputs[i]].name));
+  if (has_state(g)) {
+    buf_puts(h, " * State (struct below), each field with the output that is its next value:\n");
+    for (int i = 0; i < g->ninputs; i++) {
+      const Value *v = &g->vals[g->inputs[i]];
+      if (v->is_state)
+        buf_printf(h, " *   %-24s %s  (\"%s\", next: \"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts),
+                   cm(a, v->name), cm(a, g->vals[g->outputs[v->state_next]].name));
+    }
+  }
   buf_printf(h, " *\n * %s_run() uses a static workspace of %s_WORKSPACE_SIZE bytes and is not\n"
                 " * re-entrant; %s_run_ws() takes a caller-owned workspace of that size\n"
                 " * (aligned to 64 bytes) and is safe to call from several threads with\n"
-                " * distinct workspaces. Neither allocates.\n */\n",
+                " * distinct workspaces. Neither allocates.\n",
              o->prefix, P, o->prefix);
+  if (o->threads > 1)
+    buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
+                  " * with -fopenmp) to run its large loops on %d OpenMP threads; built without\n"
+                  " * it, the same code runs on the calling thread alone.\n",
+               o->threads, o->prefix, o->threads);
+  if (o->gemm == GEMM_OPENBLAS)
+    buf_printf(h, " *\n * GEMM: compiled with --gemm=openblas. The f32 matrix products call\n"
+                  " * cblas_sgemm: %s.c includes <cblas.h> (add -I/usr/include/openblas where it\n"
+                  " * lives there) and the app links with -lopenblas. OpenBLAS chooses its own\n"
+                  " * thread count (OPENBLAS_NUM_THREADS).\n",
+               o->prefix);
+  buf_puts(h, " */\n");
   buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", P, P);
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
-    buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P, in ? "IN" : "OUT",
-               upper(a, pn[i]), (long long)type_numel(t));
+    if (is_param(g, i) || in)
+      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P,
+                 !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", upper(a, pn[i]),
+                 (long long)type_numel(t));
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  if (has_state(g))
+    put_state_decls(h, g, o->prefix, pn);
   put_signature(h, g, o->prefix, pn, false);
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, true);
@@ -445,9 +647,12 @@ static const char *node_comment(Emit *e, const Node *n) {
 
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
   Arena *a = g->arena;
-  Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa};
+  Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
+            .gemm = o->gemm};
   e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
   const char **pn = param_names(g);
+  if (!check_states(g, d))
+    return false;
   emit_header(h, g, o, pn);
 
 
@@ -455,6 +660,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
              o->prefix, KILN_VERSION, cm(a, o->source ? o->source : "a model"), o->header);
   buf_printf(c, "#include \"%s\"\n\n#include <math.h>\n#include <string.h>\n\n"
                 "#include \"kiln_rt.h\"\n\n", o->header);
+  if (o->gemm == GEMM_OPENBLAS)
+    buf_puts(c, "#include <cblas.h> /* --gemm=openblas: link with -lopenblas */\n\n");
+  if (e.threads > 1)
+    put_parallel_macro(c, e.threads);
 
   /* the run function, into fn: the weights it reads are known after it */
   Buf body = {0}, fn = {0};
@@ -472,8 +681,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
     int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
     const char *ct = dt_ctype(g->vals[vid].type.dt);
     const char *p = arena_printf(a, "p_%s", pn[i]);
-    buf_printf(c, "  %s%s *%s = (%s%s *)%s;\n  (void)%s;\n", in ? "const " : "", ct, p,
-               in ? "const " : "", ct, pn[i], p);
+    if (!in && !is_param(g, i))
+      continue; /* a state's next value: in the workspace until the end */
+    buf_printf(c, "  %s%s *%s = (%s%s *)%s%s;\n  (void)%s;\n", in ? "const " : "", ct, p,
+               in ? "const " : "", ct, is_param(g, i) ? "" : "state->", pn[i], p);
     if (!e.refs[vid] && !g->vals[vid].data) /* a constant output is copied at the end */
       e.refs[vid] = p;
   }
@@ -518,28 +729,24 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
     int vid = g->outputs[k];
     const char *p = arena_printf(a, "p_%s", pn[g->ninputs + k]);
     size_t bytes = type_bytes(&g->vals[vid].type);
-    if (bytes == 0 || !strcmp(emit_ref(&e, vid), p))
+    if (bytes == 0 || !is_param(g, g->ninputs + k) || !strcmp(emit_ref(&e, vid), p))
       continue;
     emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
                 cm(a, g->vals[vid].name));
   }
+  put_state_updates(&e, pn);
   buf_put(c, body.s ? body.s : "", body.len);
   buf_free(&body);
   buf_puts(c, "}\n\n");
-  buf_printf(c, "void %s_run(", o->prefix);
-  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-    bool in = i < g->ninputs;
-    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
-    buf_printf(c, "%s%s%s %s%s", i ? ",\n    " : "", in ? "const " : "", dt_ctype(v->type.dt), pn[i],
-               array_dims(a, &v->type));
-  }
-  if (g->ninputs + g->noutputs == 0)
-    buf_puts(c, "void");
-  buf_printf(c, ") {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s_run_ws(workspace",
-             (long long)(g->ws_size ? g->ws_size : 1), o->prefix);
+  put_signature(c, g, o->prefix, pn, false);
+  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s_run_ws(workspace%s",
+             (long long)(g->ws_size ? g->ws_size : 1), o->prefix, has_state(g) ? ", state" : "");
   for (int i = 0; i < g->ninputs + g->noutputs; i++)
-    buf_printf(c, ", %s", pn[i]);
+    if (is_param(g, i))
+      buf_printf(c, ", %s", pn[i]);
   buf_puts(c, ");\n}\n");
+  if (has_state(g))
+    put_state_init(c, &e, pn);
   emit_weights(wc, &e);
   buf_put(wc, fn.s, fn.len);
   buf_free(&fn);

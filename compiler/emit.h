@@ -31,6 +31,9 @@ typedef struct Emit {
   EmitArray *arrays;
   int narrays, caparrays;
   EmitIsa isa;        /* --isa: vector width of the GEMM kernel */
+  int threads;        /* --threads: 1 = serial code, no threading at all */
+  EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
+  int nparallel;      /* loops marked by emit_parallel_for so far */
   int ntemps;         /* workspace tensors named so far (t0, t1, ...) */
   int tmp;            /* counter for unique local names */
 } Emit;
@@ -66,6 +69,47 @@ const char *emit_double_literal(Emit *e, DType dt, double v);
 void emit_elementwise(Emit *e, const Node *n, const char *expr);
 /* The same for an explicit list of inputs (value ids) and output. */
 void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char *expr);
+
+/* ---- threads (--threads N) -------------------------------------------------
+ * One mechanism for every kernel. Call emit_parallel_for right before
+ * emitting a `for` loop (the very next line written must be the `for`,
+ * also when a template starts with it) whose iterations are independent:
+ * each writes its own part of the outputs, reads nothing another iteration
+ * writes, and declares its scratch (accumulators, row pointers) inside its
+ * body — variables declared before the loop are shared by the threads and
+ * must only be read. The loop must have OpenMP's canonical form:
+ * `for (int i = A; i < B; i += C)` with constant A, B, C.
+ *
+ * With threads > 1, and when the loop is worth it (at least `threads`
+ * iterations and an estimated serial time of EMIT_PARALLEL_MIN_NS or
+ * more), it writes the line KILN_PARALLEL_FOR and returns true; otherwise
+ * nothing, and false. With --threads 1 it never writes anything, so serial
+ * output is byte-identical to a kiln without threads. The generated .c
+ * defines the macro once at its top:
+ *
+ *   #ifdef _OPENMP
+ *   #define KILN_PARALLEL_FOR _Pragma("omp parallel for num_threads(N) schedule(static)")
+ *   #else
+ *   #define KILN_PARALLEL_FOR
+ *   #endif
+ *
+ * so a build with -fopenmp splits the loop's iterations into N contiguous
+ * chunks, one per thread, and a build without it runs the same code
+ * serially (a bare `#pragma omp` would trip gcc's -Wunknown-pragmas under
+ * -Wall -Werror there). A split costs 1-5 microseconds per loop even with
+ * spinning workers, hence the threshold: small ops stay serial (DESIGN.md,
+ * "Threads", has the measurements). emit_parallel_worth asks the same
+ * question without writing anything, for kernels that shape their loops
+ * for threads (the GEMM puts its edge panel into the split loop).
+ *
+ * serial_ns: the loop's estimated run time on one core, in nanoseconds.
+ * Rules of thumb used by the kernels here: a GEMM 2·M·N·K / 100 (about
+ * 100 GFLOP/s); vectorised arithmetic 0.25 per element; a libm call
+ * (expf, erff, tanhf: scalar) about 4; a float sum along a row (a chain of
+ * dependent adds) about 1 per element. iters: the loop's trip count. */
+#define EMIT_PARALLEL_MIN_NS 10000
+bool emit_parallel_worth(const Emit *e, int64_t iters, double serial_ns);
+bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns);
 
 /* Name of the C math function for dt: emit_mathfn(e, DT_F32, "exp") = "expf". */
 const char *emit_mathfn(Emit *e, DType dt, const char *fn);

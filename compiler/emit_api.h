@@ -15,14 +15,33 @@ typedef enum EmitIsa {
   ISA_AVX512    /* 32-column panels: 12x32 tiles of 16-wide vectors (AVX-512F) */
 } EmitIsa;
 
+/* --gemm: what runs the f32 products by constant weights (MatMul, Gemm,
+ * Linear) and the other f32 matrix products. */
+typedef enum EmitGemm {
+  GEMM_PACKED,   /* kiln's own kernels: the packed GEMM for weights (default) */
+  GEMM_OPENBLAS  /* cblas_sgemm calls, epilogues after them: link -lopenblas */
+} EmitGemm;
+
 typedef struct EmitOptions {
   const char *prefix;   /* --name; also the file stem */
   const char *source;   /* the input file, named in the header comment */
   const char *header;   /* file name of the header the .c includes */
   EmitIsa isa;          /* --isa */
+  int threads;          /* --threads: 1 (or 0) emits no threading at all; N > 1
+                           marks the large loops for N OpenMP threads (emit.h) */
+  EmitGemm gemm;        /* --gemm */
 } EmitOptions;
 
 /* Write model.c into c and model.h into h. The graph must be planned. */
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d);
+
+/* For the programs kiln writes around generated code (kiln check, kiln
+ * bench): one line of C that calls PREFIX_run on buffers in0, in1, ... and
+ * out0, ... (graph input and output positions). A stateful model's states
+ * are set from their input buffers before the call and read back into
+ * their next values' output buffers after it (the program includes
+ * <string.h>), so the call computes what the exported ONNX model, with
+ * states as inputs and outputs, does. */
+const char *emit_run_call(Graph *g, const char *prefix);
 
 #endif

@@ -38,3 +38,11 @@ bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d) {
     outputs[k] = vals[g->outputs[k]];
   return true;
 }
+
+bool interp_state_start(const Graph *g, int i, Tensor *t) {
+  const Value *v = gval(g, g->inputs[i]);
+  if (!v->is_state)
+    return false;
+  *t = (Tensor){v->type, v->state_init};
+  return true;
+}

@@ -80,6 +80,13 @@ typedef struct Value {
   int producer;              /* node index, -1 for inputs and constants */
   int nuses;                 /* filled by graph_count_uses */
   bool is_input, is_output;
+  /* A state (Transformer-XL memory, a decoder's cache): a graph input whose
+   * value is carried from one call to the next. state_next is the index in
+   * g->outputs of the value it takes for the next call; state_init holds
+   * its value at the first call (type_bytes(&type) bytes). */
+  bool is_state;
+  int state_next;
+  void *state_init;
   int alias_of;              /* value whose storage this one shares, or -1 */
   int64_t ws_offset;         /* byte offset in the workspace (plan), or -1 */
   int live_first, live_last; /* steps (node indices) it is live (plan) */
@@ -148,6 +155,13 @@ void graph_replace_uses(Graph *g, int from, int to);
 bool graph_toposort(Graph *g, Diag *d);
 
 static inline Value *gval(const Graph *g, int vid) { return &g->vals[vid]; }
+/* The state input that graph output k becomes at the next call, or -1. */
+static inline int graph_state_of_output(const Graph *g, int k) {
+  for (int i = 0; i < g->ninputs; i++)
+    if (g->vals[g->inputs[i]].is_state && g->vals[g->inputs[i]].state_next == k)
+      return g->inputs[i];
+  return -1;
+}
 /* Input i of n, or NULL when absent (i >= nin or the slot is ""). */
 Value *node_in(const Graph *g, const Node *n, int i);
 Value *node_out(const Graph *g, const Node *n, int i);

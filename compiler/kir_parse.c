@@ -588,6 +588,54 @@ static bool parse_node(Parser *p) {
   return true;
 }
 
+/* ---- states ----------------------------------------------------------------- */
+
+/* The output a state names as its next value, and where it was named. */
+typedef struct StateLink {
+  const char *name;
+  int line, col;
+} StateLink;
+
+/* "state(next=%NAME, init=DATA)" after an input's type (the keyword read). */
+static bool parse_state(Parser *p, int vid, StateLink *link) {
+  Value *v = &p->g->vals[vid];
+  if (!expect(p, '(', "after 'state'") || !keyword(p, "next") || !expect(p, '=', "after 'next'"))
+    return perr(p, "expected state(next=%%NAME, init=DATA)");
+  skip_ws(p, true);
+  link->line = p->line, link->col = p->col;
+  if (!(link->name = value_name(p)) || !expect(p, ',', "after the state's next value") ||
+      !keyword(p, "init") || !expect(p, '=', "after 'init'"))
+    return perr(p, "expected state(next=%%NAME, init=DATA)");
+  for (int i = 0; i < v->type.rank; i++)
+    if (v->type.dims[i] < 0)
+      return perr(p, "state %%%s has a symbolic dim; expected a fixed shape", v->name);
+  v->is_state = true;
+  return parse_data(p, &v->type, &v->state_init) && expect(p, ')', "to close state(...)");
+}
+
+/* Each state's next value is one of the graph's outputs, named in the
+ * output list; the state records its index there. */
+static bool link_states(Parser *p, const StateLink *link, const char **outnames, int nout) {
+  for (int i = 0; i < p->g->ninputs; i++) {
+    Value *v = &p->g->vals[p->g->inputs[i]];
+    if (!v->is_state)
+      continue;
+    int listed = 0;
+    for (int k = 0; k < nout; k++)
+      if (!strcmp(outnames[k], link[i].name) && listed++ == 0)
+        v->state_next = k;
+    p->line = link[i].line, p->col = link[i].col;
+    if (listed != 1)
+      return perr(p, "state %%%s: its next value %%%s is %s the graph's outputs; expected it "
+                  "there once", v->name, link[i].name, listed ? "listed twice among" : "not among");
+    for (int j = 0; j < i; j++)
+      if (p->g->vals[p->g->inputs[j]].is_state && !strcmp(link[j].name, link[i].name))
+        return perr(p, "state %%%s: its next value %%%s is the next value of state %%%s too; "
+                    "expected one of its own", v->name, link[i].name, p->g->vals[p->g->inputs[j]].name);
+  }
+  return true;
+}
+
 static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
   if (!keyword(p, "graph"))
     return perr(p, "expected 'graph' at the start of the IR");
@@ -607,6 +655,8 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
   }
   if (!expect(p, '(', "before the graph's inputs"))
     return false;
+  StateLink *links = NULL; /* per input */
+  int caplinks = 0;
   if (!accept(p, ')')) {
     do {
       const char *nm = value_name(p);
@@ -620,6 +670,9 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
         if (v->type.dims[i] < 0 && !v->sym[i])
           v->sym[i] = arena_printf(p->a, "%s[%d]", nm, i);
       graph_add_input(p->g, vid);
+      links = arena_grow(p->a, links, &caplinks, p->g->ninputs, sizeof(StateLink));
+      if (keyword(p, "state") && !parse_state(p, vid, &links[p->g->ninputs - 1]))
+        return false;
     } while (accept(p, ','));
     if (!expect(p, ')', "after the graph's inputs"))
       return false;
@@ -637,6 +690,8 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
     if (!expect(p, ')', "after the graph's outputs"))
       return false;
   }
+  if (!link_states(p, links, *outnames, *nout))
+    return false;
   if (!expect(p, '{', "to open the graph's body"))
     return false;
   for (;;) {

@@ -16,19 +16,29 @@ static const char *usage =
     "usage: kiln <command> [options]\n"
     "\n"
     "commands:\n"
-    "  compile MODEL [-o OUT.c]   compile a model (.onnx or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
     "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
     "  run MODEL --input NAME=FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
-    "                             (ONNX backend-test layout: model.onnx, test_data_set_N/)\n"
+    "                             (ONNX backend-test layout: model.onnx, test_data_set_N/;\n"
+    "                             DIR/model.kir stands in when there is no model.onnx)\n"
     "  bench MODEL                compile, build and time the generated C; ends with one line\n"
     "                             median_ms=.. min_ms=.. runs=.. workspace_bytes=.. rss_kb=..\n"
     "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size\n"
     "  dot MODEL [-o FILE.dot]    the graph as Graphviz (--after=PASS: as it is after that pass)\n"
+    "  export MODEL -o OUT.onnx   the model as ONNX (after bind,infer,fold,simplify,dce unless\n"
+    "                             --passes=; kiln ops lowered to standard ones) for ONNX Runtime, Netron\n"
     "  ops                        list the supported ONNX ops\n"
     "  passes                     list the compiler passes\n"
     "  --help, --version\n"
+    "\n"
+    "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
+    "  --set KEY=VALUE            override a config{} parameter of the script\n"
+    "  --weights FILE             bind param{}s by name from a .safetensors file\n"
+    "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
+    "  --lua-mem=MB               the script's memory cap (default 512)\n"
+    "  -v                         add the Lua traceback to script errors\n"
     "\n"
     "compile and run options:\n"
     "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
@@ -44,6 +54,10 @@ static const char *usage =
     "                             generic: portable GNU C vectors, 4- or 8-wide as the C compiler\n"
     "                             targets; avx2, avx512: wider tiles; any builds anywhere). Build\n"
     "                             with -O2 -march=native -ffp-contract=fast\n"
+    "  --threads=N                (also check, bench) code for N threads (default 1: none): the\n"
+    "                             large loops run on N OpenMP threads when built with -fopenmp\n"
+    "  --gemm=packed|openblas     (also check, bench) f32 matrix products by kiln's packed kernels\n"
+    "                             (default) or by cblas_sgemm calls (link -lopenblas)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
@@ -51,13 +65,15 @@ static const char *usage =
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
+    "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
     "  --keep                     keep the build folder\n"
     "  -q                         print only failures and the verdict\n"
     "\n"
     "bench options (also --shape, --input NAME=FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
-    "  --threads=N                recorded only for now: kiln emits no threaded code yet, so 1 is used\n"
+    "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
+    "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
     "  fixed-seed random data: floats in [-1,1), integers in [1,10), bools false.\n";
 
@@ -72,6 +88,8 @@ typedef struct Cli {
   PipelineOptions pipe;
   CheckOptions check;
   BenchOptions bench;
+  const char *sets[64];     /* --set KEY=VALUE (Lua models) */
+  LuaOptions lua;
 } Cli;
 
 KILN_NORETURN static void die(const char *fmt, const char *arg) {
@@ -132,7 +150,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
   c->check.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   c->check.cflags = strcmp(argv[1], "bench") ? "-O2" : "-O2 -march=native -ffp-contract=fast";
   c->bench.runs = 200;
-  c->bench.threads = 1;
+  c->check.threads = 1;
   c->cmd = argv[1];
   for (int i = 2; i < argc; i++) {
     const char *v;
@@ -157,6 +175,21 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->inputs[c->ninputs++] = v;
     } else if ((v = opt_value(argc, argv, &i, "--out"))) {
       c->outdir = v;
+    } else if ((v = opt_value(argc, argv, &i, "--set"))) {
+      if (c->lua.nsets >= 64 || !strchr(v, '=') || v[0] == '=')
+        die("--set %s: expected KEY=VALUE (at most 64), e.g. --set seq=128", v);
+      c->sets[c->lua.nsets++] = v;
+    } else if ((v = opt_value(argc, argv, &i, "--model"))) {
+      c->check.model = v;
+    } else if ((v = opt_value(argc, argv, &i, "--weights"))) {
+      c->lua.weights = v;
+    } else if ((v = opt_value(argc, argv, &i, "--lua-steps"))) {
+      if ((c->lua.max_steps = atoll(v)) < 1)
+        die("--lua-steps %s: expected a positive count", v);
+    } else if ((v = opt_value(argc, argv, &i, "--lua-mem"))) {
+      if (atoll(v) < 1 || atoll(v) > (1LL << 20))
+        die("--lua-mem %s: expected megabytes, 1 to 1048576", v);
+      c->lua.max_mem = atoll(v) << 20;
     } else if ((v = opt_value(argc, argv, &i, "--passes"))) {
       c->pipe.passes = v;
     } else if ((v = opt_value(argc, argv, &i, "--dump-after"))) {
@@ -189,8 +222,15 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if ((c->bench.runs = atoi(v)) < 1)
         die("--runs %s: expected a positive count", v);
     } else if ((v = opt_value(argc, argv, &i, "--threads"))) {
-      if ((c->bench.threads = atoi(v)) < 1)
-        die("--threads %s: expected a positive count", v);
+      char *end;
+      long t = strtol(v, &end, 10);
+      if (end == v || *end || t < 1 || t > 1024)
+        die("--threads %s: expected a thread count from 1 to 1024", v);
+      c->check.threads = (int)t;
+    } else if ((v = opt_value(argc, argv, &i, "--gemm"))) {
+      if (strcmp(v, "packed") && strcmp(v, "openblas"))
+        die("--gemm=%s: unknown GEMM; expected packed or openblas", v);
+      c->check.gemm = !strcmp(v, "openblas") ? GEMM_OPENBLAS : GEMM_PACKED;
     } else if (!strcmp(argv[i], "--verify-each")) {
       c->pipe.verify_each = true;
     } else if (!strcmp(argv[i], "--interp")) {
@@ -201,6 +241,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.quiet = true;
     } else if (!strcmp(argv[i], "-v")) {
       c->pipe.pass.verbose = true;
+      c->lua.traceback = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       die("unknown option '%s'; see kiln --help", argv[i]);
     } else if (!c->model) {
@@ -211,6 +252,8 @@ static void parse_args(int argc, char **argv, Cli *c) {
   }
   c->pipe.pass.shapes = c->shapes;
   c->pipe.pass.nshapes = c->nshapes;
+  c->lua.sets = c->sets;
+  c->pipe.lua = &c->lua;
 #ifndef NDEBUG
   c->pipe.verify_each = true;
 #endif
@@ -230,7 +273,7 @@ static int cmd_compile(Cli *c) {
   size_t n = strlen(out);
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
-  Graph *g = driver_load(a, c->model, &d);
+  Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
   if (!g->planned)
@@ -242,7 +285,8 @@ static int cmd_compile(Cli *c) {
   const char *base = slash ? slash + 1 : out;
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
-                    .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa};
+                    .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
+                    .threads = c->check.threads, .gemm = c->check.gemm};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;
@@ -256,7 +300,7 @@ static int cmd_compile(Cli *c) {
 static int cmd_opt(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  Graph *g = driver_load(a, c->model, &d);
+  Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
   if (c->out) {
@@ -280,7 +324,7 @@ static int cmd_opt(Cli *c) {
 static int cmd_dot(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  Graph *g = driver_load(a, c->model, &d);
+  Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   if (!g)
     return fail(&d, a);
   if (c->after) {
@@ -307,12 +351,32 @@ static int cmd_dot(Cli *c) {
   return 0;
 }
 
+/* kiln export MODEL -o OUT.onnx: by default the passes that keep the
+ * model's own ops (no fuse, so the file reads like the source; --passes=
+ * to change), then kiln ops lowered to standard ONNX ops, always last. */
+static int cmd_export(Cli *c) {
+  if (!c->out)
+    die("export: %s: no output file; expected -o OUT.onnx (a file name ending in .onnx)", c->model);
+  size_t n = strlen(c->out);
+  if (n < 6 || strcmp(c->out + n - 5, ".onnx") != 0)
+    die("export: -o %s: expected a file name ending in .onnx", c->out);
+  if (!c->pipe.passes)
+    c->pipe.passes = "bind,infer,fold,simplify,dce";
+  Arena *a = arena_new();
+  Diag d = {0};
+  Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
+  if (!g || !driver_lower(g, &c->pipe, &d) || !decompose_kiln_ops(g, &d) || !onnx_export(g, c->out, &d))
+    return fail(&d, a);
+  arena_free(a);
+  return 0;
+}
+
 /* kiln info MODEL [--json] [--memory-svg FILE] */
 static int cmd_info(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  Graph *before = driver_load(a, c->model, &d);
-  Graph *g = before ? driver_load(a, c->model, &d) : NULL;
+  Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
+  Graph *g = before ? driver_load_opts(a, c->model, &c->lua, &d) : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
   InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg};
@@ -353,7 +417,7 @@ static void print_tensor(const char *name, const Tensor *t) {
 static int cmd_run(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  Graph *g = driver_load(a, c->model, &d);
+  Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   if (!g)
     return fail(&d, a);
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
@@ -375,7 +439,7 @@ static int cmd_run(Cli *c) {
     given[idx] = true;
   }
   for (int i = 0; i < g->ninputs; i++)
-    if (!given[i])
+    if (!given[i] && !interp_state_start(g, i, &in[i])) /* a state starts from its init */
       die("input '%s' has no value; pass --input NAME=FILE.pb", g->vals[g->inputs[i]].name);
   /* values that fix shapes are compiled in, as kiln check does; the other
    * inputs' shapes bind their symbolic dims */
@@ -445,7 +509,8 @@ int main(int argc, char **argv) {
   if (!strcmp(c.cmd, "passes"))
     return cmd_passes();
   if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check") &&
-      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info") && strcmp(c.cmd, "bench"))
+      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info") && strcmp(c.cmd, "bench") &&
+      strcmp(c.cmd, "export"))
     die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
@@ -456,6 +521,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c.cmd, "bench")) {
     BenchOptions *b = &c.bench;
     b->keep = c.check.keep, b->isa = c.check.isa, b->cc = c.check.cc, b->cflags = c.check.cflags;
+    b->threads = c.check.threads, b->gemm = c.check.gemm;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
   }
@@ -465,5 +531,7 @@ int main(int argc, char **argv) {
     return cmd_dot(&c);
   if (!strcmp(c.cmd, "info"))
     return cmd_info(&c);
+  if (!strcmp(c.cmd, "export"))
+    return cmd_export(&c);
   return !strcmp(c.cmd, "run") ? cmd_run(&c) : cmd_compile(&c);
 }

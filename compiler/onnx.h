@@ -12,6 +12,12 @@ Graph *onnx_import(Arena *a, const char *path, Diag *d);
  * folder is where external data files are looked for. */
 Graph *onnx_import_bytes(Arena *a, const void *bytes, size_t len, const char *path, Diag *d);
 
+/* Write g (standard ops only: run decompose_kiln_ops first) as an ONNX
+ * model at path, atomically: inputs, initializers with raw_data, nodes with
+ * their origins as doc_string, value_info for typed intermediates, the
+ * graph's opset. False + diag (and no file) on failure. */
+bool onnx_export(Graph *g, const char *path, Diag *d);
+
 /* Read one serialized TensorProto (.pb). name receives its name field (may
  * be empty). */
 bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d);

@@ -212,6 +212,18 @@ static void put_node(Buf *b, const Graph *g, const Node *n, Buf *bin) {
   buf_puts(b, "\n");
 }
 
+/* " state(next=%mem.next, init=[0.0, ...])": what makes input v a state. */
+static void put_state(Buf *b, const Graph *g, const Value *v, Buf *bin) {
+  buf_puts(b, " state(next=");
+  if (v->state_next >= 0 && v->state_next < g->noutputs)
+    put_name(b, g->vals[g->outputs[v->state_next]].name);
+  else
+    buf_puts(b, "_"); /* not linked yet: the verifier reports it */
+  buf_puts(b, ", init=");
+  put_data(b, &v->type, v->state_init, bin);
+  buf_puts(b, ")");
+}
+
 /* A value prints as a `const` line when it has data, something reads it,
  * and no live node produces it. */
 static bool is_const_line(const Graph *g, const bool *used, int v) {
@@ -231,6 +243,8 @@ void ir_print(Buf *b, const Graph *g, Buf *bin) {
     put_name(b, v->name);
     buf_puts(b, ": ");
     put_type(b, &v->type, v->sym);
+    if (v->is_state)
+      put_state(b, g, v, bin);
   }
   buf_puts(b, ") -> (");
   for (int i = 0; i < g->noutputs; i++) {

@@ -118,3 +118,150 @@ add_test(NAME bench_cli COMMAND sh -c "\"$0\" bench \"$1\" --runs 3 --threads 2 
 add_test(NAME bench_smoke COMMAND ${CMAKE_COMMAND} -E env KILN_BENCH_DIR=${CMAKE_BINARY_DIR}/bench-smoke
          bash ${CMAKE_SOURCE_DIR}/bench/run.sh --smoke --kiln ${KILN_BIN})
 set_tests_properties(bench_smoke PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# safetensors weight files (compiler/safetensors.c): a corpus of good and bad
+# files written by Python's struct + json (make_files.py), then the C test
+# checks values, error messages, binding by name and round trips
+add_executable(test_safetensors ${T}/safetensors/test_safetensors.c)
+target_link_libraries(test_safetensors PRIVATE kilnlib)
+add_test(NAME safetensors
+         COMMAND sh -c "/usr/bin/python3 \"$0\" \"$1\" && \"$2\" \"$1\""
+                 ${T}/safetensors/make_files.py ${CMAKE_BINARY_DIR}/safetensors $<TARGET_FILE:test_safetensors>)
+
+# kiln export: bad input (one line, exit 1, no file), then every fixture,
+# fusion pass test, tests/export/*.kir and a sample of node tests exported,
+# validated by onnx.checker (full_check) and run in ONNX Runtime against
+# `kiln run`; skipped (77) when the onnxruntime venv cannot be made
+add_test(NAME export COMMAND ${T}/export/run_export.sh ${KILN_BIN})
+set_tests_properties(export PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# threads (--threads N) and --gemm=openblas (issue 5): every threaded and
+# cblas kernel agrees with the reference data, as the serial one does.
+# tests/threads/cases/ (tests/threads/make_cases.py) are big enough that
+# their loops are split among threads, and check_threaded.sh also checks
+# that they are and that the file builds without -fopenmp; the model
+# fixtures and the GEMM shapes run through --threads 2 and --gemm=openblas;
+# --threads 1 gives the default C byte for byte.
+find_path(KILN_CBLAS_H cblas.h PATH_SUFFIXES openblas)
+find_library(KILN_OPENBLAS openblas)
+foreach(dir ${KILN_FIXTURES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME threads2_model_${name} COMMAND ${KILN_BIN} check -q --threads 2 ${dir})
+    if(KILN_CBLAS_H AND KILN_OPENBLAS)
+      add_test(NAME openblas_model_${name} COMMAND ${KILN_BIN} check -q --gemm=openblas ${dir})
+    endif()
+  endif()
+endforeach()
+file(GLOB KILN_GEMM_SHAPE_DIRS LIST_DIRECTORIES true ${T}/generated/gemm_shapes*/*)
+foreach(dir ${KILN_GEMM_SHAPE_DIRS})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME threads2_gemm_${name}_generic COMMAND ${KILN_BIN} check -q --threads 2 ${dir})
+    add_test(NAME threads2_gemm_${name}_avx2
+             COMMAND ${KILN_BIN} check -q --threads 2 --isa=avx2 "--cflags=${KILN_V8}" ${dir})
+    if(KILN_CBLAS_H AND KILN_OPENBLAS)
+      add_test(NAME openblas_gemm_${name} COMMAND ${KILN_BIN} check -q --gemm=openblas --threads 2 ${dir})
+    endif()
+  endif()
+endforeach()
+file(GLOB KILN_THREAD_CASES LIST_DIRECTORIES true ${T}/threads/cases/*)
+foreach(dir ${KILN_THREAD_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    foreach(variant ${KILN_GEMM_VARIANTS})
+      string(REPLACE "|" ";" v "${variant}")
+      list(GET v 0 vname)
+      list(GET v 1 isa)
+      list(GET v 2 flags)
+      add_test(NAME threads2_case_${name}_${vname}
+               COMMAND ${T}/threads/check_threaded.sh ${KILN_BIN} ${dir} ${isa} "${flags}")
+    endforeach()
+    if(KILN_CBLAS_H AND KILN_OPENBLAS)
+      add_test(NAME openblas_case_${name} COMMAND ${KILN_BIN} check -q --gemm=openblas --threads 2 ${dir})
+    endif()
+  endif()
+endforeach()
+file(GLOB KILN_THREAD_CASE_MODELS ${T}/threads/cases/*/model.onnx)
+add_test(NAME threads_serial_identical
+         COMMAND ${T}/threads/serial_identical.sh ${KILN_BIN} ${KILN_FIXTURE_MODELS} ${KILN_THREAD_CASE_MODELS})
+find_library(KILN_LIBOMP omp)
+if(CLANG AND KILN_LIBOMP)
+  add_test(NAME threads2_clang
+           COMMAND ${KILN_BIN} check --threads 2 --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
+endif()
+
+# ---- the Lua DSL core: every method and global vs ONNX Runtime (tests/dsl) ----
+add_test(NAME dsl_methods COMMAND ${T}/dsl/run_dsl_tests.sh ${KILN_BIN})
+set_tests_properties(dsl_methods PROPERTIES SKIP_RETURN_CODE 77)
+
+# ---- Lua examples and the nn library (tests/lua) ----
+# every examples/*.lua: generated C and the interpreter vs ONNX Runtime on
+# the script's `kiln export`, seeded random inputs; prints max error and .c size
+file(GLOB KILN_LUA_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/*.lua)
+foreach(script ${KILN_LUA_EXAMPLES})
+  get_filename_component(name ${script} NAME_WE)
+  add_test(NAME lua_example_${name}
+           COMMAND ${T}/lua/check_example.sh ${KILN_BIN} ${script} ${CMAKE_BINARY_DIR}/lua-tests/${name})
+  set_tests_properties(lua_example_${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()
+# bert.lua loads Hugging Face weights (.safetensors) and matches a numpy BERT;
+# transformer.lua loads a torch.nn.Transformer state_dict and matches PyTorch
+add_test(NAME lua_bert_weights
+         COMMAND ${T}/lua/check_bert_weights.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/bert_weights)
+add_test(NAME lua_transformer_torch
+         COMMAND ${T}/lua/check_transformer_torch.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/transformer_torch)
+set_tests_properties(lua_bert_weights lua_transformer_torch PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# bad scripts: one line with file:line, exit 1, no output file
+add_test(NAME lua_bad_scripts COMMAND ${T}/lua/run_bad.sh ${KILN_BIN})
+# examples/translate_app.c builds with transformer.lua's generated C and decodes
+add_test(NAME lua_translate_app
+         COMMAND ${T}/lua/check_translate_app.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/translate_app)
+
+# ---- Lua attention variants and state (tests/lua_variants) ----
+# nn_variants.lua against numpy references of the papers' formulas (sparse
+# masks, top-k, branched attention, XL relative attention, adaptive input)
+add_test(NAME lua_variants_semantics
+         COMMAND sh -c "py=$(bash \"$1/tools/venv.sh\") || exit 77; \"$py\" \"$1/tests/lua_variants/semantics.py\" \"$0\""
+                 ${KILN_BIN} ${CMAKE_SOURCE_DIR})
+# the variant examples' non-default configurations vs ONNX Runtime
+add_test(NAME lua_variants_examples COMMAND ${T}/lua_variants/run_examples.sh ${KILN_BIN})
+# Transformer-XL: two segments through examples/xl_app.c (memory in the
+# generated state struct) equal ONNX Runtime run twice with explicit memory
+add_test(NAME lua_xl_segments COMMAND ${T}/lua_variants/run_xl.sh ${KILN_BIN})
+set_tests_properties(lua_variants_semantics lua_variants_examples lua_xl_segments
+                     PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# state in the .kir, bad state{} / nn variant calls, round trip, xl_app build
+add_test(NAME lua_state COMMAND ${T}/lua_variants/run_state.sh ${KILN_BIN})
+
+# ---- Sparsemax and Entmax15, kiln ops for sparse attention (tests/sparse) ----
+# generated C and interpreter against an independent numpy reference
+# (bisection on tau; tests/sparse/make_cases.py), the standard-op
+# decomposition through `kiln export` (kiln check, and ONNX Runtime when the
+# venv can be had), and bad input: integer dtype, axis out of range, scalar
+add_test(NAME sparse_ops COMMAND ${T}/sparse/run_sparse_tests.sh ${KILN_BIN})
+set_tests_properties(sparse_ops PROPERTIES TIMEOUT 600)
+
+# ---- residual, transpose and elementwise-chain fusions (tests/fusion) ----
+# each case of tests/fusion/cases (make_cases.py: ONNX Runtime / numpy
+# references on random inputs) fuses as listed in its fusions.txt, and the
+# fused C (every GEMM layout and vector width, --threads=2), the fused
+# _evals and the unfused _evals all pass kiln check
+add_test(NAME fusion_kernels COMMAND ${T}/fusion/run_fusion_tests.sh ${KILN_BIN})
+set_tests_properties(fusion_kernels PROPERTIES TIMEOUT 900)
+
+# the fused Attention kernel (compiler/ops/attention_kernel.c) against
+# Attention's _eval: one test per case of tests/attention/cases/ (every
+# mask kind and top-k, sizes off every tile; tests/attention/make_cases.py):
+# it must fuse as its kind, the unfused graph and the export round trip
+# must agree with _eval, and the C must for each --isa and vector width,
+# plain C, clang -Weverything and --threads 2. Then what -v says about
+# attention (fused, or why not) on the pass tests fuse_attention_*.kir.
+file(GLOB KILN_ATTENTION_CASES LIST_DIRECTORIES true ${T}/attention/cases/*)
+foreach(dir ${KILN_ATTENTION_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME attention_${name} COMMAND ${T}/attention/run_case.sh ${KILN_BIN} ${dir})
+  endif()
+endforeach()
+add_test(NAME attention_verbose COMMAND ${T}/attention/verbose.sh ${KILN_BIN})

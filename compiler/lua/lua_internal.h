@@ -25,6 +25,8 @@ typedef struct LuaCtx {
   SafeTensors *weights;      /* bound weights, or NULL */
   const char *weights_path;
   bool *set_used;            /* per --set, whether config{} consumed it */
+  const char *config_origin; /* "model.lua:3" of the config{} call, for unknown --set keys */
+  const char *weights_origin;/* ... of the weights() call, for unused tensors */
 } LuaCtx;
 
 /* A tensor on the Lua side: one graph value. */
@@ -37,6 +39,9 @@ LuaCtx *lctx(lua_State *L);
 /* "model.lua:14" for the innermost frame of the user's script (the
  * bundled modules' frames are skipped), or the innermost Lua frame. */
 const char *dsl_origin(lua_State *L);
+/* A node's origin: dsl_origin, plus the bundled module's line when a
+ * module made the node: "model.lua:14 (nn.lua:201)". */
+const char *dsl_node_origin(lua_State *L);
 /* Raise a Lua error "ORIGIN: fmt..." (never returns). */
 int dsl_fail(lua_State *L, const char *fmt, ...) KILN_PRINTF(2, 3);
 
@@ -61,5 +66,9 @@ bool dsl_finish_model(LuaCtx *c, Diag *d);
 /* Registration of the globals each file defines. */
 void dsl_open_tensor(lua_State *L);
 void dsl_open_model(lua_State *L);
+/* state{} and state_update() (state.c), registered by dsl_open_model;
+ * dsl_finish_states: every state was given its next value. */
+void dsl_open_state(lua_State *L);
+bool dsl_finish_states(LuaCtx *c, Diag *d);
 
 #endif

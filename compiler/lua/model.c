@@ -32,6 +32,7 @@ static const char *set_value(LuaCtx *c, const char *key) {
 static int config(lua_State *L) {
   LuaCtx *c = lctx(L);
   luaL_checktype(L, 1, LUA_TTABLE);
+  c->config_origin = dsl_origin(L);
   lua_settop(L, 1);
   lua_pushnil(L);
   while (lua_next(L, 1)) {
@@ -254,7 +255,7 @@ static bool bind_weights(lua_State *L, const char *path) {
   c->weights = arena_alloc(c->a, sizeof(SafeTensors));
   Diag d = {0};
   if (!safetensors_load(c->a, path, c->weights, &d))
-    dsl_fail(L, "weights: %s: %s", path, d.msg);
+    dsl_fail(L, "weights: %s", d.msg);
   c->weights_path = arena_strdup(c->a, path);
   return true;
 }
@@ -270,6 +271,7 @@ static int weights(lua_State *L) {
       path = arena_printf(c->a, "%.*s/%s", (int)(slash - c->script), c->script, path);
   }
   bind_weights(L, path);
+  c->weights_origin = dsl_origin(L);
   return 0;
 }
 
@@ -440,19 +442,32 @@ void dsl_open_model(lua_State *L) {
   lua_pushglobaltable(L);
   luaL_setfuncs(L, globals, 0);
   lua_pop(L, 1);
+  dsl_open_state(L);
 }
 
 bool dsl_finish_model(LuaCtx *c, Diag *d) {
   Graph *g = c->g;
   d->file = c->script;
-  for (int i = 0; i < c->o->nsets; i++)
-    if (!c->set_used[i])
-      return diag_error(d, "--set %s: the script's config{} has no such parameter", c->o->sets[i]);
+  for (int i = 0; i < c->o->nsets; i++) {
+    if (c->set_used[i])
+      continue;
+    if (!c->config_origin)
+      return diag_error(d, "--set %s: the script has no config{}; expected config{key = default, "
+                           "...} for the keys --set gives", c->o->sets[i]);
+    d->file = c->config_origin;
+    return diag_error(d, "--set %s: the script's config{} has no such parameter", c->o->sets[i]);
+  }
   if (g->noutputs == 0)
     return diag_error(d, "the script defines no output; expected output(tensor, \"name\")");
   if (g->ninputs == 0)
     return diag_error(d, "the script defines no input; expected input{\"x\", {dims...}}");
-  if (c->weights && !safetensors_check_all_used(c->weights, d))
+  Diag unused = {0};
+  if (c->weights && !safetensors_check_all_used(c->weights, &unused)) {
+    /* the weights() line when the script bound them; --weights has no line */
+    d->file = c->weights_origin ? c->weights_origin : c->script;
+    return diag_error(d, "%s%s", c->weights_origin ? "weights: " : "", unused.msg);
+  }
+  if (!dsl_finish_states(c, d))
     return false;
   graph_compact(g);
   return true;

@@ -81,6 +81,23 @@ const char *dsl_origin(lua_State *L) {
   return line ? arena_printf(c->a, "%s:%d", src, line) : c->script;
 }
 
+/* The innermost Lua frame decides: the script's own (its line says it
+ * all) or a bundled module's (its line tells apart the many nodes one nn
+ * call makes, in dumps and in the generated C). */
+const char *dsl_node_origin(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *where = dsl_origin(L);
+  lua_Debug ar;
+  for (int level = 0; lua_getstack(L, level, &ar); level++) {
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
+      continue;
+    if (strcmp(ar.source, c->chunkname) == 0)
+      return where;
+    return arena_printf(c->a, "%s (%s:%d)", where, ar.short_src, ar.currentline);
+  }
+  return where;
+}
+
 int dsl_fail(lua_State *L, const char *fmt, ...) {
   char msg[900];
   va_list ap;
@@ -93,10 +110,11 @@ int dsl_fail(lua_State *L, const char *fmt, ...) {
 
 /* ---- the restricted library set --------------------------------------------- */
 
-/* load(chunk [, name [, mode [, env]]]) with mode forced to text. */
+/* load(chunk [, name [, mode [, env]]]) with mode forced to text. The
+ * base library's load is its upvalue, out of the script's reach. */
 static int text_only_load(lua_State *L) {
   int top = lua_gettop(L);
-  lua_getglobal(L, "kiln_base_load_");
+  lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushvalue(L, 1);
   if (top >= 2) lua_pushvalue(L, 2); else lua_pushnil(L);
   lua_pushliteral(L, "t");
@@ -107,6 +125,34 @@ static int text_only_load(lua_State *L) {
   }
   lua_call(L, nargs, LUA_MULTRET);
   return lua_gettop(L) - top;
+}
+
+/* fail(msg): raise msg located at the user's script line, as the tensor
+ * methods do: how a bundled module (nn) reports a bad argument at the line
+ * that called it rather than at its own. */
+static int fail_at_script_line(lua_State *L) {
+  return dsl_fail(L, "%s", luaL_checkstring(L, 1));
+}
+
+/* __index of the stand-ins for os, io, package and debug: any use of them
+ * is an error that says why, rather than "attempt to index a nil value". */
+static int missing_library(lua_State *L) {
+  const char *lib = lua_tostring(L, lua_upvalueindex(1));
+  const char *key = lua_tostring(L, 2);
+  return dsl_fail(L, "%s.%s: scripts run in kiln's sandbox, which has no '%s' library (no files, "
+                     "programs or native code; see docs/lua.md)", lib, key ? key : "?", lib);
+}
+
+static void stand_in_library(lua_State *L, const char *lib) {
+  lua_newtable(L);
+  lua_newtable(L); /* its metatable */
+  lua_pushstring(L, lib);
+  lua_pushcclosure(L, missing_library, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__index");
+  lua_setfield(L, -2, "__newindex");
+  lua_setmetatable(L, -2);
+  lua_setglobal(L, lib);
 }
 
 /* print writes to stderr: stdout may carry IR dumps. */
@@ -137,17 +183,24 @@ static bool load_module_text(lua_State *L, const char *name) {
   return true;
 }
 
-/* require(name): kiln's bundled modules only, each loaded once. */
+/* require(name): kiln's bundled modules only, each loaded once. While a
+ * module loads, its slot holds false, so a cycle is an error, not an
+ * endless recursion. */
 static int bundled_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, "kiln.loaded");
   lua_getfield(L, -1, name);
-  if (!lua_isnil(L, -1))
+  if (lua_toboolean(L, -1))
     return 1;
+  if (lua_isboolean(L, -1))
+    return dsl_fail(L, "require '%s': circular require; '%s' is still loading (a module it "
+                       "requires requires it back at load time)", name, name);
   lua_pop(L, 1);
   if (!load_module_text(L, name))
     return dsl_fail(L, "require '%s': no such module; the sandbox offers only kiln's bundled "
                        "modules ('nn')", name);
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -3, name);
   lua_pushstring(L, name);
   lua_call(L, 1, 1);
   if (lua_isnil(L, -1)) {
@@ -176,11 +229,15 @@ static void open_sandbox_libs(lua_State *L) {
     lua_setglobal(L, drop[i]);
   }
   lua_getglobal(L, "load");
-  lua_setglobal(L, "kiln_base_load_");
-  lua_pushcfunction(L, text_only_load);
+  lua_pushcclosure(L, text_only_load, 1);
   lua_setglobal(L, "load");
+  static const char *const absent[] = {"os", "io", "package", "debug"};
+  for (int i = 0; i < KILN_COUNT(absent); i++)
+    stand_in_library(L, absent[i]);
   lua_pushcfunction(L, print_stderr);
   lua_setglobal(L, "print");
+  lua_pushcfunction(L, fail_at_script_line);
+  lua_setglobal(L, "fail");
   lua_getglobal(L, "string");
   lua_pushnil(L);
   lua_setfield(L, -2, "dump");

@@ -141,7 +141,7 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
   Graph *g = c->g;
   if (attrs)
     attrs = lua_absindex(L, attrs);
-  int node = ir_op(g, op, dsl_origin(L), in, nin, nout);
+  int node = ir_op(g, op, dsl_node_origin(L), in, nin, nout);
   g->nodes[node].name = arena_printf(c->a, "%s_%d", op_table[op].name, node);
   if (attrs)
     lt_attrs(L, node, attrs, what);
@@ -314,6 +314,17 @@ static int axis_of(lua_State *L, int vid, int64_t axis, const char *what) {
   return a;
 }
 
+/* Push the attribute table {perm = {perm[0], ...}} for Transpose. */
+static void push_perm_attrs(lua_State *L, const int64_t *perm, int n) {
+  lua_newtable(L);
+  lua_createtable(L, n, 0);
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, perm[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "perm");
+}
+
 static int transpose(lua_State *L) {
   int x = lt_check(L, 1);
   int rank = ltype(L, x)->rank;
@@ -325,12 +336,7 @@ static int transpose(lua_State *L) {
   perm[a] = b;
   perm[b] = a;
   lua_settop(L, 1);
-  lua_newtable(L);
-  for (int i = 0; i < rank; i++) {
-    lua_pushinteger(L, perm[i]);
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_setfield(L, -2, "perm");
+  push_perm_attrs(L, perm, rank);
   return simple_op(L, "transpose", "Transpose", 1, 2);
 }
 
@@ -338,12 +344,7 @@ static int permute(lua_State *L) {
   int64_t perm[MAX_RANK];
   int n = int_list(L, 2, perm, MAX_RANK, "permute");
   lua_settop(L, 1);
-  lua_newtable(L);
-  for (int i = 0; i < n; i++) {
-    lua_pushinteger(L, perm[i]);
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_setfield(L, -2, "perm");
+  push_perm_attrs(L, perm, n);
   return simple_op(L, "permute", "Transpose", 1, 2);
 }
 

@@ -1,14 +1,17 @@
 /* fused.c — kiln's own ops, made by the fuse pass (compiler/passes/fuse.c)
  * from the patterns PyTorch exports; never read from an ONNX file.
  *
- *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]), bias optional,
- *           {act="none"|"relu"|"gelu"|"gelu_tanh"}
+ *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]) + R, bias and R optional,
+ *           {act="none"|"relu"|"gelu"|"gelu_tanh"}; R, the residual (made by
+ *           compiler/passes/fuse_residual.c), has M·N elements read in Y's
+ *           row-major order, and Y takes R's shape
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
  * Both take f32 or f64. Linear's _eval rounds to the output type where the
- * unfused MatMul → Add → activation rounded (after the product, after the
- * bias), so folding and `kiln run` give what the replaced ops gave. */
+ * unfused MatMul → Add → activation → Add rounded (after the product, the
+ * bias, the activation), so folding and `kiln run` give what the replaced
+ * ops gave. */
 #include <math.h>
 #include <string.h>
 
@@ -108,7 +111,7 @@ static int64_t linear_rows(const Type *x) {
 }
 
 bool linear_infer(Graph *g, Node *n, Diag *d) {
-  Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2);
+  Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2), *r = node_in(g, n, 3);
   if (!x || !w)
     return diag_node(d, g, n, "input %s is absent; expected a tensor", x ? "W" : "X");
   const Type *tx = &x->type, *tw = &w->type;
@@ -129,14 +132,18 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
                      str_attr(n, "act"));
   Type y = *tx;
   y.dims[y.rank - 1] = tw->dims[1];
-  node_out(g, n, 0)->type = y;
+  if (r && (r->type.dt != tx->dt || type_numel(&r->type) != type_numel(&y)))
+    return diag_node(d, g, n, "residual R is %s and the product is %s; expected %s with as many "
+                     "elements", type_str(&r->type, sx, sizeof sx), type_str(&y, sw, sizeof sw),
+                     dt_name(tx->dt));
+  node_out(g, n, 0)->type = r ? r->type : y;
   return true;
 }
 
 bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = in[0].type.dt;
   int64_t m = linear_rows(&in[0].type), k = in[1].type.dims[0], nn = in[1].type.dims[1];
-  bool has_b = n->nin > 2 && in[2].data;
+  bool has_b = n->nin > 2 && in[2].data, has_r = n->nin > 3 && in[3].data;
   Act act = linear_act(n);
   void *y = out[0].data;
   for (int64_t i = 0; i < m; i++)
@@ -150,6 +157,8 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
         el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[2].data, j));
       if (act != ACT_NONE)
         el_set_f(dt, y, yi, act_eval(act, el_get_f(dt, y, yi)));
+      if (has_r)
+        el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[3].data, yi));
     }
   return true;
 }
@@ -157,8 +166,9 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 /* ---- Linear: emit ----------------------------------------------------------
  * The whole of Linear's C is linear_emit: the MatMul kernel
  * (templates/matmul.c.in, same block sizes as compiler/ops/matmul.c) over
- * the M rows of X, then one epilogue loop that adds the bias and applies the
- * activation in place. A faster GEMM generator replaces this section. */
+ * the M rows of X, then one epilogue loop that adds the bias, applies the
+ * activation and adds the residual in place. f32 products by a constant W
+ * take the packed GEMM (gemm_kernel.c) instead, epilogue in registers. */
 
 static void emit_linear_matmul(Emit *e, DType dt, int64_t m, int64_t n, int64_t k, const char *x,
                                const char *w, const char *y) {
@@ -172,22 +182,28 @@ static void emit_linear_matmul(Emit *e, DType dt, int64_t m, int64_t n, int64_t 
   emit_line(e, "}");
 }
 
-/* y[i][j] = act(y[i][j] + bias[j]) over Y[M,N]; bias may be NULL. */
+/* y[i][j] = act(y[i][j] + bias[j]) + res[i][j] over Y[M,N]; bias and res
+ * may be NULL. */
 static void emit_linear_epilogue(Emit *e, DType dt, Act act, int64_t m, int64_t n, const char *bias,
-                                 const char *y) {
+                                 const char *res, const char *y) {
   const char *T = dt_ctype(dt);
   emit_line(e, "for (int i = 0; i < %lld; i++) {", (long long)m);
   e->indent++;
   emit_line(e, "%s *yr = %s + i * %lld; /* row i of Y[%lld,%lld] */", T, y, (long long)n, (long long)m,
             (long long)n);
-  if (act == ACT_NONE) {
+  if (res)
+    emit_line(e, "const %s *rr = %s + i * %lld; /* row i of the residual */", T, res, (long long)n);
+  if (act == ACT_NONE && !res) {
     emit_line(e, "for (int j = 0; j < %lld; j++)", (long long)n);
     emit_line(e, "  yr[j] += %s[j];", bias);
   } else {
     emit_line(e, "for (int j = 0; j < %lld; j++) {", (long long)n);
     e->indent++;
     emit_line(e, "const %s v = yr[j]%s%s%s;", T, bias ? " + " : "", bias ? bias : "", bias ? "[j]" : "");
-    emit_line(e, "yr[j] = %s;", act_expr(e, dt, act, "v"));
+    if (res)
+      emit_line(e, "yr[j] = (%s) + rr[j];", act_expr(e, dt, act, "v"));
+    else
+      emit_line(e, "yr[j] = %s;", act_expr(e, dt, act, "v"));
     e->indent--;
     emit_line(e, "}");
   }
@@ -210,7 +226,9 @@ bool linear_emit(Emit *e, const Node *nd) {
                                        [ACT_GELU] = GEMM_ACT_GELU, [ACT_GELU_TANH] = GEMM_ACT_GELU_TANH};
     GemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .a_rs = k, .b = wv->data,
                   .b_name = wv->name, .bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL,
-                  .act = gemm_act[linear_act(nd)], .y = emit_ref(e, nd->out[0])};
+                  .act = gemm_act[linear_act(nd)],
+                  .residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL,
+                  .y = emit_ref(e, nd->out[0])};
     if (emit_gemm(e, &s))
       return true;
   }
@@ -218,10 +236,11 @@ bool linear_emit(Emit *e, const Node *nd) {
   const char *x = emit_ref(e, nd->in[0]);
   const char *w = emit_ref(e, nd->in[1]);
   const char *bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
+  const char *res = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
   const char *y = emit_ref(e, nd->out[0]);
   emit_linear_matmul(e, dt, m, n, k, x, w, y);
   Act act = linear_act(nd);
-  if (bias || act != ACT_NONE)
-    emit_linear_epilogue(e, dt, act, m, n, bias, y);
+  if (bias || res || act != ACT_NONE)
+    emit_linear_epilogue(e, dt, act, m, n, bias, res, y);
   return true;
 }

@@ -16,7 +16,7 @@
  * 18 tiles of 6 rows and 4 of 5, not 21 of 6 and one of 2); each tile size
  * and the edge panel are separate constant instantiations. When a panel
  * is larger than GEMM_PANEL_BLOCK, K is split into equal blocks whose
- * partial sums are added into Y. The epilogue (bias, relu) runs in
+ * partial sums are added into Y. The epilogue (bias, relu, residual) runs in
  * registers; gelu, which needs erff/tanhf, runs on the tile just stored.
  *
  * ISA. --isa sets the panel width NR: generic 8, avx2 16, avx512 32
@@ -38,7 +38,20 @@
  * GNU vectors on a compiler without the ISA are lowered to scalar code, so
  * they are never used there). -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a
  * width, -DKILN_GEMM_SCALAR the plain C path: the tests check each on any
- * x86-64. */
+ * x86-64.
+ *
+ * Threads (--threads N > 1, emit_parallel_for in emit.h). The panels are
+ * independent — each writes its own columns of Y from its own columns of
+ * B — so one loop over all of them, the edge panel last, is split among
+ * the threads: each streams its share of the weight, and A (small in a
+ * transformer) is read by all. With fewer panels than threads, the row
+ * tiles of each panel are split instead. With K split in blocks, the split
+ * is inside each block. Products too small to repay a thread start stay
+ * serial.
+ *
+ * --gemm=openblas: no packing and no kernel, one cblas_sgemm call on the
+ * weight as it is (its own 64-byte-aligned array), then the bias and the
+ * activation in one loop over Y. */
 #include "gemm_kernel.h"
 
 #include <string.h>
@@ -94,7 +107,13 @@ typedef struct Geo {
   const char *vt;    /* its vector type: v8f */
   int mr_hi, mr_lo;  /* row tiles: rows [0, m_hi) by mr_hi, the rest by mr_lo */
   int64_t m_hi;
+  double ns;         /* estimated serial time (emit_parallel_for) */
+  bool par_panels;   /* --threads: the panels split among the threads */
+  bool par_rows;     /* --threads: else the row tiles of each panel */
 } Geo;
+
+/* Estimated serial nanoseconds of the product: about 100 GFLOP/s. */
+static double gemm_ns(const GemmSpec *s) { return 2.0 * (double)s->m * (double)s->n * (double)s->k / 100; }
 
 /* The panels of --isa, read through view v. */
 static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v, Geo *g) {
@@ -124,6 +143,9 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->mr_hi = (int)((s->m + tiles - 1) / tiles);
   g->mr_lo = g->mr_hi - 1;
   g->m_hi = (s->m - tiles * g->mr_lo) * g->mr_hi;
+  g->ns = gemm_ns(s);
+  g->par_panels = emit_parallel_worth(e, g->npf + (g->nrem > 0), g->ns);
+  g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
 }
 
 /* B packed into the panels of g. */
@@ -188,18 +210,21 @@ static const char *yvec(Emit *e, const Geo *g, int r, int v) {
 }
 
 /* The tile's epilogue: the row pointers of Y; with K split, the earlier
- * blocks' sums added from Y and bias/activation held for the last block;
- * bias and relu in registers; the store of `valid` columns (a partial last
+ * blocks' sums added from Y and bias/activation/residual held for the last
+ * block; bias, relu and the residual in registers; the store of `valid` columns (a partial last
  * vector stores only its valid bytes); gelu on the stored tile. */
 static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int mr, int nv, int valid) {
   const char *vt = g->vt;
-  bool split = g->nkb > 1, regs = s->bias || s->act == GEMM_ACT_RELU;
   bool gelu = s->act == GEMM_ACT_GELU || s->act == GEMM_ACT_GELU_TANH;
+  bool res_regs = s->residual && !gelu; /* after gelu, the residual joins its loop */
+  bool split = g->nkb > 1, regs = s->bias || s->act == GEMM_ACT_RELU || res_regs;
   long long ny = (long long)s->n, last = (long long)(s->k - g->kc);
   Buf b = {0};
   buf_printf(&b, "float *y0 = yp + i0 * %lld;\n", ny);
   for (int r = 1; r < mr; r++)
     buf_printf(&b, "float *y%d = y0 + %lld;\n", r, r * ny);
+  if (s->residual)
+    buf_printf(&b, "const float *r0 = rp + i0 * %lld; /* the residual's rows */\n", ny);
   if (split) {
     buf_printf(&b, "if (k0 > 0) { /* add the sums of the earlier K blocks */\n  %s t = {0};\n", vt);
     for (int r = 0; r < mr; r++)
@@ -209,7 +234,11 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
     buf_puts(&b, "}\n");
   }
   if (regs) {
-    const char *what = s->bias && s->act == GEMM_ACT_RELU ? "bias, relu" : s->bias ? "bias" : "relu";
+    const char *what = arena_printf(e->g->arena, "%s%s%s%s%s", s->bias ? "bias" : "",
+                                    s->bias && s->act == GEMM_ACT_RELU ? ", " : "",
+                                    s->act == GEMM_ACT_RELU ? "relu" : "",
+                                    res_regs && (s->bias || s->act == GEMM_ACT_RELU) ? ", " : "",
+                                    res_regs ? "residual" : "");
     if (split)
       buf_printf(&b, "if (k0 == %lld) { /* after the last block: %s */\n", last, what);
     else
@@ -233,6 +262,14 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
         buf_printf(&b, "  acc%d_%d = (%s)((v%di)acc%d_%d & (v%di)(acc%d_%d > zero));\n", r, v, vt,
                    g->vw, r, v, g->vw, r, v);
   }
+  if (res_regs) {
+    buf_printf(&b, "  %s rv = {0};\n", vt);
+    for (int r = 0; r < mr; r++)
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, "  memcpy(&rv, %s, %s); acc%d_%d += rv;\n",
+                   plus(e, "r0", r * ny + (int64_t)v * g->vw),
+                   vbytes(e, g, v, nv, valid), r, v);
+  }
   if (regs)
     buf_puts(&b, "}\n");
   for (int r = 0; r < mr; r++) {
@@ -248,7 +285,9 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
     buf_printf(&b, "%sfor (int r = 0; r < %d; r++)\n%s  for (int j = 0; j < %d; j++) {\n", ind, mr, ind,
                valid);
     buf_printf(&b, "%s    const float v = y0[r * %lld + j];\n", ind, ny);
-    buf_printf(&b, "%s    y0[r * %lld + j] = %s;\n%s  }\n", ind, ny, gemm_act_expr(e, s->act, "v"), ind);
+    const char *res = s->residual ? arena_printf(e->g->arena, " + r0[r * %lld + j]", ny) : "";
+    buf_printf(&b, "%s    y0[r * %lld + j] = (%s)%s;\n%s  }\n", ind, ny, gemm_act_expr(e, s->act, "v"), res,
+               ind);
   }
   if (b.len && b.s[b.len - 1] == '\n')
     b.s[--b.len] = 0;
@@ -290,7 +329,10 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
 
 /* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo. */
 static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid) {
+  double row_ns = g->ns / (double)s->m / (double)(g->npf + (g->nrem > 0));
   if (g->m_hi > 0) {
+    if (g->par_rows)
+      emit_parallel_for(e, g->m_hi / g->mr_hi, row_ns * (double)g->m_hi);
     emit_line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
               g->mr_hi, g->mr_hi, valid);
     e->indent++;
@@ -299,6 +341,8 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
     emit_line(e, "}");
   }
   if (g->m_hi < s->m) {
+    if (g->par_rows)
+      emit_parallel_for(e, (s->m - g->m_hi) / g->mr_lo, row_ns * (double)(s->m - g->m_hi));
     emit_line(e, "for (int i0 = %lld; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
               (long long)s->m, g->mr_lo, g->mr_lo, valid);
     e->indent++;
@@ -316,7 +360,50 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
   emit_line(e, "float *yp = y + %s;", col);
   if (s->bias)
     emit_line(e, "const float *bias_p = bias + %s;", col);
+  if (s->residual)
+    emit_line(e, "const float *rp = res + %s;", col);
   emit_panel_rows(e, s, g, pw, valid);
+}
+
+/* Full panel p's pointers and row tiles (in a loop over p). */
+static void emit_full_panel(Emit *e, const GemmSpec *s, const Geo *g) {
+  emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(s->k * g->nr)),
+             arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr);
+}
+
+/* The edge panel's, in a block opened by `open` ("{" or "} else {"). */
+static void emit_edge_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *open) {
+  emit_line(e, "%s /* the edge panel: columns %lld .. %lld, zero-padded to %d */", open,
+            (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
+  e->indent++;
+  emit_panel(e, s, g, emit_int(e, g->npf * s->k * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* --threads: one loop over every panel, the edge panel last, split among
+ * the threads. */
+static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
+  int64_t np = g->npf + (g->nrem > 0);
+  emit_parallel_for(e, np, g->ns);
+  if (g->nrem == 0)
+    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
+              (long long)np, g->nr, g->nr, g->nr - 1);
+  else
+    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d, "
+                 "the last one narrower */", (long long)np, g->nr, g->nr, g->nr - 1);
+  e->indent++;
+  if (g->nrem == 0) {
+    emit_full_panel(e, s, g);
+  } else {
+    emit_line(e, "if (p < %lld) {", (long long)g->npf);
+    e->indent++;
+    emit_full_panel(e, s, g);
+    e->indent--;
+    emit_edge_panel(e, s, g, "} else {");
+  }
+  e->indent--;
+  emit_line(e, "}");
 }
 
 /* The vector path: [the K blocks,] the full panels, the edge panel. */
@@ -330,23 +417,19 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
               (long long)g->kc, (long long)g->nkb);
     e->indent++;
   }
-  if (g->npf > 0) {
-    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
-              (long long)g->npf, g->nr, g->nr, g->nr - 1);
-    e->indent++;
-    emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(s->k * g->nr)),
-               arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr);
-    e->indent--;
-    emit_line(e, "}");
-  }
-  if (g->nrem > 0) {
-    emit_line(e, "{ /* the edge panel: columns %lld .. %lld, zero-padded to %d */",
-              (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
-    e->indent++;
-    emit_panel(e, s, g, emit_int(e, g->npf * s->k * g->nr), emit_int(e, g->npf * g->nr), g->pwe,
-               g->nrem);
-    e->indent--;
-    emit_line(e, "}");
+  if (g->par_panels) {
+    emit_panels_parallel(e, s, g);
+  } else {
+    if (g->npf > 0) {
+      emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
+                (long long)g->npf, g->nr, g->nr, g->nr - 1);
+      e->indent++;
+      emit_full_panel(e, s, g);
+      e->indent--;
+      emit_line(e, "}");
+    }
+    if (g->nrem > 0)
+      emit_edge_panel(e, s, g, "{");
   }
   if (g->nkb > 1) {
     e->indent--;
@@ -358,11 +441,15 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
 static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
   const char *bias = s->bias ? arena_printf(e->g->arena, " + bias[p * %d + j]", g->nr) : "";
   const char *epi = gemm_act_expr(e, s->act, "v");
+  if (s->residual)
+    epi = arena_printf(e->g->arena, "(%s) + res[i * %lld + p * %d + j]", epi, (long long)s->n, g->nr);
   for (int edge = 0; edge < 2; edge++) {
     int64_t p0 = edge ? g->npf : 0, p1 = edge ? g->npf + 1 : g->npf;
     int pw = edge ? g->pwe : g->nr, valid = edge ? g->nrem : g->nr;
     if (valid == 0 || p1 == p0)
       continue;
+    if (g->par_panels || g->par_rows) /* the template starts with its loop over panels */
+      emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
     emit_tmpl(e, "gemm_f32_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
               emit_int(e, s->k * g->nr), "K", emit_int(e, s->k), "PW", emit_int(e, pw), "M",
               emit_int(e, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
@@ -377,11 +464,61 @@ static const char *tile_sizes(Emit *e, const Geo *g) {
   return arena_printf(e->g->arena, "%d or %d x %d", g->mr_hi, g->mr_lo, g->nr);
 }
 
+/* --gemm=openblas: Y = A·B by cblas_sgemm (B as it is, its own array),
+ * then bias and activation in one pass over Y. */
+static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
+  Arena *a = e->g->arena;
+  long long m = s->m, n = s->n, k = s->k;
+  const char *bname = s->b_name ? arena_printf(a, " '%s'", s->b_name) : "";
+  emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s by cblas_sgemm */", m, n, m, k, k,
+            n, s->bias ? " + bias" : "", s->act ? ", then " : "", s->act ? act_name(s->act) : "",
+            s->residual ? ", + residual" : "");
+  e->indent++;
+  emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, m, n);
+  if (k == 0) { /* BLAS rejects a leading dimension of 0 */
+    emit_line(e, "memset(y, 0, %lld); /* K = 0: the empty sums */", 4 * m * n);
+  } else {
+    const char *b = emit_const_array(e, DT_F32, s->b, k * n,
+                                     arena_printf(a, "B%s [%lld,%lld]%s for cblas_sgemm (--gemm=openblas)",
+                                                  bname, s->b_trans ? n : k, s->b_trans ? k : n,
+                                                  s->b_trans ? " (transposed)" : ""));
+    emit_line(e, "cblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %lld, %lld, %lld, 1.0f, %s, %lld, %s, %lld, "
+                 "0.0f, y, %lld);",
+              s->b_trans ? "CblasTrans" : "CblasNoTrans", m, n, k, s->a, (long long)s->a_rs, b,
+              s->b_trans ? k : n, n);
+  }
+  if (s->bias || s->act || s->residual) {
+    if (s->bias)
+      emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, n);
+    if (s->residual)
+      emit_line(e, "const float *res = %s; /* [%lld,%lld] */", s->residual, m, n);
+    emit_parallel_for(e, m, (double)(m * n) * (s->act >= GEMM_ACT_GELU ? 4 : 0.25));
+    emit_line(e, "for (int i = 0; i < %lld; i++) {", m);
+    e->indent++;
+    emit_line(e, "float *yr = y + i * %lld; /* row i */", n);
+    emit_line(e, "for (int j = 0; j < %lld; j++) {", n);
+    emit_line(e, "  const float v = yr[j]%s;", s->bias ? " + bias[j]" : "");
+    if (s->residual)
+      emit_line(e, "  yr[j] = (%s) + res[i * %lld + j];", gemm_act_expr(e, s->act, "v"), n);
+    else
+      emit_line(e, "  yr[j] = %s;", gemm_act_expr(e, s->act, "v"));
+    emit_line(e, "}");
+    e->indent--;
+    emit_line(e, "}");
+  }
+  e->indent--;
+  emit_line(e, "}");
+}
+
 bool emit_gemm(Emit *e, const GemmSpec *s) {
   if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !s->b)
     return false;
   if (s->m == 0 || s->n == 0)
     return true;
+  if (e->gemm == GEMM_OPENBLAS) {
+    emit_gemm_cblas(e, s);
+    return true;
+  }
   const IsaTile *t = &isa_tiles[e->isa];
   Arena *a = e->g->arena;
   Geo g;
@@ -397,10 +534,10 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
                             g.pwe, g.nrem)
              : "");
   const char *bp = emit_const_array(e, DT_F32, pk, len, what);
-  emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s, B in panels of %d columns */",
+  emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
             (long long)s->n, s->bias ? " + bias" : "", s->act ? ", then " : "",
-            s->act ? act_name(s->act) : "", g.nr);
+            s->act ? act_name(s->act) : "", s->residual ? ", + residual" : "", g.nr);
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld], rows %lld apart */", s->a, (long long)s->m,
             (long long)s->k, (long long)s->a_rs);
@@ -408,6 +545,9 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
             (long long)(g.npf + (g.nrem > 0)), g.nr);
   if (s->bias)
     emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, (long long)s->n);
+  if (s->residual)
+    emit_line(e, "const float *res = %s; /* the residual [%lld,%lld] */", s->residual, (long long)s->m,
+              (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
   const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
   bool first = true;

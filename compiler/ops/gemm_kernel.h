@@ -1,14 +1,15 @@
 /* gemm_kernel.h — the f32 GEMM generator for a constant right operand (a
  * weight), shared by MatMul, Gemm and Linear's _emit:
  *
- *   Y[M,N] = act(A[M,K] · B[K,N] + bias[N])
+ *   Y[M,N] = act(A[M,K] · B[K,N] + bias[N]) + R[M,N]
  *
  * B is packed at compile time into the panel layout the micro-kernel reads
  * (panel width from --isa) and emitted as its own weight array; the kernel
  * is register-blocked GNU C vector code for each vector width that can
  * read the panels, picked by the C preprocessor (see gemm_kernel.c), with
  * every dim a constant and the edges handled by constant-bound remainder
- * code. */
+ * code. With --threads N the panels are split among N OpenMP threads; with
+ * --gemm=openblas a cblas_sgemm call replaces packing and kernel. */
 #ifndef KILN_GEMM_KERNEL_H
 #define KILN_GEMM_KERNEL_H
 
@@ -25,6 +26,8 @@ typedef struct GemmSpec {
   const char *b_name;  /* B's name, for comments (may be NULL) */
   const char *bias;    /* C pointer expression of bias[n], or NULL */
   GemmAct act;         /* applied after the bias: relu, gelu (erf), gelu_tanh */
+  const char *residual; /* C pointer expression of R[m,n] (row-major), added after
+                           the activation, or NULL (Linear's residual input) */
   const char *y;       /* C pointer expression of Y[m,n], row-major */
 } GemmSpec;
 

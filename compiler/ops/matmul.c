@@ -51,9 +51,28 @@ static void dot_store(DType dt, const void *a, int64_t a0, int64_t as, const voi
  * rows of Y share each row of B; NB columns are summed in the local block
  * acc (at most 8 KiB); KC rows of Bᵀ are transposed at a time into a tile
  * of at most 32 KiB. */
+/* --gemm=openblas takes the f32 products whose A is row- or column-major
+ * (cblas_sgemm's layouts) and not empty. */
+static bool matmul_uses_cblas(const Emit *e, DType dt, int64_t k, int64_t a_rs, int64_t a_cs) {
+  return e->gemm == GEMM_OPENBLAS && dt == DT_F32 && k > 0 && (a_cs == 1 || a_rs == 1);
+}
+
+static void emit_matmul_cblas(Emit *e, bool trb, int64_t m, int64_t n, int64_t k, const char *a,
+                              const char *b, const char *y, int64_t a_rs, int64_t a_cs) {
+  bool tra = a_cs != 1;
+  emit_line(e, "cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f, %s, %lld, %s, %lld, 0.0f, %s, %lld);",
+            tra ? "CblasTrans" : "CblasNoTrans", trb ? "CblasTrans" : "CblasNoTrans", (long long)m,
+            (long long)n, (long long)k, a, (long long)(tra ? a_cs : a_rs), b, (long long)(trb ? k : n), y,
+            (long long)n);
+}
+
 static void emit_matmul_kernel(Emit *e, DType dt, bool trb, int64_t m, int64_t n, int64_t k,
                                const char *a, const char *b, const char *y, int64_t a_rs,
                                int64_t a_cs) {
+  if (matmul_uses_cblas(e, dt, k, a_rs, a_cs)) {
+    emit_matmul_cblas(e, trb, m, n, k, a, b, y, a_rs, a_cs);
+    return;
+  }
   int64_t nbmax = trb ? 64 : 128, kcmax = 32768 / (64 * (int64_t)dt_size(dt));
   int64_t mr = m < 8 ? m : 8, nb = n < nbmax ? n : nbmax, kc = k < kcmax ? k : kcmax;
   Arena *ar = e->g->arena;
@@ -205,6 +224,39 @@ static bool matmul_emit_packed(Emit *e, const Node *n, const MatGeom *mg, const 
   return emit_gemm(e, &s);
 }
 
+/* The loops b0, b1, ... over Y's nl batch dims ld[] (nmat matrices in
+ * all); returns how many blocks they opened. Split among the threads
+ * (ns > 0: the product's estimated serial time), several loops become one
+ * over every matrix that derives b0, b1, ... from its index. */
+static int emit_batch_loops(Emit *e, int nl, const int64_t *ld, int64_t nmat, double ns) {
+  if (ns > 0 && nl > 1) {
+    emit_parallel_for(e, nmat, ns);
+    emit_line(e, "for (int bi = 0; bi < %lld; bi++) { /* the %d batch loops as one, for the threads */",
+              (long long)nmat, nl);
+    Buf b = {0};
+    int64_t inner = nmat;
+    for (int i = 0; i < nl; i++) {
+      inner /= ld[i];
+      buf_printf(&b, "%sb%d = bi", i ? ", " : "const int ", i);
+      if (inner > 1)
+        buf_printf(&b, " / %lld", (long long)inner);
+      if (i > 0)
+        buf_printf(&b, " %% %lld", (long long)ld[i]);
+    }
+    e->indent++;
+    emit_line(e, "%s;", b.s);
+    buf_free(&b);
+    return 1;
+  }
+  for (int i = 0; i < nl; i++) {
+    if (ns > 0)
+      emit_parallel_for(e, ld[i], ns);
+    emit_line(e, "for (int b%d = 0; b%d < %lld; b%d++) {", i, i, (long long)ld[i], i);
+    e->indent++;
+  }
+  return nl;
+}
+
 /* One loop per batch dim of Y (dims of 1 dropped, dims contiguous in all
  * three operands merged), then the 2-D kernel on pointers offset into A, B
  * and Y. A constant f32 B takes the packed GEMM instead. */
@@ -229,15 +281,20 @@ bool matmul_emit(Emit *e, const Node *n) {
     ld[nl] = mg.bd[i], la[nl] = mg.sa[i], lb[nl] = mg.sb[i], ly[nl] = mg.sy[i];
     nl++;
   }
-  for (int i = 0; i < nl; i++) {
-    emit_line(e, "for (int b%d = 0; b%d < %lld; b%d++) {", i, i, (long long)ld[i], i);
-    e->indent++;
-  }
+  /* --threads: the matrices split among the threads, unless cblas_sgemm
+   * (threaded by OpenBLAS itself) computes them; the template kernel runs
+   * at about 30 GFLOP/s */
+  int64_t nmat = 1;
+  for (int i = 0; i < nl; i++)
+    nmat *= ld[i];
+  double ns = 2.0 * (double)nmat * (double)mg.m * (double)mg.n * (double)mg.k / 30;
+  bool par = nl > 0 && !matmul_uses_cblas(e, yt.dt, mg.k, mg.k, 1) && emit_parallel_worth(e, nmat, ns);
+  int open = emit_batch_loops(e, nl, ld, nmat, par ? ns : 0);
   emit_matmul_kernel(e, yt.dt, false, mg.m, mg.n, mg.k,
                      batch_offset(e, emit_ref(e, n->in[0]), nl, la),
                      batch_offset(e, emit_ref(e, n->in[1]), nl, lb),
                      batch_offset(e, emit_ref(e, n->out[0]), nl, ly), mg.k, 1);
-  for (int i = 0; i < nl; i++) {
+  for (int i = 0; i < open; i++) {
     e->indent--;
     emit_line(e, "}");
   }

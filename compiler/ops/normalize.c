@@ -121,6 +121,9 @@ bool softmax_emit(Emit *e, const Node *n) {
                         (long long)(r.len * r.inner), (long long)r.inner);
   k = r.inner == 1 ? "k" : arena_printf(g->arena, "k * %lld", (long long)r.inner);
   const char *name = n->op == OP_SOFTMAX ? "softmax" : n->op == OP_LOGSOFTMAX ? "softmax_log" : "softmax_hard";
+  /* --threads: rows split among the threads (the template starts with its
+   * loop over rows); a max, an exp, a sum and a division per element */
+  emit_parallel_for(e, r.outer * r.inner, 6.0 * (double)type_numel(&x->type));
   emit_tmpl(e, name, "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len),
             "XR", base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
             base ? arena_printf(g->arena, "%s + %s", Y, base) : Y, "K", k, "ZERO",
@@ -307,6 +310,9 @@ bool layernorm_emit(Emit *e, const Node *n) {
   const char *store_mean = n->nout > 1 ? arena_printf(ar, "%s[o] = mean;", emit_ref(e, n->out[1])) : "";
   const char *store_inv = n->nout > 2 ? arena_printf(ar, "%s[o] = inv_std;", emit_ref(e, n->out[2]))
                                       : "/* InvStdDev not requested */";
+  /* --threads: rows split among the threads (the template starts with its
+   * loop over rows); two sums along each row, then the normalisation */
+  emit_parallel_for(e, outer, 2.5 * (double)(outer * len));
   emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", T, "U", U, "ROWS", emit_int(e, outer),
             "LEN", emit_int(e, len), "XR", arena_printf(ar, "%s%s", X, row), "YR",
             arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",

@@ -1,5 +1,5 @@
 /* fuse.c — rewrite the canonical patterns of an inferred, folded graph into
- * single ops, in three sweeps (each can feed the next):
+ * single ops, in sweeps (each can feed the next):
  *
  *   1. GELU:  x·0.5·(1 + erf(x/√2))  (Div by √2 or Mul by 1/√2)  -> Gelu
  *             x·0.5·(1 + tanh(√(2/π)·(x + 0.044715·x³)))          -> Gelu {approximate="tanh"}
@@ -8,7 +8,14 @@
  *      axis) -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div (or Mul
  *      by its Reciprocal) -> Mul gamma [-> Add beta]  -> LayerNormalization;
  *   3. MatMul(x, W[K,N] constant) [-> Add bias[N]] [-> Relu | Gelu]  -> Linear
- *      {act}, and Linear{act="none"} -> Relu | Gelu  -> Linear {act}.
+ *      {act}, and Linear{act="none"} -> Relu | Gelu  -> Linear {act};
+ *   then, from files of their own (fuse_sweeps.h), after Gemm by a constant
+ *   -> Linear and Transposes of dims of 1 -> views (fuse_normalize, first):
+ *   4. Add -> LayerNormalization  -> AddLayerNorm (fuse_residual.c);
+ *   5. Linear [-> views] -> Add residual  -> Linear with a residual input;
+ *   6. Transposes around a MatMul of run-time operands  -> PermutedMatMul
+ *      (fuse_transpose.c);
+ *   7. chains of elementwise ops  -> ElementwiseChain (fuse_chain.c), last.
  *
  * A pattern fuses only when each intermediate value is read by the pattern
  * alone (no other user, not a graph output), every constant has the value
@@ -26,7 +33,9 @@
 
 #include "../ops.h"
 #include "../passes.h"
+#include "fuse_attention.h"
 #include "fuse_match.h"
+#include "fuse_sweeps.h"
 
 static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* √(2/π), GELU's tanh form */
 
@@ -275,7 +284,7 @@ static bool fuse_layernorm(Fuser *f, Node *r1) {
 static bool fuse_linear(Fuser *f, Node *n) {
   Graph *g = f->g;
   int x = n->in[0], w = n->in[1], bias = n->op == OP_LINEAR && node_has_in(n, 2) ? n->in[2] : -1;
-  if (x < 0 || w < 0)
+  if (x < 0 || w < 0 || (n->op == OP_LINEAR && node_has_in(n, 3))) /* act comes before a residual */
     return false;
   const Value *wv = &g->vals[w];
   if (!fm_float_value(g, x) || wv->type.dt != g->vals[x].type.dt || wv->type.rank != 2)
@@ -328,9 +337,11 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d) {
   (void)d;
   if (!graph_typed(g)) /* fusion needs shapes: run after infer */
     return true;
+  fuse_normalize(g, o->verbose); /* fuse_residual.c: Gemm -> Linear, unit transposes -> views */
   Fuser f = {.g = g, .verbose = o->verbose};
   fm_index_users(&f);
-  for (int sweep = 0; sweep < 3; sweep++) {
+  fuse_attention_sweep(&f); /* fuse_attention.c: first, before any sweep splits its scale or mask */
+  for (int sweep = 0; sweep < 7; sweep++) {
     for (int i = 0; i < g->nnodes; i++) {
       Node *n = &g->nodes[i];
       if (n->dead)
@@ -343,6 +354,14 @@ bool pass_fuse(Graph *g, const PassOptions *o, Diag *d) {
         fuse_layernorm(&f, n);
       else if (sweep == 2 && (n->op == OP_MATMUL || n->op == OP_LINEAR))
         fuse_linear(&f, n);
+      else if (sweep == 3 && n->op == OP_LAYERNORM) /* fuse_residual.c */
+        fuse_add_layernorm(&f, n);
+      else if (sweep == 4 && n->op == OP_ADD)
+        fuse_linear_residual(&f, n);
+      else if (sweep == 5 && n->op == OP_MATMUL) /* fuse_transpose.c */
+        fuse_matmul_transposes(&f, n);
+      else if (sweep == 6) /* fuse_chain.c: last, it takes what no larger pattern did */
+        fuse_elementwise_chain(&f, n);
     }
   }
   graph_compact(g);

@@ -7,7 +7,7 @@
 
 #include "../ir.h"
 
-#define MAX_MATCH 16
+#define MAX_MATCH 24
 
 typedef struct Fuser {
   Graph *g;

@@ -21,6 +21,20 @@ static bool check_inputs_known(Graph *g, Node *n, Diag *d) {
   return true;
 }
 
+/* Each state's next value, now typed, must fit the state's slot. */
+static bool check_state_types(Graph *g, Diag *d) {
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *s = gval(g, g->inputs[i]);
+    const Value *next = s->is_state ? gval(g, g->outputs[s->state_next]) : NULL;
+    char a[160], b[160];
+    if (next && !type_equal(&s->type, &next->type))
+      return diag_error(d, "state '%s' is %s but its next value '%s' is %s; expected the same "
+                        "dtype and shape", s->name, type_str(&s->type, a, sizeof a), next->name,
+                        type_str(&next->type, b, sizeof b));
+  }
+  return true;
+}
+
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
@@ -36,5 +50,5 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
     if (!fold_node(g, n, o->fold_limit, &folded, d))
       return false;
   }
-  return true;
+  return check_state_types(g, d);
 }

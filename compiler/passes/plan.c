@@ -3,9 +3,18 @@
  * reads it (or reads an alias of it); values are placed greedily, largest
  * first, at the lowest 64-byte-aligned offset that overlaps no placed value
  * whose lifetime intersects. Graph inputs, outputs and constants are not in
- * the workspace; aliases (Reshape and friends) share their root's bytes. */
+ * the workspace (except states' next values, see below); aliases (Reshape
+ * and friends) share their root's bytes.
+ *
+ * In place: an elementwise node (and the row-wise norms, the fused chains)
+ * writes its output over an input that dies at that node — same type, so
+ * element i is read before element i is written and nothing else reads
+ * those bytes later. The two then form one storage group, planned as one
+ * buffer from the first member's birth to the last member's death; each
+ * value keeps its own live steps for `kiln info`. */
 #include <stdlib.h>
 
+#include "../ops.h"
 #include "../passes.h"
 
 #define WS_ALIGN 64
@@ -24,6 +33,96 @@ static int root_of(const Graph *g, int v) {
 
 static bool in_workspace(const Value *v) {
   return !v->data && !v->is_input && !v->is_output && v->alias_of < 0;
+}
+
+/* A state's next value is computed into the workspace while the state's
+ * current value is still being read, and copied into the state at the end
+ * of the call: it is planned like any workspace value, live to the end. */
+static void plan_state_outputs(Graph *g, bool *next_of_state, int *last) {
+  for (int k = 0; k < g->noutputs; k++) {
+    int v = g->outputs[k];
+    const Value *val = &g->vals[v];
+    if (graph_state_of_output(g, k) < 0 || val->data || val->is_input)
+      continue;
+    int r = root_of(g, v); /* an alias keeps its root's bytes alive */
+    next_of_state[r] = !g->vals[r].data && !g->vals[r].is_input;
+    last[r] = g->nnodes;
+  }
+}
+
+/* Node n may write output `out` over input slot `slot`: every kernel of
+ * these families reads an element (or a whole row) of its inputs before it
+ * writes the same element (row) of its output, and reads nothing of that
+ * input afterwards. Variadic ops (Max, Sum, ...) accumulate into their
+ * output input by input, and GEMMs write before their epilogue reads: not
+ * in place. */
+static bool writes_in_place(const Node *n, int out, int slot) {
+  EmitFn f = op_table[n->op].emit;
+  if (f == unary_emit || f == binary_emit || f == where_emit || f == clip_emit || f == gelu_emit ||
+      f == elementwise_chain_emit)
+    return out == 0;
+  if (f == add_layernorm_emit)
+    return slot < 2;
+  if (f == layernorm_emit || f == softmax_emit)
+    return out == 0 && slot == 0;
+  return false;
+}
+
+/* The storage group of value v (itself unless it took over another's). */
+static int group_of(const int *group, int v) {
+  while (group[v] != v)
+    v = group[v];
+  return v;
+}
+
+/* v is a plain workspace value: none of input, output, constant, alias,
+ * state. */
+static bool plain(const Graph *g, const bool *next_of_state, int v) {
+  return in_workspace(&g->vals[v]) && !next_of_state[v];
+}
+
+/* The root of an input of node n (step i) whose storage output jo can
+ * take over, or -1: a plain workspace value of the output's type dying at
+ * step i, read through no other slot of n under another shape, not
+ * already taken by another output. */
+static int in_place_root(const Graph *g, const Node *n, int i, int jo, const int *last,
+                         const bool *next_of_state, const bool *taken) {
+  const Value *y = &g->vals[n->out[jo]];
+  for (int j = 0; j < n->nin; j++) {
+    int x = n->in[j], r = x >= 0 ? root_of(g, x) : -1;
+    if (r < 0 || last[r] != i || taken[r] || !plain(g, next_of_state, r) || !writes_in_place(n, jo, j) ||
+        !type_equal(&g->vals[x].type, &y->type) || type_bytes(&g->vals[r].type) != type_bytes(&y->type))
+      continue;
+    bool clash = false;
+    for (int k = 0; k < n->nin; k++)
+      clash |= n->in[k] >= 0 && n->in[k] != x && root_of(g, n->in[k]) == r;
+    if (!clash)
+      return r;
+  }
+  return -1;
+}
+
+/* Storage groups: each output that can take over a dying input's bytes
+ * joins that input's group (group[v] == v: v starts its own). */
+static int *plan_in_place(Graph *g, const int *first, const int *last, const bool *next_of_state) {
+  int *group = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
+  bool *taken = arena_alloc(g->arena, (size_t)g->nvals + 1);
+  for (int v = 0; v < g->nvals; v++)
+    group[v] = v;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = &g->nodes[i];
+    for (int jo = 0; jo < n->nout; jo++) {
+      int y = n->out[jo];
+      if (y < 0 || first[y] != i || !plain(g, next_of_state, y))
+        continue;
+      int r = in_place_root(g, n, i, jo, last, next_of_state, taken);
+      if (r < 0)
+        continue;
+      taken[r] = true;
+      group[y] = group_of(group, r);
+    }
+  }
+  return group;
 }
 
 static int by_size_desc(const void *a, const void *b) {
@@ -60,14 +159,28 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
           last[r] = i;
       }
   }
+  bool *next_of_state = arena_alloc(g->arena, (size_t)g->nvals + 1);
+  plan_state_outputs(g, next_of_state, last);
+  int *group = plan_in_place(g, first, last, next_of_state);
+  /* one Live per storage group, at its first member (the earliest) */
   Live *lv = arena_alloc(g->arena, sizeof(Live) * (size_t)(g->nvals + 1));
+  int *slot = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
   int nl = 0;
-  for (int v = 0; v < g->nvals; v++) {
-    if (first[v] < 0 || !in_workspace(&g->vals[v]))
-      continue;
-    int64_t sz = (int64_t)type_bytes(&g->vals[v].type);
-    lv[nl++] = (Live){v, first[v], last[v], (sz + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN, 0};
-  }
+  for (int pass = 0; pass < 2; pass++) /* 0: the groups' first members; 1: the others */
+    for (int v = 0; v < g->nvals; v++) {
+      if (first[v] < 0 || !(in_workspace(&g->vals[v]) || next_of_state[v]))
+        continue;
+      int64_t sz = ((int64_t)type_bytes(&g->vals[v].type) + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+      int gr = group_of(group, v);
+      if (pass == 0 && gr == v) {
+        slot[v] = nl;
+        lv[nl++] = (Live){v, first[v], last[v], sz, 0};
+      } else if (pass == 1 && gr != v) {
+        Live *l = &lv[slot[gr]];
+        l->last = last[v] > l->last ? last[v] : l->last;
+        l->size = sz > l->size ? sz : l->size;
+      }
+    }
   qsort(lv, (size_t)nl, sizeof *lv, by_size_desc);
   int64_t total = 0;
   for (int i = 0; i < nl; i++) {
@@ -86,11 +199,17 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
       }
     }
     lv[i].off = off;
-    g->vals[lv[i].vid].ws_offset = off;
-    g->vals[lv[i].vid].live_first = lv[i].first;
-    g->vals[lv[i].vid].live_last = lv[i].last;
     if (off + lv[i].size > total)
       total = off + lv[i].size;
+  }
+  for (int i = 0; i < nl; i++)
+    slot[lv[i].vid] = i; /* sorted: where each group's Live went */
+  for (int v = 0; v < g->nvals; v++) {
+    if (first[v] < 0 || !(in_workspace(&g->vals[v]) || next_of_state[v]))
+      continue;
+    g->vals[v].ws_offset = lv[slot[group_of(group, v)]].off;
+    g->vals[v].live_first = first[v];
+    g->vals[v].live_last = last[v];
   }
   g->ws_size = total;
   g->planned = true;

@@ -1,10 +1,44 @@
 /* verify.c — structural invariants of the IR, checked after each pass with
  * --verify-each (and always in debug builds): every input is defined before
- * use, each value has one producer, arities match the op table, and after
- * inference every value has a known dtype and shape. A failure here is a
+ * use, each value has one producer, arities match the op table, after
+ * inference every value has a known dtype and shape, and each state input
+ * is linked to an output of its own with its type. A failure here is a
  * compiler bug, reported with the offending node. */
 #include "../ops.h"
 #include "../passes.h"
+
+/* Each state is a graph input with an initial value, linked to an output
+ * of its own (listed once, not shared with another state) of its type. */
+static bool verify_states(Graph *g, bool typed, Diag *d) {
+  char *taken = arena_alloc(g->arena, (size_t)g->noutputs + 1);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = gval(g, g->inputs[i]);
+    if (!v->is_state)
+      continue;
+    int k = v->state_next;
+    if (!v->state_init)
+      return diag_error(d, "verifier: state '%s' has no initial value", v->name);
+    if (k < 0 || k >= g->noutputs)
+      return diag_error(d, "verifier: state '%s' is linked to output %d of %d", v->name, k,
+                        g->noutputs);
+    if (taken[k]++)
+      return diag_error(d, "verifier: output %d is the next value of two states", k);
+    int next = g->outputs[k];
+    for (int j = 0; j < g->noutputs; j++)
+      if (j != k && g->outputs[j] == next)
+        return diag_error(d, "verifier: state '%s': its next value '%s' is also output %d",
+                          v->name, gval(g, next)->name, j);
+    char a[160], b[160];
+    if (typed && !type_equal(&v->type, &gval(g, next)->type))
+      return diag_error(d, "verifier: state '%s' is %s but its next value '%s' is %s", v->name,
+                        type_str(&v->type, a, sizeof a), gval(g, next)->name,
+                        type_str(&gval(g, next)->type, b, sizeof b));
+  }
+  for (int v = 0; v < g->nvals; v++)
+    if (g->vals[v].is_state && !g->vals[v].is_input)
+      return diag_error(d, "verifier: '%s' is a state but not a graph input", g->vals[v].name);
+  return true;
+}
 
 bool graph_verify(Graph *g, bool typed, Diag *d) {
   char *defined = arena_alloc(g->arena, (size_t)g->nvals + 1);
@@ -41,5 +75,5 @@ bool graph_verify(Graph *g, bool typed, Diag *d) {
     if (!defined[g->outputs[k]])
       return diag_error(d, "verifier: graph output '%s' is never defined",
                         g->vals[g->outputs[k]].name);
-  return true;
+  return verify_states(g, typed, d);
 }

@@ -1,0 +1,468 @@
+--[[ nn.lua — layers for the transformer family, written in kiln's own DSL
+(docs/lua.md, "The nn library"), bundled into kiln: `local nn = require "nn"`.
+
+Each function adds nodes to the graph the script is building, nothing more:
+there are no module objects. A layer with weights takes a name prefix and
+makes its params as `prefix .. ".weight"`, `prefix .. ".bias"`, ..., so a
+checkpoint binds by name (`weights(...)`, `--weights`). PyTorch conventions
+throughout: a Linear weight is [out, in] and y = x·Wᵀ + b; the encoder and
+decoder layers use torch.nn.Transformer's state_dict names
+(self_attn.in_proj_weight, linear1, norm1, ...); multi_head_attention can
+also take Hugging Face's names (query/key/value/output.dense).
+
+Shapes: activations are [batch, seq, d_model]; inside attention the heads
+are [batch, heads, seq, d_head]. Masks follow PyTorch: a boolean mask is
+true where attention is blocked; a float mask is added to the scores.
+Without bound weights, params get deterministic values (uniform ±1/√in, as
+torch.nn.Linear), which is what the examples and tests use.
+]]
+
+local nn = {}
+
+-- A score far enough below any real one that softmax gives it exactly 0,
+-- yet finite, so two masks can be added and a fully masked row stays finite.
+nn.MASKED = -1e9
+
+local function is_tensor(x)
+  return type(x) == "userdata"
+end
+
+local function need_tensor(x, fn, what)
+  if not is_tensor(x) then
+    fail(string.format("nn.%s: %s is a %s; expected a tensor", fn, what, type(x)))
+  end
+end
+
+local function need_rank(x, rank, fn, what, example)
+  need_tensor(x, fn, what)
+  if x.rank ~= rank then
+    fail(string.format("nn.%s: %s is rank %d; expected rank %d (%s)", fn, what, x.rank, rank,
+                       example))
+  end
+end
+
+local function need_int(n, fn, what)
+  if math.type(n) ~= "integer" or n < 1 then
+    fail(string.format("nn.%s: %s is %s; expected a positive integer", fn, what, tostring(n)))
+  end
+end
+
+-- Layers take their params' name prefix first; a tensor there is the
+-- common slip of leaving it out.
+local function need_name(name, fn)
+  if type(name) ~= "string" then
+    fail(string.format("nn.%s: the first argument is a %s; expected the params' name prefix, "
+                       .. "e.g. nn.%s(\"layer0\", x, ...)", fn, type(name), fn))
+  end
+end
+
+local function last_dim(x)
+  return x.shape[x.rank]
+end
+
+-- ---- basic layers -----------------------------------------------------------
+
+--- nn.linear(name, x, out_features [, {bias = true, seed = 0}]): x·Wᵀ + b
+-- with params name.weight [out, in] and name.bias [out] (torch.nn.Linear).
+function nn.linear(name, x, out_features, opts)
+  need_name(name, "linear")
+  opts = opts or {}
+  need_tensor(x, "linear", "x")
+  need_int(out_features, "linear", "out_features")
+  local in_features = last_dim(x)
+  local bound = 1 / math.sqrt(in_features)
+  local w = param{name .. ".weight", {out_features, in_features}, init = "uniform",
+                  bound = bound, seed = opts.seed}
+  local y = x:matmul(w:transpose())
+  if opts.bias ~= false then
+    y = y + param{name .. ".bias", {out_features}, init = "uniform", bound = bound,
+                  seed = opts.seed}
+  end
+  return y
+end
+
+--- nn.embedding(name, ids, num, dim [, {std = 1, seed = 0}]): rows of
+-- name.weight [num, dim] picked by the integer ids; returns the rows and
+-- the weight (to tie an output projection to it).
+function nn.embedding(name, ids, num, dim, opts)
+  need_name(name, "embedding")
+  opts = opts or {}
+  need_tensor(ids, "embedding", "ids")
+  need_int(num, "embedding", "num")
+  need_int(dim, "embedding", "dim")
+  if ids.dtype ~= "i64" and ids.dtype ~= "i32" then
+    fail(string.format("nn.embedding: ids are %s; expected i64 or i32 token ids", ids.dtype))
+  end
+  local w = param{name .. ".weight", {num, dim}, init = "normal", std = opts.std or 1,
+                  seed = opts.seed}
+  return w:gather(ids), w
+end
+
+--- nn.layer_norm(name, x [, {eps = 1e-5}]): normalise the last axis, then
+-- scale by name.weight and shift by name.bias (both [d]).
+function nn.layer_norm(name, x, opts)
+  need_name(name, "layer_norm")
+  opts = opts or {}
+  need_tensor(x, "layer_norm", "x")
+  local d = last_dim(x)
+  local gamma = param{name .. ".weight", {d}, init = "ones"}
+  local beta = param{name .. ".bias", {d}, init = "zeros"}
+  return x:layer_norm(gamma, beta, opts.eps or 1e-5)
+end
+
+--- nn.rms_norm(name, x [, {eps = 1e-6}]): x / √(mean(x²) + eps) · name.weight
+-- (RMSNorm, Zhang & Sennrich 2019; no mean subtraction, no bias).
+function nn.rms_norm(name, x, opts)
+  need_name(name, "rms_norm")
+  opts = opts or {}
+  need_tensor(x, "rms_norm", "x")
+  local gamma = param{name .. ".weight", {last_dim(x)}, init = "ones"}
+  local rms = ((x * x):mean(-1, true) + (opts.eps or 1e-6)):sqrt()
+  return x / rms * gamma
+end
+
+--- nn.relu(x): max(x, 0).
+function nn.relu(x)
+  need_tensor(x, "relu", "x")
+  return x:relu()
+end
+
+--- nn.gelu(x [, approximate]): x·Φ(x) exactly (erf), or with the tanh
+-- approximation when approximate is "tanh" (or true).
+function nn.gelu(x, approximate)
+  need_tensor(x, "gelu", "x")
+  if approximate == true then
+    approximate = "tanh"
+  end
+  return x:gelu(approximate or "none")
+end
+
+--- nn.softmax(x [, axis = -1])
+function nn.softmax(x, axis)
+  need_tensor(x, "softmax", "x")
+  return x:softmax(axis or -1)
+end
+
+--- nn.dropout(x [, p]): the identity; kiln compiles for inference.
+function nn.dropout(x, p)
+  need_tensor(x, "dropout", "x")
+  return x
+end
+
+--- nn.activation(x, how): how is "relu", "gelu", "gelu_tanh" or a function.
+function nn.activation(x, how)
+  if how == nil or how == "relu" then
+    return x:relu()
+  elseif how == "gelu" then
+    return x:gelu("none")
+  elseif how == "gelu_tanh" then
+    return x:gelu("tanh")
+  elseif type(how) == "function" then
+    return how(x)
+  end
+  fail(string.format("nn: activation '%s'; expected \"relu\", \"gelu\", \"gelu_tanh\" or a "
+                     .. "function", tostring(how)))
+end
+
+-- ---- positions and masks --------------------------------------------------------
+
+-- The [len, dim] sinusoids as a constant.
+local function sinusoids(len, dim)
+  local rows = {}
+  for pos = 0, len - 1 do
+    local row = {}
+    for j = 0, dim - 1 do
+      local angle = pos / 10000 ^ ((j - j % 2) / dim)
+      row[j + 1] = j % 2 == 0 and math.sin(angle) or math.cos(angle)
+    end
+    rows[pos + 1] = row
+  end
+  return const(rows, "f32")
+end
+local positions_of = {} -- "16x64" -> that constant, made once per size
+
+--- nn.sinusoidal_positions(len, dim): the constant [len, dim] table of
+-- Vaswani et al.: sin(pos / 10000^(2i/dim)) in even columns 2i, cos in odd
+-- ones. Computed here in Lua, so it is baked into the generated C (once
+-- per size, however often it is asked for).
+function nn.sinusoidal_positions(len, dim)
+  need_int(len, "sinusoidal_positions", "len")
+  need_int(dim, "sinusoidal_positions", "dim")
+  local key = len .. "x" .. dim
+  positions_of[key] = positions_of[key] or sinusoids(len, dim)
+  return positions_of[key]
+end
+
+--- nn.causal_mask(tq [, tk = tq]): boolean constant [tq, tk], true where
+-- query i may not see key j: j > i + (tk - tq). With tk > tq the extra
+-- keys (a memory before the segment) stay visible to every query.
+function nn.causal_mask(tq, tk)
+  tk = tk or tq
+  need_int(tq, "causal_mask", "tq")
+  need_int(tk, "causal_mask", "tk")
+  local rows = {}
+  for i = 1, tq do
+    local row = {}
+    for j = 1, tk do
+      row[j] = j > i + (tk - tq)
+    end
+    rows[i] = row
+  end
+  return const(rows, "bool")
+end
+
+--- nn.padding_mask(ids, pad_id): boolean [batch, 1, 1, seq] from token ids
+-- [batch, seq], true at padding: it blocks those keys for every head and
+-- every query (PyTorch's key_padding_mask, broadcast).
+function nn.padding_mask(ids, pad_id)
+  need_rank(ids, 2, "padding_mask", "ids", "token ids [batch, seq]")
+  return ids:eq(pad_id or 0):unsqueeze(1, 2)
+end
+
+-- The additive form of each boolean mask tensor, made once however many
+-- layers use the mask (weak keys: a table entry never keeps a tensor alive).
+local additive_of = setmetatable({}, {__mode = "k"})
+local causal_of = {} -- "16x16" -> the additive causal mask of those sizes
+
+--- nn.additive_mask(mask, tq, tk): any mask as a float tensor to add to
+-- the scores, or nil. mask: nil; "causal"; a boolean tensor (true =
+-- blocked); a float tensor (used as is); or a list of these (combined).
+function nn.additive_mask(mask, tq, tk)
+  if mask == nil or mask == false then
+    return nil
+  elseif mask == "causal" then
+    local key = tq .. "x" .. tk
+    causal_of[key] = causal_of[key] or nn.additive_mask(nn.causal_mask(tq, tk), tq, tk)
+    return causal_of[key]
+  elseif is_tensor(mask) then
+    if mask.dtype == "bool" then
+      additive_of[mask] = additive_of[mask] or where(mask, nn.MASKED, 0.0)
+      return additive_of[mask]
+    end
+    return mask
+  elseif type(mask) == "table" then
+    local sum
+    for _, m in ipairs(mask) do
+      local a = nn.additive_mask(m, tq, tk)
+      if a then
+        sum = sum and sum + a or a
+      end
+    end
+    return sum
+  end
+  fail(string.format("nn: mask is a %s; expected nil, \"causal\", a boolean or float tensor, "
+                     .. "or a list of them", type(mask)))
+end
+
+-- ---- attention ------------------------------------------------------------------
+
+--- nn.split_heads(x, heads): [batch, seq, heads·d_head] -> [batch, heads, seq, d_head].
+function nn.split_heads(x, heads)
+  local b, t, d = x.shape[1], x.shape[2], x.shape[3]
+  return x:reshape(b, t, heads, d // heads):permute(0, 2, 1, 3)
+end
+
+--- nn.merge_heads(x): [batch, heads, seq, d_head] -> [batch, seq, heads·d_head].
+function nn.merge_heads(x)
+  local b, h, t, dh = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+  return x:permute(0, 2, 1, 3):reshape(b, t, h * dh)
+end
+
+--- nn.attention(q, k, v [, {mask, scale, normalize}]): scaled dot-product
+-- attention on heads [batch, heads, seq, d_head]: normalize(q·kᵀ·scale +
+-- mask)·v, scale 1/√d_head, normalize softmax over the keys (a function of
+-- the scores can replace it: sparsemax, entmax, top-k, ...). Written as
+-- MatMul → Mul → Add → Softmax → MatMul, the pattern kiln's attention
+-- fusion looks for.
+function nn.attention(q, k, v, opts)
+  opts = opts or {}
+  need_rank(q, 4, "attention", "q", "[batch, heads, seq, d_head]")
+  local tq, tk = q.shape[3], k.shape[3]
+  local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(q.shape[4]))
+  local mask = nn.additive_mask(opts.mask, tq, tk)
+  if mask then
+    scores = scores + mask
+  end
+  local probs = opts.normalize and opts.normalize(scores) or scores:softmax(-1)
+  return probs:matmul(v)
+end
+
+-- The weights of the three input projections, by naming scheme:
+-- "torch" packs them in one [3d, d] matrix (nn.MultiheadAttention);
+-- a table names one Linear per projection, relative to the layer's prefix.
+local SEPARATE = {query = "q_proj", key = "k_proj", value = "v_proj", out = "out_proj"}
+
+-- q, k, v for torch's packed in_proj_weight [3d, d] and in_proj_bias [3d]:
+-- self-attention takes one product and splits it; cross-attention slices
+-- the weight (a constant, so the slices fold away at compile time).
+local function packed_qkv(name, x, memory, d, opts)
+  local bound = 1 / math.sqrt(d)
+  local w = param{name .. ".in_proj_weight", {3 * d, d}, init = "uniform", bound = bound,
+                  seed = opts.seed}
+  local b = opts.bias ~= false and
+            param{name .. ".in_proj_bias", {3 * d}, init = "uniform", bound = bound,
+                  seed = opts.seed}
+  if memory == x then
+    local qkv = x:matmul(w:transpose())
+    if b then qkv = qkv + b end
+    return qkv:split(3, -1)
+  end
+  local q = x:matmul(w:narrow(0, 0, d):transpose())
+  local kv = memory:matmul(w:narrow(0, d, 2 * d):transpose())
+  if b then
+    q = q + b:narrow(0, 0, d)
+    kv = kv + b:narrow(0, d, 2 * d)
+  end
+  local k, v = kv:split(2, -1)
+  return q, k, v
+end
+
+--- nn.multi_head_attention(name, x, {heads, memory, mask, names, bias,
+-- normalize, seed}): multi-head attention, self (keys and values from x)
+-- or cross (from memory, [batch, seq_k, d]). names: "torch" (default:
+-- name.in_proj_weight/in_proj_bias, name.out_proj), "separate" (q_proj,
+-- k_proj, v_proj, out_proj) or a table {query=, key=, value=, out=} of
+-- Linear names under name. Returns [batch, seq, d].
+function nn.multi_head_attention(name, x, opts)
+  need_name(name, "multi_head_attention")
+  opts = opts or {}
+  need_rank(x, 3, "multi_head_attention", "x", "[batch, seq, d_model]")
+  local memory = opts.memory or x
+  need_rank(memory, 3, "multi_head_attention", "memory", "[batch, seq_k, d_model]")
+  local d, heads = last_dim(x), opts.heads
+  need_int(heads, "multi_head_attention", "heads")
+  if d % heads ~= 0 then
+    fail(string.format("nn.multi_head_attention: d_model %d is not divisible by %d heads", d,
+                       heads))
+  end
+  local names = opts.names or "torch"
+  local q, k, v
+  if names == "torch" then
+    q, k, v = packed_qkv(name, x, memory, d, opts)
+    names = {out = "out_proj"}
+  else
+    names = names == "separate" and SEPARATE or names
+    local lin = {bias = opts.bias, seed = opts.seed}
+    q = nn.linear(name .. "." .. names.query, x, d, lin)
+    k = nn.linear(name .. "." .. names.key, memory, d, lin)
+    v = nn.linear(name .. "." .. names.value, memory, d, lin)
+  end
+  local ctx = nn.attention(nn.split_heads(q, heads), nn.split_heads(k, heads),
+                           nn.split_heads(v, heads),
+                           {mask = opts.mask, scale = opts.scale, normalize = opts.normalize})
+  return nn.linear(name .. "." .. names.out, nn.merge_heads(ctx), d,
+                   {bias = opts.bias, seed = opts.seed})
+end
+
+--- nn.feed_forward(name, x, d_ff [, {activation = "relu", names}]): the
+-- position-wise network linear2(act(linear1(x))); names {inner=, outer=}
+-- default to torch's {"linear1", "linear2"} under name.
+function nn.feed_forward(name, x, d_ff, opts)
+  need_name(name, "feed_forward")
+  opts = opts or {}
+  need_tensor(x, "feed_forward", "x")
+  need_int(d_ff, "feed_forward", "d_ff")
+  local names = opts.names or {inner = "linear1", outer = "linear2"}
+  local h = nn.linear(name .. "." .. names.inner, x, d_ff, {seed = opts.seed})
+  h = nn.activation(h, opts.activation)
+  return nn.linear(name .. "." .. names.outer, h, last_dim(x), {seed = opts.seed})
+end
+
+-- ---- transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer) ----------
+
+-- x + f(x) around a sublayer, post-norm (the paper: norm(x + f(x))) or
+-- pre-norm (x + f(norm(x))), with the norm named name.
+local function residual(name, x, pre_norm, eps, f)
+  if pre_norm then
+    return x + f(nn.layer_norm(name, x, {eps = eps}))
+  end
+  return nn.layer_norm(name, x + f(x), {eps = eps})
+end
+
+--- nn.encoder_layer(name, x, {heads, d_ff, mask, pre_norm = false,
+-- activation = "relu", eps = 1e-5}): self-attention then the feed-forward
+-- network, each in a residual with a LayerNorm. Params: name.self_attn,
+-- name.linear1, name.linear2, name.norm1, name.norm2.
+function nn.encoder_layer(name, x, opts)
+  need_name(name, "encoder_layer")
+  opts = opts or {}
+  x = residual(name .. ".norm1", x, opts.pre_norm, opts.eps, function(h)
+    return nn.multi_head_attention(name .. ".self_attn", h,
+                                   {heads = opts.heads, mask = opts.mask, seed = opts.seed})
+  end)
+  return residual(name .. ".norm2", x, opts.pre_norm, opts.eps, function(h)
+    return nn.feed_forward(name, h, opts.d_ff, {activation = opts.activation, seed = opts.seed})
+  end)
+end
+
+--- nn.decoder_layer(name, x, memory, {heads, d_ff, self_mask = "causal",
+-- memory_mask, pre_norm = false, activation = "relu", eps = 1e-5}): masked
+-- self-attention, attention over the encoder's memory, the feed-forward
+-- network. Params: name.self_attn, name.multihead_attn, name.linear1,
+-- name.linear2, name.norm1..3.
+function nn.decoder_layer(name, x, memory, opts)
+  need_name(name, "decoder_layer")
+  opts = opts or {}
+  need_rank(memory, 3, "decoder_layer", "memory", "the encoder output [batch, seq, d_model]")
+  local self_mask = opts.self_mask
+  if self_mask == nil then
+    self_mask = "causal"
+  end
+  x = residual(name .. ".norm1", x, opts.pre_norm, opts.eps, function(h)
+    return nn.multi_head_attention(name .. ".self_attn", h,
+                                   {heads = opts.heads, mask = self_mask, seed = opts.seed})
+  end)
+  x = residual(name .. ".norm2", x, opts.pre_norm, opts.eps, function(h)
+    return nn.multi_head_attention(name .. ".multihead_attn", h,
+                                   {heads = opts.heads, memory = memory,
+                                    mask = opts.memory_mask, seed = opts.seed})
+  end)
+  return residual(name .. ".norm3", x, opts.pre_norm, opts.eps, function(h)
+    return nn.feed_forward(name, h, opts.d_ff, {activation = opts.activation, seed = opts.seed})
+  end)
+end
+
+--- nn.encoder(name, x, {layers, final_norm, ...}): opts.layers encoder
+-- layers name.layers.0 .. name.layers.N-1 (torch.nn.TransformerEncoder),
+-- then the LayerNorm name.norm when final_norm is true; the other options
+-- go to every nn.encoder_layer.
+function nn.encoder(name, x, opts)
+  need_name(name, "encoder")
+  need_int(opts and opts.layers, "encoder", "opts.layers")
+  for i = 0, opts.layers - 1 do
+    x = nn.encoder_layer(name .. ".layers." .. i, x, opts)
+  end
+  if opts.final_norm then
+    x = nn.layer_norm(name .. ".norm", x, {eps = opts.eps})
+  end
+  return x
+end
+
+--- nn.decoder(name, x, memory, {layers, final_norm, ...}): opts.layers
+-- decoder layers name.layers.0 .. (torch.nn.TransformerDecoder), then
+-- name.norm when final_norm is true.
+function nn.decoder(name, x, memory, opts)
+  need_name(name, "decoder")
+  need_int(opts and opts.layers, "decoder", "opts.layers")
+  for i = 0, opts.layers - 1 do
+    x = nn.decoder_layer(name .. ".layers." .. i, x, memory, opts)
+  end
+  if opts.final_norm then
+    x = nn.layer_norm(name .. ".norm", x, {eps = opts.eps})
+  end
+  return x
+end
+
+-- ---- the variants -----------------------------------------------------------------
+
+-- Weighted, sparse, top-k, entmax and Transformer-XL attention live in
+-- nn_variants.lua (bundled when present); their functions join this table.
+-- Only "no such module" is tolerated: any other error in it is reported.
+local found, variants = pcall(require, "nn_variants")
+if found then
+  for k, v in pairs(variants) do nn[k] = v end
+elseif not tostring(variants):find("no such module", 1, true) then
+  error(variants, 0)
+end
+
+return nn

@@ -1,0 +1,370 @@
+/* attention.c — kiln's Attention op (made by compiler/passes/
+ * fuse_attention.c from Q·Kᵀ·scale (+ mask) -> Softmax -> ·V; see
+ * attention.h for its operands and attributes): shapes, the reference
+ * _eval, and the mask test the pass and the kernel share. The kernel is
+ * attention_kernel.c.
+ *
+ * _eval follows the unfused graph's arithmetic, rounding where it rounded:
+ * each score is a double dot product rounded to the tensor's type after
+ * the scale and again after an additive mask (so a finite -1e9 mask
+ * swallows the score exactly as the f32 Add does), softmax in double as
+ * Softmax's _eval computes it (the first element seeds the max, so a row
+ * masked entirely with -inf gives NaN, as PyTorch exports do), its output
+ * rounded, then a double dot product with V. */
+#include "attention.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops.h"
+
+static const char *const mask_names[] = {
+    [ATTN_MASK_NONE] = "none",         [ATTN_MASK_CAUSAL] = "causal",     [ATTN_MASK_PADDING] = "padding",
+    [ATTN_MASK_STATIC] = "static",     [ATTN_MASK_ADDITIVE] = "additive", [ATTN_MASK_BOOL] = "bool",
+};
+
+const char *attn_mask_name(AttnMask k) { return k >= 0 && k < ATTN_MASK_BAD ? mask_names[k] : "?"; }
+
+/* ---- attributes ------------------------------------------------------------ */
+
+/* An attribute of another kind than string reads as "" and is rejected. */
+static const char *mask_attr(const Node *n) {
+  const Attr *a = attr_get(n, "mask");
+  return !a ? "none" : a->kind == ATTR_STRING ? a->s : "";
+}
+
+static AttnMask mask_kind(const Node *n) {
+  const char *s = mask_attr(n);
+  for (int k = 0; k < ATTN_MASK_BAD; k++)
+    if (!strcmp(s, mask_names[k]))
+      return (AttnMask)k;
+  return ATTN_MASK_BAD;
+}
+
+/* perm from attribute `name` (identity when absent); false unless it is a
+ * permutation of rank axes (that keeps the last axis last, for all but
+ * Kᵀ's: the kernel packs keys that are not contiguous). */
+static bool read_perm(const Node *n, const char *name, int rank, int *perm) {
+  bool any = !strcmp(name, "k_perm");
+  const Attr *a = attr_get(n, name);
+  for (int i = 0; i < rank; i++)
+    perm[i] = i;
+  if (!a)
+    return true;
+  if (a->kind != ATTR_INTS || a->n != rank)
+    return false;
+  bool seen[MAX_RANK] = {0};
+  for (int i = 0; i < rank; i++) {
+    int64_t p = a->ints[i];
+    if (p < 0 || p >= rank || seen[p])
+      return false;
+    seen[p] = true;
+    perm[i] = (int)p;
+  }
+  return any || perm[rank - 1] == rank - 1;
+}
+
+/* ---- geometry --------------------------------------------------------------- */
+
+/* Logical dims and strides of Transpose(t, perm). */
+static void permuted(const Type *t, const int *perm, int64_t *dims, int64_t *st) {
+  int64_t pst[MAX_RANK];
+  type_strides(t, pst);
+  for (int i = 0; i < t->rank; i++) {
+    dims[i] = t->dims[perm[i]];
+    st[i] = pst[perm[i]];
+  }
+}
+
+int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b) {
+  int64_t off = 0;
+  for (int a = ge->nlead - 1; a >= 0; a--) {
+    off += b % ge->lead[a] * st[a];
+    b /= ge->lead[a];
+  }
+  return off;
+}
+
+/* Strides of mask type mt broadcast to the scores [lead..., S, T]; false
+ * when it does not broadcast there. */
+static bool mask_strides(const AttnGeom *ge, const Type *mt, int64_t *mst) {
+  if (mt->rank > ge->rank)
+    return false;
+  int64_t pst[MAX_RANK];
+  type_strides(mt, pst);
+  for (int a = 0; a < ge->rank; a++) {
+    int64_t want = a < ge->nlead ? ge->lead[a] : a == ge->nlead ? ge->s : ge->t;
+    int ma = a - (ge->rank - mt->rank);
+    int64_t d = ma < 0 ? 1 : mt->dims[ma];
+    if (d != 1 && d != want)
+      return false;
+    mst[a] = d == 1 ? 0 : pst[ma];
+  }
+  return true;
+}
+
+/* The geometry of Q, Kᵀ, V as read through their perms; false + a reason
+ * in why when they do not fit together. */
+static bool geom_operands(const Node *n, const Type *q, const Type *k, const Type *v, AttnGeom *ge,
+                          const char **why) {
+  int r = q->rank, qp[MAX_RANK], kp[MAX_RANK], vp[MAX_RANK];
+  *why = NULL;
+  if (r < 2 || k->rank != r || v->rank != r)
+    return *why = "Q, Kᵀ and V of one rank >= 2", false;
+  if (!read_perm(n, "q_perm", r, qp) || !read_perm(n, "k_perm", r, kp) || !read_perm(n, "v_perm", r, vp))
+    return *why = "q_perm, k_perm and v_perm permutations of the operand's axes (q_perm and v_perm keeping "
+                  "the last axis last)",
+           false;
+  int64_t qd[MAX_RANK], kd[MAX_RANK], vd[MAX_RANK];
+  permuted(q, qp, qd, ge->qst);
+  permuted(k, kp, kd, ge->kst);
+  permuted(v, vp, vd, ge->vst);
+  ge->rank = r;
+  ge->nlead = r - 2;
+  ge->nb = 1;
+  for (int a = 0; a < r - 2; a++) {
+    if (qd[a] != kd[a] || qd[a] != vd[a])
+      return *why = "Q, Kᵀ and V with equal leading (batch, head) dims", false;
+    ge->lead[a] = qd[a];
+    ge->nb *= qd[a];
+  }
+  ge->s = qd[r - 2];
+  ge->dh = qd[r - 1];
+  ge->t = kd[r - 1];
+  ge->dv = vd[r - 1];
+  if (kd[r - 2] != ge->dh || vd[r - 2] != ge->t)
+    return *why = "Q [..., S, Dh], Kᵀ [..., Dh, T] and V [..., T, Dv]", false;
+  ge->dt = q->dt;
+  return true;
+}
+
+/* The output's type, and the strides of the logical Y [..., S, Dv] in it. */
+static bool geom_output(const Node *n, AttnGeom *ge, Type *yt) {
+  int r = ge->rank, yp[MAX_RANK];
+  if (!read_perm(n, "y_perm", r, yp))
+    return false;
+  int64_t ld[MAX_RANK], pst[MAX_RANK];
+  for (int a = 0; a < r; a++)
+    ld[a] = a < ge->nlead ? ge->lead[a] : a == ge->nlead ? ge->s : ge->dv;
+  *yt = (Type){.dt = ge->dt, .rank = r};
+  for (int i = 0; i < r; i++)
+    yt->dims[i] = ld[yp[i]];
+  type_strides(yt, pst);
+  for (int i = 0; i < r; i++)
+    ge->yst[yp[i]] = pst[i];
+  return true;
+}
+
+static void read_spec(const Node *n, const AttnGeom *ge, AttnSpec *sp) {
+  sp->scale = attr_float(n, "scale", ge->dh > 0 ? 1 / sqrt((double)ge->dh) : 1);
+  sp->mask = mask_kind(n);
+  sp->mask_fill = attr_float(n, "mask_fill", -INFINITY);
+  sp->topk = attr_int(n, "topk", 0);
+  sp->topk_fill = attr_float(n, "topk_fill", -INFINITY);
+}
+
+void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge) {
+  const char *why;
+  Type yt;
+  KILN_ASSERT(geom_operands(n, &gval(g, n->in[0])->type, &gval(g, n->in[1])->type, &gval(g, n->in[2])->type,
+                            ge, &why));
+  KILN_ASSERT(geom_output(n, ge, &yt));
+  const Value *m = node_in(g, n, 3);
+  ge->has_mask = m != NULL;
+  ge->mdt = m ? m->type.dt : DT_UNDEF;
+  KILN_ASSERT(!m || mask_strides(ge, &m->type, ge->mst));
+  read_spec(n, ge, sp);
+}
+
+/* ---- the causal test ----------------------------------------------------------- */
+
+/* Element i of a mask: masked with -inf (1), not masked (0), or else (-1). */
+static int causal_el(DType dt, const void *data, int64_t i, double fill) {
+  if (dt == DT_BOOL)
+    return !el_get_u(dt, data, i) ? 0 : isinf(fill) && fill < 0 ? 1 : -1;
+  double x = el_get_f(dt, data, i);
+  return x == 0 ? 0 : isinf(x) && x < 0 ? 1 : -1;
+}
+
+bool attn_mask_is_causal(const Type *mt, const void *data, double fill, int64_t s, int64_t t, int64_t *off) {
+  if (!data || mt->rank < 2 || mt->dims[mt->rank - 2] != s || mt->dims[mt->rank - 1] != t || s * t == 0)
+    return false;
+  int64_t visible = 0; /* row 0 sees keys 0 .. off */
+  while (visible < t && causal_el(mt->dt, data, visible, fill) == 0)
+    visible++;
+  *off = visible - 1;
+  for (int64_t e = 0, n = type_numel(mt); e < n; e++) {
+    int64_t j = e % t, i = e / t % s;
+    if (causal_el(mt->dt, data, e, fill) != (j > i + *off))
+      return false;
+  }
+  return true;
+}
+
+/* ---- _infer ------------------------------------------------------------------- */
+
+static bool float_dt(DType dt) { return dt == DT_F32 || dt == DT_F64; }
+
+/* The mask input against the kind recorded for it. */
+static bool check_mask(Graph *g, Node *n, const AttnGeom *ge, const AttnSpec *sp, Diag *d) {
+  const Value *m = node_in(g, n, 3);
+  char ts[128];
+  if (sp->mask == ATTN_MASK_BAD)
+    return diag_node(d, g, n, "mask is '%s'; expected \"none\", \"causal\", \"padding\", \"static\", "
+                     "\"additive\" or \"bool\"", mask_attr(n));
+  if ((sp->mask == ATTN_MASK_NONE) != (m == NULL))
+    return diag_node(d, g, n, "mask is \"%s\" and the mask input is %s; expected a mask input exactly when "
+                     "mask is not \"none\"", mask_attr(n), m ? "given" : "absent");
+  if (!m)
+    return true;
+  int64_t mst[MAX_RANK], off;
+  if ((m->type.dt != DT_BOOL && m->type.dt != ge->dt) || !mask_strides(ge, &m->type, mst))
+    return diag_node(d, g, n, "mask '%s' is %s; expected bool or %s, broadcastable to the scores "
+                     "[..., %lld, %lld]", m->name, type_str(&m->type, ts, sizeof ts), dt_name(ge->dt),
+                     (long long)ge->s, (long long)ge->t);
+  bool constant = m->data != NULL, is_bool = m->type.dt == DT_BOOL;
+  if ((sp->mask == ATTN_MASK_CAUSAL || sp->mask == ATTN_MASK_STATIC) && !constant)
+    return diag_node(d, g, n, "mask is \"%s\" but '%s' is computed at run time; expected a constant",
+                     mask_attr(n), m->name);
+  if (sp->mask == ATTN_MASK_CAUSAL &&
+      !attn_mask_is_causal(&m->type, m->data, sp->mask_fill, ge->s, ge->t, &off))
+    return diag_node(d, g, n, "mask is \"causal\" but '%s' is not -inf exactly above a diagonal and 0 "
+                     "elsewhere; expected a causal mask, or mask=\"static\"", m->name);
+  if (sp->mask == ATTN_MASK_PADDING && mst[ge->nlead] != 0)
+    return diag_node(d, g, n, "mask is \"padding\" but '%s' %s varies along the query axis; expected "
+                     "its query dim to be 1", m->name, type_str(&m->type, ts, sizeof ts));
+  if ((sp->mask == ATTN_MASK_ADDITIVE && is_bool) || (sp->mask == ATTN_MASK_BOOL && !is_bool))
+    return diag_node(d, g, n, "mask is \"%s\" and '%s' is %s; expected %s", mask_attr(n), m->name,
+                     dt_name(m->type.dt), is_bool ? "mask=\"bool\"" : "mask=\"additive\"");
+  return true;
+}
+
+bool attention_infer(Graph *g, Node *n, Diag *d) {
+  Value *q = node_in(g, n, 0), *k = node_in(g, n, 1), *v = node_in(g, n, 2);
+  if (!q || !k || !v)
+    return diag_node(d, g, n, "input %s is absent; expected Q, Kᵀ and V", !q ? "Q" : !k ? "Kᵀ" : "V");
+  char a[128], b[128], c[128];
+  if (!float_dt(q->type.dt) || k->type.dt != q->type.dt || v->type.dt != q->type.dt)
+    return diag_node(d, g, n, "Q, Kᵀ, V are %s, %s, %s; expected all f32 or all f64", dt_name(q->type.dt),
+                     dt_name(k->type.dt), dt_name(v->type.dt));
+  AttnGeom ge;
+  AttnSpec sp;
+  Type yt;
+  const char *why;
+  if (!geom_operands(n, &q->type, &k->type, &v->type, &ge, &why))
+    return diag_node(d, g, n, "Q is %s, Kᵀ %s, V %s (after their perms); expected %s",
+                     type_str(&q->type, a, sizeof a), type_str(&k->type, b, sizeof b),
+                     type_str(&v->type, c, sizeof c), why);
+  if (!geom_output(n, &ge, &yt))
+    return diag_node(d, g, n, "y_perm is not a permutation of %d axes keeping the last axis last; expected "
+                     "one, or no y_perm", ge.rank);
+  read_spec(n, &ge, &sp);
+  if (!isfinite(sp.scale))
+    return diag_node(d, g, n, "scale is %g; expected a finite number", sp.scale);
+  if (sp.topk < 0 || sp.topk > ge.t)
+    return diag_node(d, g, n, "topk is %lld with %lld keys; expected 0 (off) to %lld", (long long)sp.topk,
+                     (long long)ge.t, (long long)ge.t);
+  if (!check_mask(g, n, &ge, &sp, d))
+    return false;
+  node_out(g, n, 0)->type = yt;
+  return true;
+}
+
+/* ---- _eval --------------------------------------------------------------------- */
+
+/* Round x to dt, as storing it in a tensor of dt would. */
+static double round_dt(DType dt, double x) { return dt == DT_F32 ? (double)(float)x : x; }
+
+/* Descending, NaN last: the order TopK ranks scores in. */
+static int by_value_desc(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  if (isnan(a) || isnan(b))
+    return isnan(a) - isnan(b);
+  return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* Scores of query row i of head b into sc[0..T): scale · q·k, then mask. */
+static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in, int64_t b, int64_t i,
+                       double *sc) {
+  DType dt = ge->dt;
+  int64_t r = ge->rank;
+  int64_t qo = attn_lead_offset(ge, ge->qst, b) + i * ge->qst[r - 2];
+  int64_t ko = attn_lead_offset(ge, ge->kst, b), mo = 0;
+  if (ge->has_mask)
+    mo = attn_lead_offset(ge, ge->mst, b) + i * ge->mst[r - 2];
+  for (int64_t j = 0; j < ge->t; j++) {
+    double dot = 0;
+    for (int64_t x = 0; x < ge->dh; x++)
+      dot += el_get_f(dt, in[0].data, qo + x * ge->qst[r - 1]) *
+             el_get_f(dt, in[1].data, ko + x * ge->kst[r - 2] + j * ge->kst[r - 1]);
+    double s = round_dt(dt, sp->scale * dot);
+    if (ge->has_mask && ge->mdt == DT_BOOL)
+      s = el_get_u(DT_BOOL, in[3].data, mo + j * ge->mst[r - 1]) ? round_dt(dt, sp->mask_fill) : s;
+    else if (ge->has_mask)
+      s = round_dt(dt, s + el_get_f(dt, in[3].data, mo + j * ge->mst[r - 1]));
+    sc[j] = s;
+  }
+}
+
+/* Scores below the row's topk-th largest become topk_fill. */
+static void row_topk(const AttnGeom *ge, const AttnSpec *sp, double *sc, double *tmp) {
+  memcpy(tmp, sc, sizeof(double) * (size_t)ge->t);
+  qsort(tmp, (size_t)ge->t, sizeof(double), by_value_desc);
+  double thr = tmp[sp->topk - 1];
+  for (int64_t j = 0; j < ge->t; j++)
+    if (sc[j] < thr)
+      sc[j] = round_dt(ge->dt, sp->topk_fill);
+}
+
+/* Softmax of sc as Softmax's _eval computes it, rounded to dt. */
+static void row_softmax(DType dt, double *sc, int64_t t) {
+  double m = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < t; j++)
+    if (j == 0 || sc[j] > m)
+      m = sc[j];
+  for (int64_t j = 0; j < t; j++)
+    sum += exp(sc[j] - m);
+  for (int64_t j = 0; j < t; j++)
+    sc[j] = round_dt(dt, exp(sc[j] - m) / sum);
+}
+
+bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  AttnGeom ge;
+  AttnSpec sp;
+  const char *why;
+  Type yt;
+  KILN_ASSERT(geom_operands(n, &in[0].type, &in[1].type, &in[2].type, &ge, &why));
+  KILN_ASSERT(geom_output(n, &ge, &yt));
+  ge.has_mask = n->nin > 3 && in[3].data;
+  ge.mdt = ge.has_mask ? in[3].type.dt : DT_UNDEF;
+  KILN_ASSERT(!ge.has_mask || mask_strides(&ge, &in[3].type, ge.mst));
+  read_spec(n, &ge, &sp);
+  if (ge.t == 0) /* softmax over no keys, times an empty V: zeros (out is zeroed) */
+    return true;
+  double *sc = malloc(sizeof(double) * 2 * (size_t)ge.t);
+  if (!sc)
+    return diag_error(d, "out of memory evaluating Attention over %lld keys", (long long)ge.t);
+  int r = ge.rank;
+  for (int64_t b = 0; b < ge.nb; b++) {
+    int64_t vo = attn_lead_offset(&ge, ge.vst, b), yo = attn_lead_offset(&ge, ge.yst, b);
+    for (int64_t i = 0; i < ge.s; i++) {
+      row_scores(&ge, &sp, in, b, i, sc);
+      if (sp.topk > 0)
+        row_topk(&ge, &sp, sc, sc + ge.t);
+      row_softmax(ge.dt, sc, ge.t);
+      for (int64_t e = 0; e < ge.dv; e++) {
+        double acc = 0;
+        for (int64_t j = 0; j < ge.t; j++)
+          acc += sc[j] * el_get_f(ge.dt, in[2].data, vo + j * ge.vst[r - 2] + e * ge.vst[r - 1]);
+        el_set_f(ge.dt, out[0].data, yo + i * ge.yst[r - 2] + e * ge.yst[r - 1], acc);
+      }
+    }
+  }
+  free(sc);
+  return true;
+}
+
+/* ---- _emit ------------------------------------------------------------------------ */
+
+bool attention_emit(Emit *e, const Node *n) { return attn_emit_kernel(e, n); }

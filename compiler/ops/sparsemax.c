@@ -1,0 +1,388 @@
+/* sparsemax.c — α-entmax normalisations for sparse attention (Correia et
+ * al. 2019), two kiln ops: never read from an ONNX file, lowered to
+ * standard ONNX ops by `kiln export` (the decompositions at the end).
+ *
+ *   Sparsemax  y = [z - τ]_+    z = x - max(x)         α = 2 (Martins & Astudillo 2016)
+ *   Entmax15   y = [z - τ]_+²   z = (x - max(x)) / 2   α = 1.5 (Peters, Niculae & Martins 2019)
+ *
+ * along `axis` (default -1), f32 or f64, τ the threshold that makes each
+ * row sum to 1: unlike Softmax, entries below τ are exactly zero. Both are
+ * the entmax package's `sparsemax` / `entmax15` (with its x/2 convention
+ * for α = 1.5).
+ *
+ * τ is exact, from z sorted in descending order (the sort-based algorithm):
+ * the longest prefix z1..zs that passes the op's test fixes τ in closed
+ * form. _eval sorts a copy of each row; the emitted kernels
+ * (templates/sparsemax.c.in, entmax15.c.in) pop a heap of just the
+ * candidates (z >= -1 — the max alone gets at most 1, so τ >= -1) in the
+ * same order and with the same double arithmetic, so generated C, folding
+ * and `kiln run` agree to the bit. The heap lives in the output row, which
+ * is written last: the output must never share the input's storage (so
+ * these ops stay off plan.c's in-place list). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../build.h"
+#include "../emit.h"
+#include "../ops.h"
+#include "../passes.h"
+
+/* ---- rows ------------------------------------------------------------------ */
+
+/* The input seen as outer * inner rows of len elements, element k of a row
+ * `inner` apart (inner = 1 when axis is the last). */
+typedef struct Rows {
+  int64_t outer, len, inner;
+} Rows;
+
+static int64_t dims_product(const Type *t, int from, int to) {
+  int64_t p = 1;
+  for (int a = from; a < to; a++)
+    p *= t->dims[a];
+  return p;
+}
+
+/* Rows of x along the node's axis; false when the axis is out of range. */
+static bool rows_of(const Node *n, const Type *x, Rows *r) {
+  int a;
+  if (!axis_norm(attr_int(n, "axis", -1), x->rank, &a))
+    return false;
+  *r = (Rows){dims_product(x, 0, a), x->dims[a], dims_product(x, a + 1, x->rank)};
+  return true;
+}
+
+/* Offset of row o's first element. */
+static int64_t row_base(const Rows *r, int64_t o) {
+  return o / r->inner * r->len * r->inner + o % r->inner;
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+bool sparsemax_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  if (!x)
+    return diag_node(d, g, n, "input X is absent; expected a tensor");
+  if (x->type.dt != DT_F32 && x->type.dt != DT_F64)
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  if (x->type.rank < 1)
+    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
+  Rows r;
+  if (!rows_of(n, &x->type, &r))
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]",
+                     (long long)attr_int(n, "axis", -1), x->type.rank, -x->type.rank, x->type.rank - 1);
+  node_out(g, n, 0)->type = x->type;
+  return true;
+}
+
+/* ---- the reference: τ from the sorted row ---------------------------------- */
+
+/* Descending, NaN last: a total order keeps qsort well-defined on any
+ * input, and the τ functions stop before a NaN as the kernels, which never
+ * take one as a candidate, leave it out (it gets weight 0). */
+static int descending(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  if (isnan(a) || isnan(b))
+    return (isnan(a) != 0) - (isnan(b) != 0);
+  return (a < b) - (a > b);
+}
+
+/* Both τ functions read z sorted descending and stop at z < -1: the max
+ * alone gets at most 1, so τ >= -1 and no such z is in the support (the
+ * kernels never push them; this also keeps -inf, a masked score, out of
+ * the sums). */
+
+/* Sparsemax: τ = (z1 + .. + zs - 1) / s for the longest prefix with
+ * 1 + s·zs > z1 + .. + zs. */
+static double sparsemax_tau(const double *z, int64_t len) {
+  double sum = 0, tau = 0;
+  for (int64_t s = 1; s <= len && z[s - 1] >= -1; s++) {
+    double next = sum + z[s - 1];
+    if (!(1 + (double)s * z[s - 1] > next))
+      break;
+    sum = next;
+    tau = (sum - 1) / (double)s;
+  }
+  return tau;
+}
+
+/* 1.5-entmax: the prefix z1..zs gives τs = mean - √max(0, (1 - ss) / s),
+ * ss = s·(mean of squares - mean²), the root of Σ (zi - τ)² = 1 below the
+ * mean; τ is τs of the longest prefix with τs <= zs. */
+static double entmax15_tau(const double *z, int64_t len) {
+  double sum = 0, sumsq = 0, tau = 0;
+  for (int64_t s = 1; s <= len && z[s - 1] >= -1; s++) {
+    double zs = z[s - 1], sum1 = sum + zs, sumsq1 = sumsq + zs * zs;
+    double mean = sum1 / (double)s, meansq = sumsq1 / (double)s;
+    double delta = (1 - (double)s * (meansq - mean * mean)) / (double)s;
+    double tau_s = mean - sqrt(delta > 0 ? delta : 0);
+    if (!(tau_s <= zs))
+      break;
+    sum = sum1;
+    sumsq = sumsq1;
+    tau = tau_s;
+  }
+  return tau;
+}
+
+/* One row: z[len] (scratch, filled here) and sorted[len] (scratch). */
+static void normalise_row(const Node *n, const Tensor *x, Tensor *y, const Rows *r, int64_t base,
+                          double *z, double *sorted) {
+  DType dt = x->type.dt;
+  bool entmax = n->op == OP_ENTMAX15;
+  double max = el_get_f(dt, x->data, base);
+  for (int64_t k = 1; k < r->len; k++) {
+    double v = el_get_f(dt, x->data, base + k * r->inner);
+    max = v > max ? v : max;
+  }
+  for (int64_t k = 0; k < r->len; k++) {
+    double v = el_get_f(dt, x->data, base + k * r->inner) - max;
+    z[k] = entmax ? 0.5 * v : v;
+  }
+  memcpy(sorted, z, sizeof(double) * (size_t)r->len);
+  qsort(sorted, (size_t)r->len, sizeof(double), descending);
+  double tau = entmax ? entmax15_tau(sorted, r->len) : sparsemax_tau(sorted, r->len);
+  for (int64_t k = 0; k < r->len; k++) {
+    double t = z[k] - tau;
+    el_set_f(dt, y->data, base + k * r->inner, t > 0 ? (entmax ? t * t : t) : 0);
+  }
+}
+
+bool sparsemax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  Rows r;
+  KILN_ASSERT(rows_of(n, &in[0].type, &r));
+  if (r.len == 0)
+    return true;
+  double *z = malloc(sizeof(double) * 2 * (size_t)r.len);
+  if (!z)
+    return diag_error(d, "out of memory for a row of %lld elements", (long long)r.len);
+  for (int64_t o = 0; o < r.outer * r.inner; o++)
+    normalise_row(n, &in[0], &out[0], &r, row_base(&r, o), z, z + r.len);
+  free(z);
+  return true;
+}
+
+/* ---- C --------------------------------------------------------------------- */
+
+bool sparsemax_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0);
+  DType dt = x->type.dt;
+  Rows r;
+  KILN_ASSERT(rows_of(n, &x->type, &r));
+  if (type_numel(&x->type) == 0)
+    return true;
+  if (r.len == 1) { /* each row is one element: 1 where it is finite, as _eval gives */
+    emit_elementwise(e, n, arena_printf(g->arena, "isfinite($0) ? %s : %s", emit_double_literal(e, dt, 1),
+                                        emit_double_literal(e, dt, 0)));
+    return true;
+  }
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base;
+  if (r.outer * r.inner == 1)
+    base = NULL;
+  else if (r.inner == 1)
+    base = arena_printf(g->arena, "o * %lld", (long long)r.len);
+  else if (r.outer == 1)
+    base = "o";
+  else
+    base = arena_printf(g->arena, "o / %lld * %lld + o %% %lld", (long long)r.inner,
+                        (long long)(r.len * r.inner), (long long)r.inner);
+  emit_tmpl(e, n->op == OP_ENTMAX15 ? "entmax15" : "sparsemax", "T", dt_ctype(dt), "ROWS",
+            emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len), "XR",
+            base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
+            base ? arena_printf(g->arena, "%s + %s", Y, base) : Y, "S",
+            r.inner == 1 ? "" : arena_printf(g->arena, " * %lld", (long long)r.inner), "ZERO",
+            emit_double_literal(e, dt, 0), NULL);
+  return true;
+}
+
+/* ---- lowering to standard ONNX ops (kiln export) ---------------------------- *
+ *
+ * The same algorithm as the reference, in opset-13+ ops: TopK with k = the
+ * row length sorts z descending, CumSum gives the prefix sums, and a
+ * constant rho = [1, 2, .., len] (shaped to broadcast along the axis)
+ * counts the prefix. Sparsemax needs no test of the prefix: each τs is at
+ * most τ (Σ [zi - τs]_+ >= Σ_{i<=s} (zi - τs) = 1) and the support's τs is
+ * τ, so τ = max_s τs. Entmax15 counts the prefixes with τs <= zs (the
+ * entmax package's rule) and gathers τ at that count. */
+
+typedef struct Lowering {
+  Graph *g;
+  const char *name;   /* the kiln node's name: new nodes are NAME/Op */
+  const char *origin; /* the kiln node's origin, kept on every new node */
+  DType dt;
+  int axis, rank;
+  int64_t len;
+  Diag *d;
+  bool ok;
+} Lowering;
+
+/* A new node op(in[0..nin)) named NAME/Op with nout outputs named alike,
+ * not yet inferred. */
+static int lower_begin(Lowering *l, int op, const int *in, int nin, int nout) {
+  Graph *g = l->g;
+  const char *name = arena_printf(g->arena, "%s/%s", l->name, op_table[op].name);
+  int out[2];
+  KILN_ASSERT(nout <= 2);
+  for (int j = 0; j < nout; j++)
+    out[j] = ir_value(g, name);
+  int node = graph_add_node(g, op, name, in, nin, out, nout);
+  g->nodes[node].origin = l->origin;
+  return node;
+}
+
+/* Infer the node; its output 0, or -1 (ok cleared) when that failed. */
+static int lower_end(Lowering *l, int node) {
+  l->ok = ir_finish(l->g, node, l->d);
+  return l->ok ? ir_out(l->g, node, 0) : -1;
+}
+
+static int lower_unary(Lowering *l, int op, int a) {
+  return l->ok ? lower_end(l, lower_begin(l, op, &a, 1, 1)) : -1;
+}
+
+static int lower_binary(Lowering *l, int op, int a, int b) {
+  int in[2] = {a, b};
+  return l->ok ? lower_end(l, lower_begin(l, op, in, 2, 1)) : -1;
+}
+
+/* A constant named NAME/hint. */
+static const char *lower_const_name(Lowering *l, const char *hint) {
+  return arena_printf(l->g->arena, "%s/%s", l->name, hint);
+}
+
+static int lower_scalar(Lowering *l, const char *hint, double v) {
+  return ir_const_scalar(l->g, lower_const_name(l, hint), l->dt, v);
+}
+
+/* ReduceMax or ReduceSum over the axis, keeping it (axes: an attribute of
+ * ReduceMax up to opset 17, an input of ReduceSum from opset 13). */
+static int lower_reduce(Lowering *l, int op, int a) {
+  if (!l->ok)
+    return -1;
+  int64_t axes = l->axis;
+  bool axes_input = op == OP_REDUCESUM;
+  int in[2] = {a, axes_input ? ir_const_i64(l->g, lower_const_name(l, "axes"), &axes, 1) : -1};
+  int node = lower_begin(l, op, in, axes_input ? 2 : 1, 1);
+  if (!axes_input)
+    ir_attr_ints(l->g, node, "axes", &axes, 1);
+  ir_attr_int(l->g, node, "keepdims", 1);
+  return lower_end(l, node);
+}
+
+/* z sorted descending along the axis: TopK's values with k = len. */
+static int lower_sort(Lowering *l, int z) {
+  if (!l->ok)
+    return -1;
+  int in[2] = {z, ir_const_i64(l->g, lower_const_name(l, "k"), &l->len, 1)};
+  int node = lower_begin(l, OP_TOPK, in, 2, 2);
+  ir_attr_int(l->g, node, "axis", l->axis);
+  ir_attr_int(l->g, node, "largest", 1);
+  ir_attr_int(l->g, node, "sorted", 1);
+  return lower_end(l, node);
+}
+
+static int lower_cumsum(Lowering *l, int a) {
+  int axis = ir_const_scalar(l->g, lower_const_name(l, "axis"), DT_I64, l->axis);
+  return lower_binary(l, OP_CUMSUM, a, axis);
+}
+
+static int lower_cast(Lowering *l, int a, DType to) {
+  if (!l->ok)
+    return -1;
+  int node = lower_begin(l, OP_CAST, &a, 1, 1);
+  ir_attr_int(l->g, node, "to", to);
+  return lower_end(l, node);
+}
+
+/* rho = [1, 2, .., len] along the axis, 1 in every other dim. */
+static int lower_rho(Lowering *l) {
+  int64_t dims[MAX_RANK];
+  for (int i = 0; i < l->rank; i++)
+    dims[i] = i == l->axis ? l->len : 1;
+  int vid = ir_const(l->g, lower_const_name(l, "rho"), l->dt, l->rank, dims, NULL);
+  for (int64_t s = 0; s < l->len; s++)
+    el_set_f(l->dt, gval(l->g, vid)->data, s, (double)(s + 1));
+  return vid;
+}
+
+/* y = relu(z - max_s τs), τs = (cumsum(sorted z)_s - 1) / s */
+static int lower_sparsemax(Lowering *l, int x) {
+  int max = lower_reduce(l, OP_REDUCEMAX, x);
+  int z = lower_binary(l, OP_SUB, x, max);
+  int cum = lower_cumsum(l, lower_sort(l, z));
+  int one = lower_scalar(l, "one", 1), rho = lower_rho(l);
+  int taus = lower_binary(l, OP_DIV, lower_binary(l, OP_SUB, cum, one), rho);
+  int tau = lower_reduce(l, OP_REDUCEMAX, taus);
+  return lower_unary(l, OP_RELU, lower_binary(l, OP_SUB, z, tau));
+}
+
+/* τs = mean - sqrt(relu((1 - rho·(meansq - mean²)) / rho)) per prefix */
+static int lower_entmax15_taus(Lowering *l, int sorted, int rho) {
+  int mean = lower_binary(l, OP_DIV, lower_cumsum(l, sorted), rho);
+  int squares = lower_binary(l, OP_MUL, sorted, sorted);
+  int meansq = lower_binary(l, OP_DIV, lower_cumsum(l, squares), rho);
+  int mean2 = lower_binary(l, OP_MUL, mean, mean);
+  int ss = lower_binary(l, OP_MUL, rho, lower_binary(l, OP_SUB, meansq, mean2));
+  int one = lower_scalar(l, "one", 1);
+  int delta = lower_binary(l, OP_DIV, lower_binary(l, OP_SUB, one, ss), rho);
+  return lower_binary(l, OP_SUB, mean, lower_unary(l, OP_SQRT, lower_unary(l, OP_RELU, delta)));
+}
+
+/* τ = τs at s = #{s : τs <= zs}, gathered along the axis */
+static int lower_entmax15_tau(Lowering *l, int sorted, int taus) {
+  int passes = lower_cast(l, lower_binary(l, OP_LESSOREQUAL, taus, sorted), l->dt);
+  int support = lower_reduce(l, OP_REDUCESUM, passes);
+  int one = lower_scalar(l, "one", 1);
+  int index = lower_cast(l, lower_binary(l, OP_SUB, support, one), DT_I64);
+  if (!l->ok)
+    return -1;
+  int in[2] = {taus, index}, node = lower_begin(l, OP_GATHERELEMENTS, in, 2, 1);
+  ir_attr_int(l->g, node, "axis", l->axis);
+  return lower_end(l, node);
+}
+
+/* y = relu(z - τ)², z = x/2 - max(x/2). z is floored at -2 before the
+ * sort: no z < -1 is in the support, and a masked score (-inf) would make
+ * the prefix statistics inf - inf. */
+static int lower_entmax15(Lowering *l, int x) {
+  int half = lower_binary(l, OP_MUL, x, lower_scalar(l, "half", 0.5));
+  int max = lower_reduce(l, OP_REDUCEMAX, half);
+  int z = lower_binary(l, OP_SUB, half, max);
+  int floored = lower_binary(l, OP_MAX, z, lower_scalar(l, "floor", -2));
+  int sorted = lower_sort(l, floored), rho = lower_rho(l);
+  int tau = lower_entmax15_tau(l, sorted, lower_entmax15_taus(l, sorted, rho));
+  int r = lower_unary(l, OP_RELU, lower_binary(l, OP_SUB, z, tau));
+  return lower_binary(l, OP_MUL, r, r);
+}
+
+/* Lower node `node` (kiln export; compiler/passes/decompose.c): append the
+ * chain, then make its last node write the kiln node's output, so users of
+ * that output are unchanged (the caller marks the node dead and splices the
+ * chain into its place). */
+static bool lower(Graph *g, int node, Diag *d) {
+  const Node *n = &g->nodes[node];
+  const Type *xt = &gval(g, n->in[0])->type;
+  Lowering l = {.g = g, .name = n->name, .origin = n->origin, .dt = xt->dt, .rank = xt->rank,
+                .d = d, .ok = true};
+  int x = n->in[0], want = n->out[0];
+  bool entmax = n->op == OP_ENTMAX15;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &l.axis));
+  l.len = xt->dims[l.axis];
+  int need = entmax ? 13 : 11;
+  if (g->opset < need)
+    return diag_node(d, g, n, "export: no ONNX form at opset %d; expected opset %d or later (%s)",
+                     g->opset, need, entmax ? "ReduceSum with axes as an input" : "CumSum");
+  int y = entmax ? lower_entmax15(&l, x) : lower_sparsemax(&l, x);
+  if (y < 0)
+    return false;
+  int p = gval(g, y)->producer;
+  KILN_ASSERT(p >= 0 && type_equal(&gval(g, y)->type, &gval(g, want)->type));
+  g->nodes[p].out[0] = want;
+  gval(g, y)->producer = -1;
+  gval(g, want)->producer = p;
+  return true;
+}
+
+bool sparsemax_decompose(Graph *g, int node, Diag *d) { return lower(g, node, d); }
+bool entmax15_decompose(Graph *g, int node, Diag *d) { return lower(g, node, d); }

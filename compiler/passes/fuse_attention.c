@@ -1,0 +1,501 @@
+/* fuse_attention.c — Q·Kᵀ·scale (+ mask) (+ top-k) -> Softmax -> ·V into
+ * one Attention node (compiler/ops/attention.h), from every form PyTorch
+ * 1.13 exports, normalised on the way:
+ *
+ *   scale   Div or Mul by a scalar constant, on Q, on Kᵀ or on the scores
+ *           (several multiply: MultiheadAttention's Div(q, √d) and the
+ *           Mul(scores, 1.0) it adds before a mask);
+ *   mask    Add(scores, mask) in either order (a Mul(mask, 1.0) read
+ *           through), Where(mask, fill, scores) (masked_fill), or
+ *           Where(keep, scores, fill) with a constant keep (inverted) or
+ *           keep = Not(mask); recorded as causal / static (constant),
+ *           padding (runtime, the same for every query) or additive / bool;
+ *   top-k   TopK(x, k) -> the k-th value (Gather -1 or k-1, or Slice) ->
+ *           Unsqueeze [-> Expand] -> Less(x, kth) [-> Cast] -> Where(less,
+ *           fill, x), the Explicit Sparse Transformer's masked_fill;
+ *   layout  a Transpose before Q, Kᵀ or V or after the output (the head
+ *           split and merge) becomes q_perm / k_perm / v_perm / y_perm,
+ *           when it keeps the last axis last (for Kᵀ, always: the kernel
+ *           packs keys that are not contiguous, once per head).
+ *
+ * Like the other fusions it needs every intermediate to be read by the
+ * pattern alone and no broadcast to grow a shape. With -v it prints each
+ * fusion, and for each Softmax fed (through the scale and mask) by a
+ * MatMul that stays unfused, one line saying why. */
+#include "fuse_attention.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../build.h"
+#include "../ops.h"
+#include "../ops/attention.h"
+
+typedef struct Attn {
+  Match m;
+  int sm;                     /* the Softmax node */
+  int q, k, v, mask;          /* the fused node's inputs (mask -1: none) */
+  int perm[4][MAX_RANK];      /* q, k, v, y; identity when unused */
+  double scale;
+  AttnMask kind;
+  double fill;                /* bool masks */
+  int64_t topk;
+  double topk_fill;
+  Node *last;
+  const char *why;            /* set when it does not fuse */
+} Attn;
+
+enum { P_Q, P_K, P_V, P_Y };
+
+/* Stop with a reason (always returns false). */
+static bool no(Attn *a, const char *why) {
+  if (!a->why)
+    a->why = why;
+  return false;
+}
+
+static bool take(Attn *a, const Graph *g, const Node *n) {
+  if (a->m.n >= MAX_MATCH)
+    return no(a, "the pattern has more nodes than the matcher holds");
+  fm_take(&a->m, g, n);
+  return true;
+}
+
+static int rank_of(const Graph *g, int v) { return gval(g, v)->type.rank; }
+
+/* ---- scale and layout around an operand ------------------------------------------ */
+
+/* n is Mul(x, c) / Mul(c, x) / Div(x, c) with c a scalar constant; the
+ * factor it applies in *f, x in *x. */
+static bool scale_node(const Graph *g, const Node *n, double *f, int *x) {
+  double c;
+  if ((n->op == OP_MUL || n->op == OP_DIV) && fm_scalar_const(g, n->in[1], &c)) {
+    *x = n->in[0];
+    *f = n->op == OP_MUL ? c : 1 / c;
+    return c != 0 || n->op == OP_MUL;
+  }
+  if (n->op == OP_MUL && fm_scalar_const(g, n->in[0], &c)) {
+    *x = n->in[1];
+    *f = c;
+    return true;
+  }
+  return false;
+}
+
+/* A Transpose (keeping the last axis last unless any_last); its perm
+ * into perm. */
+static bool layout_node(const Graph *g, const Node *n, int *perm, bool any_last) {
+  const Attr *p = attr_get(n, "perm");
+  int r = rank_of(g, n->in[0]);
+  if (n->op != OP_TRANSPOSE || !p || p->kind != ATTR_INTS || p->n != r || r < 2 ||
+      (!any_last && p->ints[r - 1] != r - 1))
+    return false;
+  for (int i = 0; i < r; i++)
+    perm[i] = (int)p->ints[i];
+  return true;
+}
+
+/* Walk back from operand v of the MatMul through scale nodes (into
+ * a->scale) and one layout Transpose (into perm), each read only here;
+ * for Kᵀ (any_last) also one that makes the keys not contiguous. */
+static int peel_operand(Fuser *f, Attn *a, int v, int *perm, bool any_last) {
+  bool laid = false;
+  for (;;) {
+    Node *p = fm_sole(f, v) ? fm_def(f, v, -1) : NULL;
+    double c;
+    int x;
+    if (p && scale_node(f->g, p, &c, &x) && fm_float_value(f->g, x) && take(a, f->g, p)) {
+      a->scale *= c;
+      v = x;
+    } else if (p && !laid && layout_node(f->g, p, perm, any_last) && take(a, f->g, p)) {
+      laid = true;
+      v = p->in[0];
+    } else {
+      return v;
+    }
+  }
+}
+
+/* ---- the mask --------------------------------------------------------------------- */
+
+/* v, or x when v = Cast(x, to bool) of a bool x read only here. */
+static int bool_source(Fuser *f, Attn *a, int v) {
+  Node *c = fm_sole(f, v) ? fm_def(f, v, OP_CAST) : NULL;
+  if (c && gval(f->g, c->in[0])->type.dt == DT_BOOL && take(a, f->g, c))
+    return c->in[0];
+  return v;
+}
+
+/* v, or x when v = Mul(x, 1.0): x * 1 is x, so the mask is x itself (the
+ * Mul stays for any other reader, or dce removes it). */
+static int unit_source(Fuser *f, int v) {
+  Node *p = fm_def(f, v, OP_MUL);
+  if (p && fm_const_is(f->g, p->in[1], 1, 0) && gval(f->g, p->in[0])->type.dt == gval(f->g, v)->type.dt)
+    return p->in[0];
+  if (p && fm_const_is(f->g, p->in[0], 1, 0) && gval(f->g, p->in[1])->type.dt == gval(f->g, v)->type.dt)
+    return p->in[1];
+  return v;
+}
+
+/* A constant bool mask with every element negated, as a new constant. */
+static int negated_const(Graph *g, int v) {
+  const Value *c = gval(g, v);
+  int64_t n = type_numel(&c->type);
+  bool *neg = arena_alloc(g->arena, (size_t)n + 1);
+  for (int64_t i = 0; i < n; i++)
+    neg[i] = !el_get_u(DT_BOOL, c->data, i);
+  return ir_const(g, arena_printf(g->arena, "%s_masked", c->name), DT_BOOL, c->type.rank, c->type.dims, neg);
+}
+
+/* The kind of mask value m (bool or float), for scores [..., S, T]. */
+static AttnMask mask_kind(const Graph *g, int m, double fill, const Type *st) {
+  const Value *mv = gval(g, m);
+  int64_t s = st->dims[st->rank - 2], t = st->dims[st->rank - 1], off;
+  if (mv->data)
+    return attn_mask_is_causal(&mv->type, mv->data, fill, s, t, &off) ? ATTN_MASK_CAUSAL : ATTN_MASK_STATIC;
+  if (mv->type.rank < 2 || mv->type.dims[mv->type.rank - 2] == 1)
+    return ATTN_MASK_PADDING;
+  return mv->type.dt == DT_BOOL ? ATTN_MASK_BOOL : ATTN_MASK_ADDITIVE;
+}
+
+/* Where(c, fill, x) or Where(keep, x, fill) on the scores x: the mask and
+ * its fill. */
+static bool where_mask(Fuser *f, Attn *a, Node *w, int x) {
+  Graph *g = f->g;
+  int fillv = w->in[1] == x ? w->in[2] : w->in[1];
+  if (!fm_scalar_const(g, fillv, &a->fill))
+    return no(a, "the masked_fill value is not a scalar constant");
+  int c = bool_source(f, a, w->in[0]);
+  if (w->in[1] == x) { /* Where(keep, x, fill): masked where keep is false */
+    Node *nt = fm_sole(f, c) ? fm_def(f, c, OP_NOT) : NULL;
+    if (gval(g, c)->data) /* an unused constant is never printed or emitted */
+      c = negated_const(g, c);
+    else if (nt && take(a, g, nt))
+      c = nt->in[0];
+    else
+      return no(a, "a runtime bool mask keeps the scores where it is true (Where(mask, scores, fill)); "
+                   "expected masked_fill's Where(mask, fill, scores) or a Not");
+  }
+  a->mask = c;
+  return true;
+}
+
+/* Add(x, mask) / Add(mask, x) / Where on the scores: which operand is the
+ * mask is decided by the caller (x). */
+static bool take_mask(Fuser *f, Attn *a, Node *n, int x, const Type *st) {
+  Graph *g = f->g;
+  if (n->op == OP_WHERE) {
+    if (!where_mask(f, a, n, x))
+      return false;
+  } else {
+    a->mask = unit_source(f, fm_other(n, x));
+    a->fill = -INFINITY;
+  }
+  const Value *mv = gval(g, a->mask);
+  if (mv->type.dt != DT_BOOL && mv->type.dt != st->dt)
+    return no(a, "the mask's dtype differs from the scores'");
+  if (mv->type.rank > st->rank || !type_equal(&gval(g, n->out[0])->type, &gval(g, x)->type))
+    return no(a, mv->data ? "the constant mask does not broadcast to the scores"
+                       : "mask is runtime and not broadcastable to the scores");
+  a->kind = mask_kind(g, a->mask, a->fill, st);
+  return true;
+}
+
+/* ---- top-k ------------------------------------------------------------------------ */
+
+/* kth = the k-th value of TopK(x, k): Gather(values, -1 or k-1) ->
+ * Unsqueeze(-1), or Slice(values, k-1 .. k on the last axis), optionally
+ * Expanded to the scores' shape. Takes the nodes; returns the TopK node. */
+static Node *kth_value(Fuser *f, Attn *a, int kth) {
+  Graph *g = f->g;
+  Node *ex = fm_sole(f, kth) ? fm_def(f, kth, OP_EXPAND) : NULL;
+  if (ex && take(a, g, ex))
+    kth = ex->in[0];
+  Node *u = fm_sole(f, kth) ? fm_def(f, kth, -1) : NULL;
+  int vals = -1;
+  if (u && u->op == OP_UNSQUEEZE && take(a, g, u)) {
+    Node *ga = fm_sole(f, u->in[0]) ? fm_def(f, u->in[0], OP_GATHER) : NULL;
+    if (!ga || !take(a, g, ga))
+      return NULL;
+    vals = ga->in[0];
+    double idx;
+    int r = rank_of(g, vals), ax;
+    int64_t k = gval(g, vals)->type.dims[r - 1];
+    if (!axis_norm(attr_int(ga, "axis", 0), r, &ax) || ax != r - 1 || !fm_scalar_const(g, ga->in[1], &idx) ||
+        (idx != -1 && idx != (double)(k - 1)) || rank_of(g, u->out[0]) != r)
+      return NULL;
+  } else if (u && u->op == OP_SLICE && take(a, g, u)) {
+    vals = u->in[0];
+    int r = rank_of(g, vals);
+    if (r < 1 || gval(g, u->out[0])->type.dims[r - 1] != 1)
+      return NULL;
+    /* a one-wide slice of the last axis; which element is checked below */
+    int64_t *st, *en, *ax = NULL;
+    int ns, ne, na = 0;
+    Diag d = {0};
+    if (!const_input_ints(g, u, 1, "starts", &st, &ns, &d) || !const_input_ints(g, u, 2, "ends", &en, &ne, &d) ||
+        ns != 1 || (node_has_in(u, 3) && !const_input_ints(g, u, 3, "axes", &ax, &na, &d)))
+      return NULL;
+    int64_t k = gval(g, vals)->type.dims[r - 1];
+    int axn;
+    if ((ax && (na != 1 || !axis_norm(ax[0], r, &axn) || axn != r - 1)) || (!ax && r != 1) ||
+        (st[0] != -1 && st[0] != k - 1))
+      return NULL;
+  } else {
+    return NULL;
+  }
+  Node *tk = fm_def(f, vals, OP_TOPK);
+  if (!tk || tk->out[0] != vals || fm_nreaders(f, vals) != 1 || gval(g, vals)->is_output ||
+      (tk->out[1] >= 0 && (fm_nreaders(f, tk->out[1]) || gval(g, tk->out[1])->is_output)))
+    return NULL;
+  return tk;
+}
+
+/* Where(lt, fill, x) with lt = Less(x, kth) or Greater(kth, x): x's top-k.
+ * Sets *x0 to the scores before it. */
+static bool take_topk(Fuser *f, Attn *a, Node *w, int *x0) {
+  Graph *g = f->g;
+  int x = w->in[2];
+  Node *cmp = fm_def(f, bool_source(f, a, w->in[0]), -1);
+  int kth = !cmp ? -1 : cmp->op == OP_LESS && cmp->in[0] == x ? cmp->in[1]
+                    : cmp->op == OP_GREATER && cmp->in[1] == x ? cmp->in[0] : -1;
+  if (kth < 0 || !fm_sole(f, cmp->out[0]) || !take(a, g, cmp))
+    return false;
+  Node *tk = kth_value(f, a, kth);
+  int ax, r = rank_of(g, x);
+  double k;
+  if (!tk || tk->in[0] != x || !axis_norm(attr_int(tk, "axis", -1), r, &ax) || ax != r - 1 ||
+      attr_int(tk, "largest", 1) != 1 || !fm_scalar_const(g, tk->in[1], &k) ||
+      !fm_scalar_const(g, w->in[1], &a->topk_fill) || fm_nreaders(f, x) != 3 || gval(g, x)->is_output)
+    return no(a, "a top-k-like Where is not TopK(x, k) -> k-th value -> Less(x, kth) -> Where(less, fill, x)");
+  if (!take(a, g, tk))
+    return false;
+  a->topk = (int64_t)k;
+  *x0 = x;
+  return true;
+}
+
+/* ---- the scores ------------------------------------------------------------------- */
+
+/* Scale nodes on the scores, from v (read by `readers` nodes of the
+ * pattern) back to the MatMul, each read only here. */
+static Node *scores_matmul(Fuser *f, Attn *a, int v, int readers) {
+  for (;;) {
+    Node *p = fm_nreaders(f, v) == readers && !gval(f->g, v)->is_output ? fm_def(f, v, -1) : NULL;
+    double c;
+    int x;
+    if (p && p->op == OP_MATMUL)
+      return take(a, f->g, p) ? p : NULL;
+    if (!p || !scale_node(f->g, p, &c, &x) || !fm_float_value(f->g, x) || !take(a, f->g, p))
+      return NULL;
+    a->scale *= c;
+    v = x;
+    readers = 1;
+  }
+}
+
+/* Does v come from a MatMul through (at most 8) elementwise steps? The
+ * test for "attention-shaped", which decides whether -v explains. */
+static bool fed_by_matmul(const Fuser *f, int v, int depth) {
+  Node *p = fm_def(f, v, -1);
+  if (!p || depth > 8)
+    return false;
+  if (p->op == OP_MATMUL)
+    return true;
+  if (p->op != OP_ADD && p->op != OP_MUL && p->op != OP_DIV && p->op != OP_WHERE && p->op != OP_SUB)
+    return false;
+  for (int i = 0; i < p->nin; i++)
+    if (p->in[i] >= 0 && fed_by_matmul(f, p->in[i], depth + 1))
+      return true;
+  return false;
+}
+
+/* x's top-k, when x = Where(less, fill, x0) is one: on a copy, so that a
+ * Where that is a mask instead leaves a untouched. */
+static int peel_topk(Fuser *f, Attn *a, int x) {
+  Node *w = fm_sole(f, x) ? fm_def(f, x, OP_WHERE) : NULL;
+  Attn t = *a;
+  int x0;
+  if (w && take_topk(f, &t, w, &x0) && take(&t, f->g, w)) {
+    *a = t;
+    return x0;
+  }
+  return x;
+}
+
+/* From the Softmax's input back to the MatMul: top-k, mask, scale. */
+static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
+  Graph *g = f->g;
+  x = peel_topk(f, a, x);
+  int readers = a->topk ? 3 : 1;
+  Node *mm = scores_matmul(f, a, x, readers);
+  if (mm)
+    return mm;
+  Node *p = fm_def(f, x, -1);
+  if (p && (fm_nreaders(f, x) != readers || gval(g, x)->is_output))
+    return no(a, arena_printf(g->arena, "'%s' is also read outside the attention pattern", gval(g, x)->name)), NULL;
+  if (!p || (p->op != OP_ADD && p->op != OP_WHERE))
+    return no(a, "the scores reach the Softmax through something other than a scale, a mask and top-k"), NULL;
+  if (!take(a, g, p))
+    return NULL;
+  for (int i = p->op == OP_WHERE ? 1 : 0; i < p->nin; i++) {
+    Attn t = *a;
+    Node *mm2 = scores_matmul(f, &t, p->in[i], 1);
+    if (mm2) {
+      *a = t;
+      return take_mask(f, a, p, p->in[i], st) ? mm2 : NULL;
+    }
+  }
+  return no(a, "the masked scores do not come from a MatMul through scale ops (by scalar constants) read only "
+               "here"), NULL;
+}
+
+/* ---- the whole pattern ------------------------------------------------------------- */
+
+static bool softmax_on_last_axis(const Graph *g, const Node *sm) {
+  int r = rank_of(g, sm->in[0]), ax;
+  int64_t axis = attr_int(sm, "axis", sm->opset < 13 ? 1 : -1);
+  if (sm->opset < 13) /* coerced to 2-D at axis: the last axis alone only when axis = rank - 1 */
+    return (axis == -1 || axis == r - 1) && r >= 1;
+  return axis_norm(axis, r, &ax) && ax == r - 1;
+}
+
+/* Q [..., S, Dh], Kᵀ [..., Dh, T], V [..., T, Dv] with equal leading dims,
+ * f32 or f64. */
+static bool operands_fit(const Graph *g, Attn *a, const Type *qt, const Type *kt, const Type *vt) {
+  if (!fm_float_value(g, a->q) || qt->dt != kt->dt || qt->dt != vt->dt)
+    return no(a, "Q, Kᵀ and V are not all f32 or all f64");
+  if (qt->rank < 2 || kt->rank != qt->rank || vt->rank != qt->rank)
+    return no(a, "Q, Kᵀ and V differ in rank (MatMul broadcasts them)");
+  for (int i = 0; i < qt->rank - 2; i++)
+    if (qt->dims[i] != kt->dims[i] || qt->dims[i] != vt->dims[i])
+      return no(a, "Q, Kᵀ and V differ in their batch dims (MatMul broadcasts them)");
+  return true;
+}
+
+/* The logical type of physical value v read through perm. */
+static Type through(const Graph *g, int v, const int *perm) {
+  Type t = gval(g, v)->type;
+  for (int i = 0; i < t.rank; i++)
+    t.dims[i] = gval(g, v)->type.dims[perm[i]];
+  return t;
+}
+
+/* P = Softmax(...) -> MatMul(P, V) [-> Transpose]: V (through a layout
+ * Transpose read only here), the output, the last node. */
+static bool match_output(Fuser *f, Attn *a, Node *sm) {
+  Graph *g = f->g;
+  Node *mm = fm_sole_user(f, sm->out[0], OP_MATMUL);
+  if (!mm || mm->in[0] != sm->out[0])
+    return no(a, "the softmax output is not only multiplied by V (a MatMul reading it alone)");
+  take(a, g, mm);
+  a->last = mm;
+  a->v = mm->in[1];
+  Node *vt = fm_sole(f, a->v) ? fm_def(f, a->v, OP_TRANSPOSE) : NULL;
+  if (vt && layout_node(g, vt, a->perm[P_V], false) && take(a, g, vt))
+    a->v = vt->in[0];
+  Node *tr = fm_sole_user(f, mm->out[0], OP_TRANSPOSE);
+  if (tr && layout_node(g, tr, a->perm[P_Y], false) && take(a, g, tr))
+    a->last = tr;
+  return true;
+}
+
+static void identity_perms(Attn *a) {
+  for (int p = 0; p < 4; p++)
+    for (int i = 0; i < MAX_RANK; i++)
+      a->perm[p][i] = i;
+}
+
+static bool match_attention(Fuser *f, Attn *a, Node *sm) {
+  Graph *g = f->g;
+  a->sm = (int)(sm - g->nodes);
+  a->scale = 1;
+  a->mask = -1;
+  identity_perms(a);
+  if (!softmax_on_last_axis(g, sm))
+    return no(a, "softmax axis is not the key axis");
+  const Type *st = &gval(g, sm->in[0])->type;
+  if (!fm_float_value(g, sm->in[0]) || st->rank < 2)
+    return no(a, "the scores are not f32 or f64 of rank >= 2");
+  if (!match_output(f, a, sm))
+    return false;
+  take(a, g, sm);
+  Node *mm = match_scores(f, a, sm->in[0], st);
+  if (!mm)
+    return no(a, "the Softmax input is not Q·Kᵀ (a MatMul) through scale, mask and top-k ops read only here");
+  if (!type_equal(&gval(g, mm->out[0])->type, st))
+    return no(a, "the MatMul's scores change shape before the Softmax (a broadcast)");
+  a->q = peel_operand(f, a, mm->in[0], a->perm[P_Q], false);
+  a->k = peel_operand(f, a, mm->in[1], a->perm[P_K], true);
+  Type qt = through(g, a->q, a->perm[P_Q]), kt = through(g, a->k, a->perm[P_K]),
+       vt = through(g, a->v, a->perm[P_V]);
+  return operands_fit(g, a, &qt, &kt, &vt);
+}
+
+/* ---- the rewrite --------------------------------------------------------------------- */
+
+static bool is_identity(const int *perm, int r) {
+  for (int i = 0; i < r; i++)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
+static void set_perm(Graph *g, Node *n, const char *name, const int *perm, int r) {
+  if (is_identity(perm, r))
+    return;
+  Attr *at = node_add_attr(g, n, name, ATTR_INTS);
+  at->n = r;
+  at->ints = arena_alloc(g->arena, sizeof(int64_t) * (size_t)r);
+  for (int i = 0; i < r; i++)
+    at->ints[i] = perm[i];
+}
+
+static void rewrite(Fuser *f, Attn *a) {
+  Graph *g = f->g;
+  int in[4] = {a->q, a->k, a->v, a->mask}, r = rank_of(g, a->q);
+  bool is_bool = a->mask >= 0 && gval(g, a->mask)->type.dt == DT_BOOL;
+  Node *n = fm_fuse_into(f, &a->m, a->last, OP_ATTENTION, in, a->mask >= 0 ? 4 : 3);
+  node_add_attr(g, n, "scale", ATTR_FLOAT)->f = a->scale;
+  fm_set_str(g, n, "mask", attn_mask_name(a->kind));
+  if (is_bool)
+    node_add_attr(g, n, "mask_fill", ATTR_FLOAT)->f = a->fill;
+  if (a->topk) {
+    node_add_attr(g, n, "topk", ATTR_INT)->i = a->topk;
+    node_add_attr(g, n, "topk_fill", ATTR_FLOAT)->f = a->topk_fill;
+  }
+  const char *names[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+  for (int p = 0; p < 4; p++)
+    set_perm(g, n, names[p], a->perm[p], r);
+  const char *what = arena_printf(g->arena, "attention{mask=%s%s}", attn_mask_name(a->kind),
+                                  a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "");
+  fm_fuse_done(f, n, what);
+}
+
+/* The nodes the match took must all feed the last one (fm_fuse_into's
+ * contract): none may come after it. */
+static bool ordered(const Graph *g, const Attn *a) {
+  int last = (int)(a->last - g->nodes);
+  for (int i = 0; i < a->m.n; i++)
+    if (a->m.idx[i] > last)
+      return false;
+  return true;
+}
+
+void fuse_attention_sweep(Fuser *f) {
+  Graph *g = f->g;
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *sm = &g->nodes[i];
+    if (sm->dead || sm->op != OP_SOFTMAX)
+      continue;
+    Attn a = {0};
+    if (match_attention(f, &a, sm) && ordered(g, &a)) {
+      rewrite(f, &a);
+      continue;
+    }
+    if (f->verbose && fed_by_matmul(f, sm->in[0], 0))
+      fprintf(stderr, "fuse: attention not fused at '%s' (Softmax): %s\n", sm->name,
+              a.why ? a.why : "the nodes are not in the order the pattern needs");
+  }
+}

@@ -1,0 +1,105 @@
+/* translate_app.c — greedy decoding with the encoder–decoder Transformer of
+ * examples/transformer.lua, compiled to C by kiln. The generated function
+ * maps (source ids, target ids) to next-token logits at every target
+ * position; decoding calls it once per output token: the target starts as
+ * [BOS, PAD, PAD, ...], and after each call the arg-max at the newest
+ * position is written into the next slot, until EOS or the target is full.
+ * The decoder's causal mask means position i never sees the padding after
+ * it, so a fixed-size target padded at the end gives the same logits as the
+ * exact-length one would. (Each call recomputes the whole target; a
+ * production decoder would cache keys and values — this one shows the
+ * generated code's API, not a fast decoder.)
+ *
+ *   kiln compile examples/transformer.lua -o out/transformer.c
+ *   cc -O2 -Iout examples/translate_app.c out/transformer.c -lm -o out/translate
+ *   out/translate 5 17 42 8 99 3        # source token ids (default: these)
+ *
+ * With the script's random weights the output is a deterministic but
+ * meaningless sequence; with trained weights (--weights) it is the
+ * translation. examples/train_reverse.py trains the same model in PyTorch
+ * on a toy task, reversing the source, and saves its weights:
+ *
+ *   python3 examples/train_reverse.py out/reverse.safetensors
+ *   kiln compile examples/transformer.lua --set vocab=16 --weights out/reverse.safetensors \
+ *       -o out/transformer.c                  # then build as above
+ *   out/translate 5 9 12 3 7                  # output: 7 3 12 9 5 2
+ *
+ * The model must be compiled with batch = 1 (the default). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "transformer.h"
+
+enum { PAD = 0, BOS = 1, EOS = 2 }; /* the script's pad, and the usual conventions */
+
+#define SRC_LEN TRANSFORMER_IN_SRC_SIZE
+#define TGT_LEN TRANSFORMER_IN_TGT_SIZE
+#define VOCAB (TRANSFORMER_OUT_LOGITS_SIZE / TGT_LEN)
+
+static int64_t src[1][SRC_LEN];        /* [batch, src_len] token ids */
+static int64_t tgt[1][TGT_LEN];        /* [batch, tgt_len] token ids */
+static float logits[1][TGT_LEN][VOCAB]; /* [batch, tgt_len, vocab] */
+
+/* The source from the command line (ids, then EOS, then padding), or a
+ * fixed example sentence. Returns its length, EOS included. */
+static int read_source(int argc, char **argv) {
+  static const int64_t example[] = {5, 17, 42, 8, 99, 3};
+  int n = argc > 1 ? argc - 1 : (int)(sizeof example / sizeof example[0]);
+  if (n > SRC_LEN - 1) {
+    fprintf(stderr, "translate: %d source tokens; the model takes at most %d (+ EOS)\n", n,
+            SRC_LEN - 1);
+    exit(1);
+  }
+  for (int i = 0; i < n; i++) {
+    long id = argc > 1 ? strtol(argv[i + 1], NULL, 10) : (long)example[i];
+    if (id < 3 || id >= VOCAB) {
+      fprintf(stderr, "translate: token id %ld; expected 3..%d (0-2 are PAD, BOS, EOS)\n", id,
+              VOCAB - 1);
+      exit(1);
+    }
+    src[0][i] = id;
+  }
+  src[0][n] = EOS;
+  for (int i = n + 1; i < SRC_LEN; i++)
+    src[0][i] = PAD;
+  return n + 1;
+}
+
+static int64_t argmax(const float *x, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best])
+      best = i;
+  return best;
+}
+
+/* Fills tgt from BOS on; returns the number of tokens produced. */
+static int greedy_decode(void) {
+  tgt[0][0] = BOS;
+  for (int i = 1; i < TGT_LEN; i++)
+    tgt[0][i] = PAD;
+  int i = 0;
+  for (; i + 1 < TGT_LEN; i++) {
+    transformer_run((const int64_t(*)[SRC_LEN])src, (const int64_t(*)[TGT_LEN])tgt, logits);
+    int64_t next = argmax(logits[0][i], VOCAB);
+    tgt[0][i + 1] = next;
+    if (next == EOS)
+      return i + 1;
+  }
+  return i;
+}
+
+static void print_ids(const char *label, const int64_t *ids, int n) {
+  printf("%s", label);
+  for (int i = 0; i < n; i++)
+    printf(" %lld", (long long)ids[i]);
+  printf("\n");
+}
+
+int main(int argc, char **argv) {
+  int n = read_source(argc, argv);
+  print_ids("source:", src[0], n);
+  int m = greedy_decode();
+  print_ids("output:", tgt[0] + 1, m);
+  return 0;
+}

@@ -1,0 +1,7 @@
+-- The weights file holds a tensor no param uses.
+-- expect: extra_weight.lua:5: weights:
+-- expect: small.safetensors: tensor 'bias' (f32[3]) is not a parameter
+local x = input{"x", {2, 4}}
+weights("small.safetensors")
+local w = param{"proj.weight", {3, 4}}
+output(x:matmul(w:transpose()), "y")

@@ -1,0 +1,21 @@
+#!/bin/sh
+# check_threaded.sh — one threaded-code test: KILN CASE_DIR ISA CFLAGS [KILN_FLAGS...]
+# 1. `kiln compile --threads 2` marks at least one loop of the case for
+#    threads (KILN_PARALLEL_FOR; else the case would test serial code only);
+# 2. that file builds warning-free WITHOUT -fopenmp (the loops then run
+#    serially: the macro expands to nothing);
+# 3. `kiln check --threads 2` (built with -fopenmp) agrees with the
+#    case's reference data.
+set -eu
+kiln=$1 dir=$2 isa=$3 cflags=$4
+shift 4
+tmp=$(mktemp -d /tmp/kiln-threads-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$kiln" compile --threads 2 --isa="$isa" "$@" "$dir/model.onnx" -o "$tmp/model.c"
+if ! grep -q '^ *KILN_PARALLEL_FOR$' "$tmp/model.c"; then
+  echo "FAIL $dir: kiln compile --threads 2 --isa=$isa marked no loop for threads"
+  exit 1
+fi
+# shellcheck disable=SC2086 # CFLAGS is a list of flags
+${CC:-cc} -std=c99 $cflags -Wall -Wextra -Werror -c "$tmp/model.c" -o "$tmp/model.o"
+"$kiln" check -q --threads 2 --isa="$isa" "--cflags=$cflags" "$@" "$dir"
