@@ -16,19 +16,9 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "rows.h"
 
 /* ---- rows ------------------------------------------------------------------ */
-
-typedef struct Rows {
-  int64_t outer, len, inner;
-} Rows;
-
-static int64_t prod_dims(const Type *t, int from, int to) {
-  int64_t p = 1;
-  for (int a = from; a < to; a++)
-    p *= t->dims[a];
-  return p;
-}
 
 /* Rows of a softmax-family node's input; false if `axis` is out of range. */
 static bool softmax_rows(const Node *n, const Type *t, Rows *r) {
@@ -44,13 +34,8 @@ static bool softmax_rows(const Node *n, const Type *t, Rows *r) {
   }
   if (!axis_norm(axis, t->rank, &a))
     return false;
-  *r = (Rows){prod_dims(t, 0, a), t->dims[a], prod_dims(t, a + 1, t->rank)};
+  *r = rows_along(t, a);
   return true;
-}
-
-/* Offset of row o's first element. */
-static int64_t row_base(const Rows *r, int64_t o) {
-  return o / r->inner * r->len * r->inner + o % r->inner;
 }
 
 /* ---- Softmax, LogSoftmax, Hardmax ------------------------------------------ */

@@ -27,34 +27,17 @@
 #include "../emit.h"
 #include "../ops.h"
 #include "../passes.h"
+#include "rows.h"
 
 /* ---- rows ------------------------------------------------------------------ */
-
-/* The input seen as outer * inner rows of len elements, element k of a row
- * `inner` apart (inner = 1 when axis is the last). */
-typedef struct Rows {
-  int64_t outer, len, inner;
-} Rows;
-
-static int64_t dims_product(const Type *t, int from, int to) {
-  int64_t p = 1;
-  for (int a = from; a < to; a++)
-    p *= t->dims[a];
-  return p;
-}
 
 /* Rows of x along the node's axis; false when the axis is out of range. */
 static bool rows_of(const Node *n, const Type *x, Rows *r) {
   int a;
   if (!axis_norm(attr_int(n, "axis", -1), x->rank, &a))
     return false;
-  *r = (Rows){dims_product(x, 0, a), x->dims[a], dims_product(x, a + 1, x->rank)};
+  *r = rows_along(x, a);
   return true;
-}
-
-/* Offset of row o's first element. */
-static int64_t row_base(const Rows *r, int64_t o) {
-  return o / r->inner * r->len * r->inner + o % r->inner;
 }
 
 /* ---- shapes ---------------------------------------------------------------- */
