@@ -23,29 +23,9 @@ local nn = {}
 -- yet finite, so two masks can be added and a fully masked row stays finite.
 nn.MASKED = -1e9
 
-local function is_tensor(x)
-  return type(x) == "userdata"
-end
-
-local function need_tensor(x, fn, what)
-  if not is_tensor(x) then
-    fail(string.format("nn.%s: %s is a %s; expected a tensor", fn, what, type(x)))
-  end
-end
-
-local function need_rank(x, rank, fn, what, example)
-  need_tensor(x, fn, what)
-  if x.rank ~= rank then
-    fail(string.format("nn.%s: %s is rank %d; expected rank %d (%s)", fn, what, x.rank, rank,
-                       example))
-  end
-end
-
-local function need_int(n, fn, what)
-  if math.type(n) ~= "integer" or n < 1 then
-    fail(string.format("nn.%s: %s is %s; expected a positive integer", fn, what, tostring(n)))
-  end
-end
+local check = require "nn_check"
+local is_tensor, need_tensor = check.is_tensor, check.need_tensor
+local need_rank, need_int = check.need_rank, check.need_int
 
 -- Layers take their params' name prefix first; a tensor there is the
 -- common slip of leaving it out.

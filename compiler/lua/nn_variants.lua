@@ -24,21 +24,8 @@ local function nn()
   return require "nn"
 end
 
-local function need_int(n, fn, what)
-  if math.type(n) ~= "integer" or n < 1 then
-    fail(string.format("nn.%s: %s is %s; expected a positive integer", fn, what, tostring(n)))
-  end
-end
-
-local function need_rank(x, rank, fn, what, example)
-  if type(x) ~= "userdata" then
-    fail(string.format("nn.%s: %s is a %s; expected a tensor", fn, what, type(x)))
-  end
-  if x.rank ~= rank then
-    fail(string.format("nn.%s: %s is rank %d; expected rank %d (%s)", fn, what, x.rank, rank,
-                       example))
-  end
-end
+local check = require "nn_check"
+local need_rank, need_int = check.need_rank, check.need_int
 
 -- The boolean constant [rows, cols] whose element (i, j) (0-based) is
 -- blocked(i, j).
