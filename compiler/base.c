@@ -49,6 +49,10 @@ void arena_free(Arena *a) {
 }
 
 void *arena_alloc(Arena *a, size_t size) {
+  if (size > SIZE_MAX / 4) { /* a negative count cast to size_t, never a real request */
+    fprintf(stderr, "kiln: out of memory (%zu bytes)\n", size);
+    exit(1);
+  }
   size = (size + 15) & ~(size_t)15;
   if (!a->head || a->used + size > a->head->size) {
     size_t bs = size > (1u << 20) ? size : (1u << 20);

@@ -264,8 +264,14 @@ static bool parse_type(Parser *p, Type *t, const char **sym) {
   } while (accept(p, ','));
   if (!expect(p, ']', "to close the shape"))
     return false;
-  if (type_numel(t) > ((int64_t)1 << 34) && t->rank >= 0)
-    return perr(p, "tensor too large");
+  /* the known dims' product, without overflowing: ? and names count as 1 */
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t d = t->dims[i] < 0 ? 1 : t->dims[i];
+    if (d > MAX_NUMEL || (d && n > MAX_NUMEL / d))
+      return perr(p, "tensor too large; expected at most %lld elements", (long long)MAX_NUMEL);
+    n *= d;
+  }
   return true;
 }
 
@@ -311,6 +317,9 @@ static bool parse_elem(Parser *p, DType dt, void *data, int64_t i) {
 static bool parse_data(Parser *p, const Type *t, void **out) {
   if (t->rank < 0)
     return perr(p, "a constant needs a known shape");
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0)
+      return perr(p, "a constant needs a known shape; dim %d is not a number", i);
   size_t bytes = type_bytes(t);
   int64_t n = type_numel(t);
   void *data = arena_alloc(p->a, bytes + 1);

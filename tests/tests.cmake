@@ -91,11 +91,12 @@ file(GLOB KILN_FIXTURE_MODELS ${T}/models/*/model.onnx)
 add_test(NAME kir_roundtrip COMMAND ${T}/generated/roundtrip.sh ${KILN_BIN} ${KILN_FIXTURE_MODELS}
          ${T}/generated/hostile_names/model.onnx)
 
-# fuzzing (libFuzzer + ASan + UBSan): a bounded smoke run of the ONNX
+# fuzzing (libFuzzer + ASan + UBSan): a deterministic smoke run (fixed seed,
+# fixed input count) after the regression corpus, over the ONNX
 # importer and the .kir parser, each followed by every pass and emission
 if(CLANG AND NOT KILN_SANITIZE)
   add_test(NAME fuzz_smoke COMMAND ${CMAKE_COMMAND} -E env KILN_FUZZ_DIR=${CMAKE_BINARY_DIR}/fuzz
-           ${T}/fuzz/run_fuzz.sh 30)
+           ${T}/fuzz/run_fuzz.sh --runs 20000)
   set_tests_properties(fuzz_smoke PROPERTIES TIMEOUT 600)
 endif()
 

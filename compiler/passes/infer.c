@@ -35,6 +35,21 @@ static bool check_state_types(Graph *g, Diag *d) {
   return true;
 }
 
+/* t's known dims are >= 0 (all of them when `all_known`; else -1 may
+ * stand for unknown) and their product stays within MAX_NUMEL. */
+static bool type_dims_ok(const Type *t, bool all_known) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t dim = t->dims[i];
+    if (dim < -1 || (dim == -1 && all_known) || dim > MAX_NUMEL)
+      return false;
+    if (dim > 0 && n > MAX_NUMEL / dim)
+      return false;
+    n *= dim > 0 ? dim : 1;
+  }
+  return true;
+}
+
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
@@ -42,9 +57,22 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
       continue;
     if (!check_inputs_known(g, n, d) || !op_table[n->op].infer(g, n, d))
       return false;
+    bool inputs_static = true;
+    for (int j = 0; j < n->nin; j++) {
+      Value *v = node_in(g, n, j);
+      for (int k = 0; v && k < v->type.rank; k++)
+        inputs_static &= v->type.dims[k] >= 0;
+    }
     for (int j = 0; j < n->nout; j++) {
       Value *v = node_out(g, n, j);
       KILN_ASSERT(!v || v->type.rank >= 0); /* every _infer sets every output */
+      /* a safety net under every _infer: a negative or huge dim computed
+       * from bad attributes or constants stops here, before anything is
+       * sized from it (unknown dims, -1, come only from unknown inputs) */
+      char ts[160];
+      if (v && !type_dims_ok(&v->type, inputs_static))
+        return diag_node(d, g, n, "output '%s' would be %s; expected dims >= 0 and at most %lld "
+                         "elements", v->name, type_str(&v->type, ts, sizeof ts), (long long)MAX_NUMEL);
     }
     bool folded;
     if (!fold_node(g, n, o->fold_limit, &folded, d))

@@ -4,6 +4,13 @@
 # against kiln's compiler sources and fuzz the ONNX importer and the .kir
 # parser (each followed by the pass pipeline and C emission) and the
 # .safetensors reader (and writer) for SECONDS seconds each.
+# run_fuzz.sh --runs N [SRC_ROOT] — the same for N inputs each from a fixed
+# seed: deterministic (same inputs on every machine, whatever its speed),
+# which is what ctest's fuzz_smoke runs, so the CI gate cannot flip on
+# luck. Long open-ended runs use SECONDS.
+#
+# Before fuzzing, every file in tests/fuzz/regress/{onnx,kir,safetensors}/
+# (inputs that once crashed kiln) is replayed through its target.
 #
 # SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
 # The protoc-c bindings and the embedded templates are generated into the
@@ -17,9 +24,20 @@
 # libclang-rt-14-dev), protoc-c, libprotobuf-c-dev, libjansson-dev, cmake, python3.
 set -eu -o pipefail
 
-secs=${1:?usage: run_fuzz.sh SECONDS [SRC_ROOT]}
+usage="usage: run_fuzz.sh SECONDS [SRC_ROOT] | run_fuzz.sh --runs N [SRC_ROOT]"
+if [ "${1:-}" = --runs ]; then
+  runs=${2:?$usage}
+  shift 2
+  budget=(-runs="$runs" -seed=1)
+  what="$runs inputs a target, seed 1"
+else
+  secs=${1:?$usage}
+  shift
+  budget=(-max_total_time="$secs")
+  what="${secs}s a target"
+fi
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "${2:-$here/../..}" && pwd)
+root=$(cd "${1:-$here/../..}" && pwd)
 out=${KILN_FUZZ_DIR:-$here/../../build-fuzz}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -90,15 +108,26 @@ dict=$out/onnx.dict
 } >"$dict"
 
 rm -f "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*
-echo "fuzzing for ${secs}s (findings in $out)" >&2
 cd "$out"
 rc=0
+# the regression corpus first: each file once through its target
+regress=$here/regress
+for t in onnx kir safetensors; do
+  files=("$regress/$t"/*)
+  [ -e "${files[0]}" ] || continue
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    ./fuzz_$t -rss_limit_mb=2048 "${files[@]}" >"$out/regress_$t.log" 2>&1 ||
+    { echo "run_fuzz.sh: a regression input crashes fuzz_$t again (log: $out/regress_$t.log)" >&2
+      tail -n 30 "$out/regress_$t.log" >&2; exit 1; }
+done
+echo "fuzzing for $what (findings in $out)" >&2
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 # -rss_limit_mb: a 100-byte model must not make kiln allocate gigabytes
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  ./fuzz_onnx -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict="$dict" \
+  ./fuzz_onnx "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict="$dict" \
               ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
               corpus "$seeds" 2>&1 | tee "$out/fuzz.log" | tail -n 12 || rc=$?
 # the text IR parser, seeded with the pass tests
@@ -106,7 +135,7 @@ mkdir -p "$out/corpus_kir" "$out/seeds_kir"
 cp "$root"/tests/passes/*.kir "$out/seeds_kir"/ 2>/dev/null || true
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  ./fuzz_kir -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+  ./fuzz_kir "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
              ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
              corpus_kir "$out/seeds_kir" 2>&1 | tee "$out/fuzz_kir.log" | tail -n 12 || rc=$?
 # the safetensors reader, seeded with the good and bad files of its tests
@@ -117,7 +146,7 @@ printf '"%s"\n' dtype shape data_offsets __metadata__ F64 F32 F16 BF16 I64 I32 I
   U8 BOOL '\\u00e9' >"$out/safetensors.dict"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  ./fuzz_safetensors -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  ./fuzz_safetensors "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
                      -dict="$out/safetensors.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
                      corpus_st "$out/seeds_st" 2>&1 | tee "$out/fuzz_st.log" | tail -n 12 || rc=$?
 found=0
