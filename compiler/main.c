@@ -50,10 +50,11 @@ static const char *usage =
     "  --dump-all=DIR             write DIR/00-import.kir, 01-bind.kir, ... (loadable .kir + .bin)\n"
     "  --verify-each              verify the IR after every pass\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
-    "  --isa=generic|avx2|avx512  machine the GEMM kernels are laid out for (also for check; default\n"
-    "                             generic: portable GNU C vectors, 4- or 8-wide as the C compiler\n"
-    "                             targets; avx2, avx512: wider tiles; any builds anywhere). Build\n"
-    "                             with -O2 -march=native -ffp-contract=fast\n"
+    "  --isa=generic|avx2|avx512|native  machine the GEMM kernels are laid out for (also check,\n"
+    "                             bench; default generic: portable GNU C vectors, 4- or 8-wide as\n"
+    "                             the C compiler targets; avx2, avx512: wider tiles; native: the\n"
+    "                             widest this machine runs, bench's default; any builds anywhere).\n"
+    "                             Build with -O2 -march=native -ffp-contract=fast\n"
     "  --threads=N                (also check, bench) code for N threads (default 1: none): the\n"
     "                             large loops run on N OpenMP threads when built with -fopenmp\n"
     "  --gemm=packed|openblas     (also check, bench) f32 matrix products by kiln's packed kernels\n"
@@ -81,6 +82,7 @@ typedef struct Cli {
   const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
   bool json;
   bool name_given;
+  bool isa_given; /* --isa seen (bench's default is native, the others' generic) */
   const char *inputs[64];
   int ninputs;
   ShapeBinding shapes[64];
@@ -91,6 +93,19 @@ typedef struct Cli {
   const char *sets[64];     /* --set KEY=VALUE (Lua models) */
   LuaOptions lua;
 } Cli;
+
+/* --isa=native: the widest kernel layout this machine runs (bench's
+ * default, since bench builds and runs here). */
+static EmitIsa host_isa(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return ISA_AVX512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return ISA_AVX2;
+#endif
+  return ISA_GENERIC;
+}
 
 KILN_NORETURN static void die(const char *fmt, const char *arg) {
   fprintf(stderr, "kiln: ");
@@ -213,9 +228,13 @@ static void parse_args(int argc, char **argv, Cli *c) {
     } else if ((v = opt_value(argc, argv, &i, "--cc"))) {
       c->check.cc = v;
     } else if ((v = opt_value(argc, argv, &i, "--isa"))) {
-      if (strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512"))
-        die("--isa=%s: unknown ISA; expected generic, avx2 or avx512", v);
-      c->check.isa = !strcmp(v, "avx2") ? ISA_AVX2 : !strcmp(v, "avx512") ? ISA_AVX512 : ISA_GENERIC;
+      if (strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512") && strcmp(v, "native"))
+        die("--isa=%s: unknown ISA; expected generic, avx2, avx512 or native", v);
+      c->check.isa = !strcmp(v, "native") ? host_isa()
+                   : !strcmp(v, "avx2")   ? ISA_AVX2
+                   : !strcmp(v, "avx512") ? ISA_AVX512
+                                          : ISA_GENERIC;
+      c->isa_given = true;
     } else if ((v = opt_value(argc, argv, &i, "--cflags"))) {
       c->check.cflags = v;
     } else if ((v = opt_value(argc, argv, &i, "--runs"))) {
@@ -520,7 +539,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(c.cmd, "bench")) {
     BenchOptions *b = &c.bench;
-    b->keep = c.check.keep, b->isa = c.check.isa, b->cc = c.check.cc, b->cflags = c.check.cflags;
+    b->keep = c.check.keep, b->isa = c.isa_given ? c.check.isa : host_isa(), b->cc = c.check.cc, b->cflags = c.check.cflags;
     b->threads = c.check.threads, b->gemm = c.check.gemm;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
