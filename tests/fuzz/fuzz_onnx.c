@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "driver.h"
+#include "fuzz_pipeline.h"
 #include "onnx.h"
 
 static char model_dir[256], model_path[300];
@@ -48,41 +49,15 @@ static void bind_symbols(Graph *g) {
   }
 }
 
-/* driver_lower's loop, with the verifier's verdict kept apart from the
- * passes' own diagnostics: a pass may reject bad input, but the IR it leaves
- * on success must always verify. */
-static bool lower(Graph *g, Diag *d) {
-  PassOptions po = {.fold_limit = 1u << 16}; /* keep each run fast */
-  for (int i = 0; i < pass_count; i++) {
-    if (!pass_list[i].fn(g, &po, d))
-      return false;
-    Diag vd = {0};
-    if (!graph_verify(g, i > 0, &vd)) {
-      fprintf(stderr, "kiln fuzz: after pass %s: %s\n", pass_list[i].name, vd.msg);
-      abort();
-    }
-  }
-  return true;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Arena *a = arena_new();
   Diag d = {.file = model_path};
   Graph *g = onnx_import_bytes(a, data, size, model_path, &d);
-  bool ok = g != NULL;
-  if (ok) {
+  if (g) {
     bind_symbols(g);
-    ok = lower(g, &d);
-  }
-  if (ok) {
-    Buf c = {0}, h = {0};
-    EmitOptions eo = {.prefix = "model", .source = "fuzz.onnx", .header = "model.h"};
-    ok = emit_c(g, &eo, &c, &h, &d);
-    buf_free(&c);
-    buf_free(&h);
-  }
-  if (!ok && !d.failed) {
-    fprintf(stderr, "kiln fuzz: a stage failed without a message\n");
+    fuzz_compile(g, "fuzz.onnx", &d);
+  } else if (!d.failed) {
+    fprintf(stderr, "kiln fuzz: the importer failed without a message\n");
     abort();
   }
   arena_free(a);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "safetensors.h"
+#include "../safetensors/st_same.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {
   fprintf(stderr, "kiln fuzz: safetensors: %s %s\n", what, detail ? detail : "");
@@ -39,21 +40,6 @@ static void check_consistent(SafeTensors *st) {
     fail("unused after binding every tensor:", d.msg);
 }
 
-static bool same(const SafeTensors *a, const SafeTensors *b) {
-  if (a->n != b->n || a->nmeta != b->nmeta)
-    return false;
-  for (int i = 0; i < a->n; i++) {
-    const StTensor *x = &a->t[i], *y = &b->t[i];
-    if (strcmp(x->name, y->name) || !type_equal(&x->type, &y->type) || x->bytes != y->bytes ||
-        (x->bytes && memcmp(x->data, y->data, x->bytes)))
-      return false;
-  }
-  for (int i = 0; i < a->nmeta; i++)
-    if (strcmp(a->meta[i].key, b->meta[i].key) || strcmp(a->meta[i].value, b->meta[i].value))
-      return false;
-  return true;
-}
-
 static void check_round_trip(Arena *a, const SafeTensors *st) {
   Buf out = {0};
   Diag d = {0};
@@ -62,7 +48,7 @@ static void check_round_trip(Arena *a, const SafeTensors *st) {
   SafeTensors back;
   if (!safetensors_parse(a, out.s, out.len, "fuzz-roundtrip.safetensors", &back, &d))
     fail("cannot read what was written:", d.msg);
-  if (!same(st, &back))
+  if (!st_same(st, &back))
     fail("the round trip changed the tensors", NULL);
   buf_free(&out);
 }

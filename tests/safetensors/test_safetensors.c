@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "safetensors.h"
+#include "st_same.h"
 
 static int passed, failed;
 #define CHECK(c) check((c), #c, __LINE__, "")
@@ -98,21 +99,6 @@ static void check_meta(SafeTensors *st, char *line) {
   CHECK_AT(v && strcmp(v, f[2]) == 0, f[1]);
 }
 
-static bool same_tensors(const SafeTensors *a, const SafeTensors *b) {
-  if (a->n != b->n || a->nmeta != b->nmeta)
-    return false;
-  for (int i = 0; i < a->n; i++) {
-    const StTensor *x = &a->t[i], *y = &b->t[i];
-    if (strcmp(x->name, y->name) || !type_equal(&x->type, &y->type) || x->bytes != y->bytes ||
-        (x->bytes && memcmp(x->data, y->data, x->bytes)))
-      return false;
-  }
-  for (int i = 0; i < a->nmeta; i++)
-    if (strcmp(a->meta[i].key, b->meta[i].key) || strcmp(a->meta[i].value, b->meta[i].value))
-      return false;
-  return true;
-}
-
 /* Write st back out with kiln's writer; it must read back identically,
  * with the data area starting 8-byte aligned. */
 static void check_round_trip(Arena *a, const SafeTensors *st, const char *dir) {
@@ -123,7 +109,7 @@ static void check_round_trip(Arena *a, const SafeTensors *st, const char *dir) {
   SafeTensors back;
   if (!CHECK_AT(safetensors_load(a, path, &back, &d), d.msg))
     return;
-  CHECK_AT(same_tensors(st, &back), st->path);
+  CHECK_AT(st_same(st, &back), st->path);
   size_t len;
   unsigned char *bytes = read_file(path, &len, &d);
   CHECK(bytes && len >= 8 && bytes[0] % 8 == 0);

@@ -1,0 +1,42 @@
+/* fuzz_pipeline.h — what the model fuzzers (fuzz_onnx.c, fuzz_kir.c) do to
+ * a graph once it has been read: driver_lower's loop with the verifier's
+ * verdict kept apart from the passes' own diagnostics (a pass may reject bad
+ * input, but the IR it leaves on success must always verify), then C
+ * emission into memory. Header-only: each fuzzer is one translation unit. */
+#ifndef KILN_FUZZ_PIPELINE_H
+#define KILN_FUZZ_PIPELINE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "driver.h"
+
+/* Lower g and emit C; false (with d set) where the input is rejected.
+ * Aborts — a fuzzer finding — when a pass leaves IR that does not verify
+ * or a stage fails without a message. */
+static bool fuzz_compile(Graph *g, const char *source, Diag *d) {
+  PassOptions po = {.fold_limit = 1u << 16}; /* keep each run fast */
+  bool ok = true;
+  for (int i = 0; ok && i < pass_count; i++) {
+    ok = pass_list[i].fn(g, &po, d);
+    Diag vd = {0};
+    if (ok && !graph_verify(g, i > 0, &vd)) {
+      fprintf(stderr, "kiln fuzz: after pass %s: %s\n", pass_list[i].name, vd.msg);
+      abort();
+    }
+  }
+  if (ok) {
+    Buf c = {0}, h = {0};
+    EmitOptions eo = {.prefix = "model", .source = source, .header = "model.h"};
+    ok = emit_c(g, &eo, &c, &h, d);
+    buf_free(&c);
+    buf_free(&h);
+  }
+  if (!ok && !d->failed) {
+    fprintf(stderr, "kiln fuzz: a stage failed without a message\n");
+    abort();
+  }
+  return ok;
+}
+
+#endif
