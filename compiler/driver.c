@@ -185,7 +185,7 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
   int k = 0;
   for (int i = 0; i < g->ninputs; i++) {
     int vid = g->inputs[i];
-    if (feeds[vid] && i < *nin) {
+    if (feeds[vid] && i < *nin && !g->vals[vid].is_state) { /* a state stays an input */
       g->vals[vid].data = in[i].data;
       g->vals[vid].type = in[i].type;
       g->vals[vid].is_input = false;

@@ -367,7 +367,9 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     in[i] = np->input[i] && *np->input[i] ? value_for(im, np->input[i]) : -1;
   for (int i = 0; i < nout; i++) {
     if (!np->output[i] || !*np->output[i]) {
-      out[i] = graph_add_value(g, NULL); /* unnamed optional output: a private value */
+      /* unnamed optional output: a private value, named "" until the whole
+       * graph is read (no ONNX name is "", so no later name can bind to it) */
+      out[i] = graph_add_value(g, "");
       continue;
     }
     out[i] = value_for(im, np->output[i]);
@@ -381,6 +383,19 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     if (!import_attr(im, n, np->attribute[i]))
       return false;
   return true;
+}
+
+/* Names for the unnamed optional outputs ("" while importing), unlike
+ * every name the model uses: "unused_<id>", with a suffix if taken. */
+static void name_private_values(Graph *g) {
+  for (int vid = 0; vid < g->nvals; vid++) {
+    if (*g->vals[vid].name)
+      continue;
+    char *name = arena_printf(g->arena, "unused_%d", vid);
+    for (int k = 2; graph_find_value(g, name) >= 0; k++)
+      name = arena_printf(g->arena, "unused_%d_%d", vid, k);
+    g->vals[vid].name = name;
+  }
 }
 
 static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
@@ -427,6 +442,7 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
                         "initializer", nm);
     graph_add_output(g, vid);
   }
+  name_private_values(g);
   /* every used value needs a definition */
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];

@@ -81,6 +81,8 @@ endif()
 # model names that are C keywords, libm functions or comment terminators
 # must not break (or inject into) the generated C
 add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated/hostile_names)
+# unnamed optional outputs get names no model value has (make_private_names.py)
+add_test(NAME generated_private_names COMMAND ${KILN_BIN} check ${T}/generated/private_names)
 
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})
