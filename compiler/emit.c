@@ -85,6 +85,8 @@ const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i) {
 }
 
 const char *emit_mathfn(Emit *e, DType dt, const char *fn) {
+  if (dt == DT_F32 && (!strcmp(fn, "exp") || !strcmp(fn, "erf") || !strcmp(fn, "tanh")))
+    return arena_printf(e->g->arena, "kiln_%sf", fn); /* kiln_rt.h: loops over them vectorise */
   return dt == DT_F32 ? arena_printf(e->g->arena, "%sf", fn) : fn;
 }
 

@@ -111,7 +111,10 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
 bool emit_parallel_worth(const Emit *e, int64_t iters, double serial_ns);
 bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns);
 
-/* Name of the C math function for dt: emit_mathfn(e, DT_F32, "exp") = "expf". */
+/* Name of the C math function for dt: emit_mathfn(e, DT_F32, "sqrt") =
+ * "sqrtf", (e, DT_F64, "exp") = "exp"; but f32 exp, erf and tanh are
+ * kiln's own kiln_expf, kiln_erff, kiln_tanhf (runtime/kiln_rt.h: within
+ * 1.5 ulp, no branches, so that a loop calling them vectorises). */
 const char *emit_mathfn(Emit *e, DType dt, const char *fn);
 
 #endif

@@ -83,16 +83,44 @@ typedef struct Peak {
   int64_t bytes;
 } Peak;
 
+typedef struct Span {
+  int64_t lo, hi; /* workspace bytes [lo, hi) */
+} Span;
+
+static int by_start(const void *pa, const void *pb) {
+  const Span *a = pa, *b = pb;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Bytes covered by the n spans (sorted here): a value written in place over
+ * another shares its bytes, so the pair counts once, as the planner placed
+ * it. */
+static int64_t union_bytes(Span *sp, int n) {
+  qsort(sp, (size_t)n, sizeof *sp, by_start);
+  int64_t total = 0, end = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t lo = sp[i].lo > end ? sp[i].lo : end;
+    if (sp[i].hi > lo)
+      total += sp[i].hi - lo;
+    end = sp[i].hi > end ? sp[i].hi : end;
+  }
+  return total;
+}
+
 static Peak find_peak(const Graph *g) {
   Peak pk = {-1, 0};
+  Span *sp = malloc(sizeof(Span) * (size_t)(g->nvals + 1));
+  KILN_ASSERT(sp);
   for (int s = 0; s < g->nnodes; s++) {
-    int64_t live = 0;
+    int n = 0;
     for (int v = 0; v < g->nvals; v++)
       if (g->vals[v].ws_offset >= 0 && g->vals[v].live_first <= s && s <= g->vals[v].live_last)
-        live += (int64_t)type_bytes(&g->vals[v].type);
+        sp[n++] = (Span){g->vals[v].ws_offset, g->vals[v].ws_offset + (int64_t)type_bytes(&g->vals[v].type)};
+    int64_t live = union_bytes(sp, n);
     if (live > pk.bytes)
       pk = (Peak){s, live};
   }
+  free(sp);
   return pk;
 }
 

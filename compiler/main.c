@@ -86,6 +86,7 @@ typedef struct Cli {
   const char *inputs[64];
   int ninputs;
   ShapeBinding shapes[64];
+  char shape_names[64][128]; /* the --shape NAMEs the bindings point to (nothing to free) */
   int nshapes;
   PipelineOptions pipe;
   CheckOptions check;
@@ -173,8 +174,11 @@ static void parse_args(int argc, char **argv, Cli *c) {
       const char *eq = strchr(v, '=');
       if (!eq || c->nshapes >= 64)
         die("--shape %s: expected NAME=DIMS, e.g. --shape src=1x16", v);
-      ShapeBinding *b = &c->shapes[c->nshapes++];
-      b->name = strndup(v, (size_t)(eq - v));
+      if (eq - v >= (int)sizeof c->shape_names[0])
+        die("--shape %s: the name is too long; expected at most 127 characters", v);
+      snprintf(c->shape_names[c->nshapes], sizeof c->shape_names[0], "%.*s", (int)(eq - v), v);
+      ShapeBinding *b = &c->shapes[c->nshapes];
+      b->name = c->shape_names[c->nshapes++];
       if (!parse_dims(eq + 1, b))
         die("--shape %s: expected dims like 1x16x64", v);
     } else if ((v = opt_value(argc, argv, &i, "-o")) || (v = opt_value(argc, argv, &i, "--output"))) {

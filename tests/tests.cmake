@@ -268,3 +268,51 @@ foreach(dir ${KILN_ATTENTION_CASES})
   endif()
 endforeach()
 add_test(NAME attention_verbose COMMAND ${T}/attention/verbose.sh ${KILN_BIN})
+
+# `kiln info`'s peak counts a value written in place over another once
+# (compiler/info.c): on tests/passes/plan_in_place_peak.kir it equals the
+# 4096-byte workspace the planner gives the header
+add_test(NAME info_peak_in_place COMMAND ${KILN_BIN} info ${T}/passes/plan_in_place_peak.kir)
+set_tests_properties(info_peak_in_place PROPERTIES
+  PASS_REGULAR_EXPRESSION "workspace 4096 bytes; peak of live tensors 4096 bytes")
+
+# kiln's vector math (kiln_expf, kiln_erff, kiln_tanhf in runtime/kiln_rt.h)
+# against double-precision libm on every float where they compute anything
+# and every 61st bit pattern besides, built plain and with -march=native
+# -ffp-contract=fast (FMA): within the ulp bounds kiln_rt.h states, NaN,
+# signs and -0 right (tests/vecmath/vecmath_exhaustive.c; ~20 s each at
+# -O2). Under the sanitizers every 101st of those floats only.
+foreach(variant plain native)
+  add_executable(vecmath_exhaustive_${variant} ${T}/vecmath/vecmath_exhaustive.c)
+  target_include_directories(vecmath_exhaustive_${variant} PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+  target_compile_options(vecmath_exhaustive_${variant} PRIVATE -O2)
+  if(variant STREQUAL "native")
+    target_compile_options(vecmath_exhaustive_${variant} PRIVATE -march=native -ffp-contract=fast)
+  endif()
+  target_link_libraries(vecmath_exhaustive_${variant} PRIVATE m)
+  if(KILN_SANITIZE)
+    add_test(NAME vecmath_exhaustive_${variant} COMMAND vecmath_exhaustive_${variant} 101)
+  else()
+    add_test(NAME vecmath_exhaustive_${variant} COMMAND vecmath_exhaustive_${variant})
+  endif()
+  set_tests_properties(vecmath_exhaustive_${variant} PROPERTIES TIMEOUT 300)
+endforeach()
+
+# the packed GEMM's prefetch of the next panel (compiler/ops/gemm_kernel.c):
+# several row tiles over full panels, K split in blocks (avx2, avx512) and
+# not, then the edge panel; a residual and a GELU epilogue, under every
+# --isa and vector width as the gemm_ cases above (tests/gemm_perf/
+# make_shapes.py --tests; the threads2_gemm_ tests run them with 2 threads)
+file(GLOB KILN_GEMM_TILE_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_tiles/*)
+foreach(dir ${KILN_GEMM_TILE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    foreach(variant ${KILN_GEMM_VARIANTS})
+      string(REPLACE "|" ";" v "${variant}")
+      list(GET v 0 vname)
+      list(GET v 1 isa)
+      list(GET v 2 flags)
+      add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${dir})
+    endforeach()
+  endif()
+endforeach()

@@ -67,12 +67,35 @@ static bool read_perm(const Node *n, const char *name, int rank, int *perm) {
 
 /* ---- geometry --------------------------------------------------------------- */
 
-/* Logical dims and strides of Transpose(t, perm). */
-static void permuted(const Type *t, const int *perm, int64_t *dims, int64_t *st) {
+/* The operand read from input type t through attribute `name` ([axis,
+ * start, end]: a range of one axis, before the perm): its type in *sl and
+ * the element offset of its start in t; false when the attribute is not
+ * such a range of t. */
+static bool read_slice(const Node *n, const char *name, const Type *t, Type *sl, int64_t *off) {
+  const Attr *a = attr_get(n, name);
+  *sl = *t;
+  *off = 0;
+  if (!a)
+    return true;
+  if (a->kind != ATTR_INTS || a->n != 3 || a->ints[0] < 0 || a->ints[0] >= t->rank)
+    return false;
+  int ax = (int)a->ints[0];
+  int64_t start = a->ints[1], end = a->ints[2], st[MAX_RANK];
+  if (start < 0 || end <= start || end > t->dims[ax])
+    return false;
+  type_strides(t, st);
+  sl->dims[ax] = end - start;
+  *off = start * st[ax];
+  return true;
+}
+
+/* Logical dims and strides of Transpose(sl, perm), sl a view (read_slice)
+ * of a tensor of type t. */
+static void permuted(const Type *t, const Type *sl, const int *perm, int64_t *dims, int64_t *st) {
   int64_t pst[MAX_RANK];
   type_strides(t, pst);
   for (int i = 0; i < t->rank; i++) {
-    dims[i] = t->dims[perm[i]];
+    dims[i] = sl->dims[perm[i]];
     st[i] = pst[perm[i]];
   }
 }
@@ -116,10 +139,15 @@ static bool geom_operands(const Node *n, const Type *q, const Type *k, const Typ
     return *why = "q_perm, k_perm and v_perm permutations of the operand's axes (q_perm and v_perm keeping "
                   "the last axis last)",
            false;
+  Type qs, ks, vs;
+  if (!read_slice(n, "q_slice", q, &qs, &ge->qoff) || !read_slice(n, "k_slice", k, &ks, &ge->koff) ||
+      !read_slice(n, "v_slice", v, &vs, &ge->voff))
+    return *why = "q_slice, k_slice and v_slice [axis, start, end] with 0 <= start < end <= the operand's dim",
+           false;
   int64_t qd[MAX_RANK], kd[MAX_RANK], vd[MAX_RANK];
-  permuted(q, qp, qd, ge->qst);
-  permuted(k, kp, kd, ge->kst);
-  permuted(v, vp, vd, ge->vst);
+  permuted(q, &qs, qp, qd, ge->qst);
+  permuted(k, &ks, kp, kd, ge->kst);
+  permuted(v, &vs, vp, vd, ge->vst);
   ge->rank = r;
   ge->nlead = r - 2;
   ge->nb = 1;
@@ -289,8 +317,8 @@ static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in,
                        double *sc) {
   DType dt = ge->dt;
   int64_t r = ge->rank;
-  int64_t qo = attn_lead_offset(ge, ge->qst, b) + i * ge->qst[r - 2];
-  int64_t ko = attn_lead_offset(ge, ge->kst, b), mo = 0;
+  int64_t qo = ge->qoff + attn_lead_offset(ge, ge->qst, b) + i * ge->qst[r - 2];
+  int64_t ko = ge->koff + attn_lead_offset(ge, ge->kst, b), mo = 0;
   if (ge->has_mask)
     mo = attn_lead_offset(ge, ge->mst, b) + i * ge->mst[r - 2];
   for (int64_t j = 0; j < ge->t; j++) {
@@ -347,7 +375,7 @@ bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     return diag_error(d, "out of memory evaluating Attention over %lld keys", (long long)ge.t);
   int r = ge.rank;
   for (int64_t b = 0; b < ge.nb; b++) {
-    int64_t vo = attn_lead_offset(&ge, ge.vst, b), yo = attn_lead_offset(&ge, ge.yst, b);
+    int64_t vo = ge.voff + attn_lead_offset(&ge, ge.vst, b), yo = attn_lead_offset(&ge, ge.yst, b);
     for (int64_t i = 0; i < ge.s; i++) {
       row_scores(&ge, &sp, in, b, i, sc);
       if (sp.topk > 0)

@@ -14,7 +14,11 @@
  * logical operand is Transpose(input, perm), and `y_perm` that the output
  * is Transpose(logical Y, y_perm); all but k_perm keep the last axis last
  * (rows stay contiguous; keys that are not contiguous the kernel packs),
- * and the leading dims of Q, Kᵀ and V are equal.
+ * and the leading dims of Q, Kᵀ and V are equal. `q_slice`, `k_slice`,
+ * `v_slice` = [axis, start, end] say that the operand is a range of one
+ * axis of its input, taken before the perm: how Q, K and V are read in
+ * place from the fused QKV projection's output (one buffer, three views),
+ * with no copy of the slices.
  *
  * The mask (optional) broadcasts to the scores [..., S, T]. A float mask is
  * added to the scaled scores; a bool mask marks with true the scores that
@@ -74,6 +78,7 @@ typedef struct AttnGeom {
   int64_t lead[MAX_RANK], nb;  /* the leading dims and their product */
   int64_t s, t, dh, dv;
   int64_t qst[MAX_RANK], kst[MAX_RANK], vst[MAX_RANK], yst[MAX_RANK];
+  int64_t qoff, koff, voff;    /* where each operand starts in its input (its slice) */
   bool has_mask;
   DType mdt;
   int64_t mst[MAX_RANK];       /* the mask, per axis of the scores [..., S, T] */

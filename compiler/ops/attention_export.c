@@ -2,10 +2,12 @@
  * export` (a row of compiler/passes/decompose.c's table): the chain the
  * fuse pass recognises again, in the order Attention's _eval rounds —
  *
- *   [Transpose q_perm] Q, [Transpose k_perm] Kᵀ -> MatMul -> Mul scale
+ *   [Slice q_slice] [Transpose q_perm] Q, [Slice k_slice] [Transpose k_perm] Kᵀ
+ *   -> MatMul -> Mul scale
  *   -> Add mask | Where(mask, mask_fill, s)
  *   -> [TopK(k) -> Slice k-1 -> Less -> Where(less, topk_fill, s)]
- *   -> Softmax(last axis) -> MatMul [Transpose v_perm] V -> [Transpose y_perm]
+ *   -> Softmax(last axis) -> MatMul [Slice v_slice] [Transpose v_perm] V
+ *   -> [Transpose y_perm]
  *
  * Valid from opset 9 (Where); top-k needs opset 10 (TopK's k and Slice's
  * bounds as inputs). New nodes are named NAME/Op and keep the node's
@@ -64,6 +66,16 @@ static int ch_layout(Chain *c, const Attr *a, int x) {
   return ch_done(c, idx);
 }
 
+/* Slice(x, one axis's range a = [axis, start, end]), or x when there is
+ * no range. */
+static int ch_slice(Chain *c, const Attr *a, int x) {
+  if (!a || !c->ok)
+    return x;
+  int in[4] = {x, ch_i64(c, "slice_start", a->ints[1]), ch_i64(c, "slice_end", a->ints[2]),
+               ch_i64(c, "slice_axis", a->ints[0])};
+  return ch_op(c, OP_SLICE, in, 4);
+}
+
 /* Scores below the row's k-th largest become fill. */
 static int ch_topk(Chain *c, int s, int64_t k, double fill) {
   if (!c->ok)
@@ -100,7 +112,14 @@ bool attention_decompose(Graph *g, int node, Diag *d) {
   /* the attributes live in the arena; n itself moves as nodes are added */
   const Attr *qp = attr_get(n, "q_perm"), *kp = attr_get(n, "k_perm"), *vp = attr_get(n, "v_perm"),
              *yp = attr_get(n, "y_perm");
+  const Attr *qs = attr_get(n, "q_slice"), *ks = attr_get(n, "k_slice"), *vs = attr_get(n, "v_slice");
+  if ((qs || ks || vs) && g->opset < 10)
+    return diag_node(d, g, n, "export: Q, K or V is read as a slice, with no ONNX form at opset %d; expected "
+                     "opset 10 or later (Slice with its bounds as inputs)", g->opset);
   n = NULL;
+  q = ch_slice(&c, qs, q);
+  k = ch_slice(&c, ks, k);
+  v = ch_slice(&c, vs, v);
   int s = ch_op(&c, OP_MATMUL, (int[]){ch_layout(&c, qp, q), ch_layout(&c, kp, k)}, 2);
   if (sp.scale != 1)
     s = ch_op(&c, OP_MUL, (int[]){s, ch_scalar(&c, "scale", sp.scale)}, 2);

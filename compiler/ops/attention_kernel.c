@@ -257,17 +257,22 @@ static const char *head_offset(Emit *e, const AttnGeom *ge, const int64_t *st) {
   return take(e, &b);
 }
 
+/* "p + off", or p when off is 0: an operand read at its slice's start. */
+static const char *at(Emit *e, const char *p, int64_t off) {
+  return off ? arena_printf(ar(e), "%s + %lld", p, (long long)off) : p;
+}
+
 /* Pointers to head bh of each operand (and Kᵀ packed, when it is). */
 static const char *heads(Emit *e, const Plan *p, bool vec) {
   const AttnGeom *ge = &p->ge;
   int r = ge->rank;
   const char *T = p->ty;
   Buf b = {0};
-  buf_printf(&b, "const %s *qh = %s%s; /* Q: row i at qh + i * %lld */\n", T, p->q,
+  buf_printf(&b, "const %s *qh = %s%s; /* Q: row i at qh + i * %lld */\n", T, at(e, p->q, ge->qoff),
              head_offset(e, ge, ge->qst), (long long)ge->qst[r - 2]);
-  buf_printf(&b, "const %s *kh = %s%s; /* K^T: (x, j) at kh + x * %lld + j * %lld */\n", T, p->k,
+  buf_printf(&b, "const %s *kh = %s%s; /* K^T: (x, j) at kh + x * %lld + j * %lld */\n", T, at(e, p->k, ge->koff),
              head_offset(e, ge, ge->kst), (long long)ge->kst[r - 2], (long long)ge->kst[r - 1]);
-  buf_printf(&b, "const %s *vh = %s%s; /* V: key j's row at vh + j * %lld */\n", T, p->v,
+  buf_printf(&b, "const %s *vh = %s%s; /* V: key j's row at vh + j * %lld */\n", T, at(e, p->v, ge->voff),
              head_offset(e, ge, ge->vst), (long long)ge->vst[r - 2]);
   if (p->m)
     buf_printf(&b, "const %s *mh = %s%s; /* the mask: (i, j) at mh + i * %lld + j * %lld */\n",

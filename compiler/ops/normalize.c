@@ -272,6 +272,15 @@ static const char *param_elem(Emit *e, const char *p, const Type *pt, const Type
   return r;
 }
 
+/* Lanes of the row sums' partial sums: the widest of 16, 8, 4, 2 that
+ * divides len, so the row loops have no remainder (as AddLayerNorm's). */
+static int64_t norm_lanes(int64_t len) {
+  for (int64_t l = 16; l > 1; l /= 2)
+    if (len % l == 0)
+      return l;
+  return 1;
+}
+
 bool layernorm_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Value *x = node_in(g, n, 0), *scale = node_in(g, n, 1), *bias = node_in(g, n, 2);
@@ -299,7 +308,7 @@ bool layernorm_emit(Emit *e, const Node *n) {
    * loop over rows); two sums along each row, then the normalisation */
   emit_parallel_for(e, outer, 2.5 * (double)(outer * len));
   emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", T, "U", U, "ROWS", emit_int(e, outer),
-            "LEN", emit_int(e, len), "XR", arena_printf(ar, "%s%s", X, row), "YR",
+            "LEN", emit_int(e, len), "L", emit_int(e, norm_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
             arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
             emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
             emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),

@@ -18,6 +18,12 @@
  *           when it keeps the last axis last (for Kᵀ, always: the kernel
  *           packs keys that are not contiguous, once per head).
  *
+ * Then each fused node's Q, K and V that are Slices of one tensor (the
+ * fused QKV projection's output, through the head-split Reshape) are read
+ * in place: the Slice becomes a free Reshape of that tensor and the range
+ * an attribute (q_slice, k_slice, v_slice), so no copy is made and the
+ * three slices take no workspace.
+ *
  * Like the other fusions it needs every intermediate to be read by the
  * pattern alone and no broadcast to grow a shape. With -v it prints each
  * fusion, and for each Softmax fed (through the scale and mask) by a
@@ -169,9 +175,11 @@ static bool where_mask(Fuser *f, Attn *a, Node *w, int x) {
   int c = bool_source(f, a, w->in[0]);
   if (w->in[1] == x) { /* Where(keep, x, fill): masked where keep is false */
     Node *nt = fm_sole(f, c) ? fm_def(f, c, OP_NOT) : NULL;
-    if (gval(g, c)->data) /* an unused constant is never printed or emitted */
+    if (gval(g, c)->data) { /* an unused constant is never printed or emitted */
       c = negated_const(g, c);
-    else if (nt && take(a, g, nt))
+      f->ustart = NULL; /* the reader lists, sized by the values, sized anew */
+      fm_index_users(f);
+    } else if (nt && take(a, g, nt))
       c = nt->in[0];
     else
       return no(a, "a runtime bool mask keeps the scores where it is true (Where(mask, scores, fill)); "
@@ -483,6 +491,128 @@ static bool ordered(const Graph *g, const Attn *a) {
   return true;
 }
 
+/* ---- Q, K and V read in place from the QKV projection ------------------------------- */
+
+/* A Slice's range: the one axis it narrows (others whole, every step 1),
+ * its start and length. */
+typedef struct Range {
+  int axis;
+  int64_t start, len;
+} Range;
+
+/* The start of axis ax in Slice s's starts (0 when ax is not listed). */
+static bool slice_start(Graph *g, const Node *s, int ax, int64_t dim, int64_t *start) {
+  Diag d = {0};
+  int64_t *st, *axes = NULL, *steps = NULL;
+  int ns, na = 0, nst = 0, r = rank_of(g, s->in[0]), a;
+  if (!const_input_ints(g, s, 1, "starts", &st, &ns, &d) ||
+      (node_has_in(s, 3) && !const_input_ints(g, s, 3, "axes", &axes, &na, &d)) ||
+      (node_has_in(s, 4) && !const_input_ints(g, s, 4, "steps", &steps, &nst, &d)) || (axes && na != ns) ||
+      (steps && nst != ns))
+    return false;
+  *start = 0;
+  for (int i = 0; i < ns; i++) {
+    if ((steps && steps[i] != 1) || !axis_norm(axes ? axes[i] : i, r, &a))
+      return false;
+    if (a == ax)
+      *start = st[i] < 0 ? st[i] + dim : st[i];
+  }
+  return *start >= 0;
+}
+
+/* Slice node s (opset 10+: bounds as inputs) as a range of one axis. */
+static bool slice_range(Graph *g, const Node *s, Range *rg) {
+  const Type *x = &gval(g, s->in[0])->type, *y = &gval(g, s->out[0])->type;
+  if (s->opset < 10 || s->nin < 3 || x->rank != y->rank || gval(g, s->in[0])->data)
+    return false;
+  rg->axis = -1;
+  for (int a = 0; a < x->rank; a++)
+    if (x->dims[a] != y->dims[a]) {
+      if (rg->axis >= 0)
+        return false;
+      rg->axis = a;
+    }
+  if (rg->axis < 0)
+    return false;
+  rg->len = y->dims[rg->axis];
+  return slice_start(g, s, rg->axis, x->dims[rg->axis], &rg->start) && rg->len > 0 &&
+         rg->start + rg->len <= x->dims[rg->axis];
+}
+
+/* The slice rg of x [X], read as y [Y] (the slice's output reshaped), as
+ * a range of axis *p of x reshaped to z: the first axis p of Y whose
+ * leading dims hold exactly the dims before the sliced axis, and whose
+ * inner dims divide the range's start and x's sliced axis. */
+static bool view_of(const Type *x, const Range *rg, const Type *y, Type *z, Range *zr) {
+  int64_t outer = 1, inner = 1, lead = 1;
+  for (int a = 0; a < x->rank; a++)
+    if (a < rg->axis)
+      outer *= x->dims[a];
+    else if (a > rg->axis)
+      inner *= x->dims[a];
+  for (int p = 0; p < y->rank && lead <= outer; lead *= y->dims[p++]) {
+    int64_t u = 1;
+    for (int a = p + 1; a < y->rank; a++)
+      u *= y->dims[a];
+    if (lead != outer || u == 0 || (x->dims[rg->axis] * inner) % u || (rg->start * inner) % u)
+      continue;
+    *z = *y;
+    z->dims[p] = x->dims[rg->axis] * inner / u;
+    *zr = (Range){.axis = p, .start = rg->start * inner / u, .len = y->dims[p]};
+    return true;
+  }
+  return false;
+}
+
+/* Operand `which` (0 Q, 1 Kᵀ, 2 V) of Attention node at: when it is a
+ * Slice, or a Reshape read only here of a Slice read only there, the
+ * Slice becomes Reshape(its input, z) and the operand that with the
+ * range as `name`. */
+static void read_in_place(Fuser *f, int at, int which, const char *name) {
+  Graph *g = f->g;
+  int v = g->nodes[at].in[which];
+  Node *rs = fm_sole(f, v) ? fm_def(f, v, OP_RESHAPE) : NULL;
+  int sv = rs ? rs->in[0] : v;
+  Node *sl = fm_sole(f, sv) ? fm_def(f, sv, OP_SLICE) : NULL;
+  Range rg, zr;
+  Type z;
+  if (!sl || attr_get(&g->nodes[at], name) || !slice_range(g, sl, &rg) ||
+      !view_of(&gval(g, sl->in[0])->type, &rg, &gval(g, v)->type, &z, &zr))
+    return;
+  int si = (int)(sl - g->nodes), x = sl->in[0];
+  int shape = ir_const_i64(g, arena_printf(g->arena, "%s_view", gval(g, sv)->name), z.dims, z.rank);
+  sl = &g->nodes[si]; /* ir_const may move the values, never the nodes */
+  sl->op = OP_RESHAPE;
+  sl->in[0] = x;
+  sl->in[1] = shape;
+  sl->nin = 2;
+  sl->nattr = 0;
+  Diag d = {0};
+  KILN_ASSERT(op_table[OP_RESHAPE].infer(g, sl, &d) && type_equal(&gval(g, sv)->type, &z));
+  gval(g, sv)->alias_of = x;
+  if (rs)
+    rs->dead = true;
+  Node *n = &g->nodes[at];
+  n->in[which] = sv;
+  ir_attr_ints(g, at, name, (int64_t[]){zr.axis, zr.start, zr.start + zr.len}, 3);
+  if (f->verbose)
+    fprintf(stderr, "fuse: attention reads %s in place <- %s\n", which == 0 ? "Q" : which == 1 ? "K" : "V",
+            sl->name);
+}
+
+/* Every Attention's Q, K and V that are slices, read in place; the reader
+ * lists rebuilt after (new constants: sized anew). */
+static void read_operands_in_place(Fuser *f) {
+  Graph *g = f->g;
+  const char *names[3] = {"q_slice", "k_slice", "v_slice"};
+  for (int i = 0; i < g->nnodes; i++)
+    for (int w = 0; w < 3; w++)
+      if (!g->nodes[i].dead && g->nodes[i].op == OP_ATTENTION)
+        read_in_place(f, i, w, names[w]);
+  f->ustart = NULL;
+  fm_index_users(f);
+}
+
 void fuse_attention_sweep(Fuser *f) {
   Graph *g = f->g;
   for (int i = 0; i < g->nnodes; i++) {
@@ -498,4 +628,5 @@ void fuse_attention_sweep(Fuser *f) {
       fprintf(stderr, "fuse: attention not fused at '%s' (Softmax): %s\n", sm->name,
               a.why ? a.why : "the nodes are not in the order the pattern needs");
   }
+  read_operands_in_place(f);
 }

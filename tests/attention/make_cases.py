@@ -77,6 +77,9 @@ class Case:
             f.write("".join("att_%s\n" % n for n, _ in self.inputs))
         with open(os.path.join(d, "kind"), "w") as f:
             f.write(self.kind + "\n")
+        if getattr(self, "in_place", False):
+            with open(os.path.join(d, "in_place"), "w") as f:
+                f.write("Q K V\n")
 
 
 def rand(*shape):
@@ -132,6 +135,39 @@ def attention(name, kind, lead, s, t, dh, dv, seq_first=False, mask=None, topk=0
     if topk:
         sc = topk_nodes(c, sc, lead, s, t, topk)
     finish(c, sc, v, lead, s, dv, seq_first)
+
+
+def packed_qkv(name, kind, b, s, h, dh, seq_first, mask=None, in_place=True):
+    """Self-attention on one packed projection x (MultiheadAttention's fused
+    in_proj): Slice x's last axis into Q, K, V (V by a negative start), split
+    the heads by Reshape and Transpose; the fuse pass reads all three in place
+    (CASE/in_place). seq_first: x [S, B, 3E] as MultiheadAttention exports it;
+    else x [B, S, 3E] with 4-D heads [B, H, S, Dh]."""
+    c = Case(name, kind)
+    e = h * dh
+    x = c.input("x", rand(*((s, b) if seq_first else (b, s)), 3 * e))
+    axis, big = c.const("axis", np.array([-1], np.int64)), c.const("end", np.array([1 << 40], np.int64))
+    bounds = [(0, e), (e, 2 * e), (-e, None)]
+    parts = []
+    for nm, (lo, hi) in zip("qkv", bounds):
+        start = c.const(nm + "_start", np.array([lo], np.int64))
+        end = big if hi is None else c.const(nm + "_end", np.array([hi], np.int64))
+        sl = c.node("Slice", [x, start, end, axis], nm + "_sl")
+        dims = [s, b * h, dh] if seq_first else [b, s, h, dh]
+        parts.append(c.node("Reshape", [sl, c.const(nm + "_heads", np.array(dims, np.int64))], nm + "_h"))
+    qp, kp = ([1, 0, 2], [1, 2, 0]) if seq_first else ([0, 2, 1, 3], [0, 2, 3, 1])
+    q = c.node("Transpose", [parts[0]], "qt", perm=qp)
+    kt = c.node("Transpose", [parts[1]], "kt", perm=kp)
+    v = c.node("Transpose", [parts[2]], "vt", perm=qp)
+    q = c.node("Div", [q, c.const("sqrt_dh", np.array(math.sqrt(dh), np.float32))], "qs")
+    sc = c.node("MatMul", [q, kt], "scores")
+    lead = [b * h] if seq_first else [b, h]
+    if mask:
+        sc = mask(c, sc, lead, s, s)
+    pv = c.node("MatMul", [c.node("Softmax", [sc], "p", axis=-1), v], "pv")
+    c.node("Transpose", [pv], "y", perm=qp)
+    c.in_place = in_place
+    c.write("y", [s, b * h, dh] if seq_first else [b, s, h, dh])
 
 
 # ---- masks, as the exports write them ------------------------------------------------
@@ -292,6 +328,11 @@ def main():
     q, kt, v = qkv(c, [2], 4, 40, 6, 6, False)
     sc = c.node("MatMul", [q, kt], "scores")
     finish(c, topk_slice(c, sc, [2], 4, 40, 1), v, [2], 4, 6, False)
+    packed_qkv("qkv_packed_seqfirst", "none", 1, 16, 4, 16, True)
+    # batch 2, seq-first: the heads of both batches share one axis whose
+    # stride is not uniform in x; no one-axis range of a Reshape gives it
+    packed_qkv("qkv_packed_batch2", "none", 2, 16, 4, 16, True, in_place=False)
+    packed_qkv("qkv_packed_causal", "causal", 1, 21, 3, 8, False, mask=add_const(causal_values))
 
 
 if __name__ == "__main__":

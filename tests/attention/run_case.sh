@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_case.sh KILN CASE — the fused Attention kernel on one case of
 # tests/attention/cases/ (made by make_cases.py), against Attention's _eval:
-#   1. the fuse pass makes one Attention of the kind in CASE/kind (kiln -v);
+#   1. the fuse pass makes one Attention of the kind in CASE/kind (kiln -v),
+#      reading Q, K and V in place when CASE/in_place says it should;
 #   2. `kiln run` (the interpreter, so Attention's _eval) writes the
 #      reference outputs for the case's inputs;
 #   3. the unfused graph's interpreter agrees with them (the fused op keeps
@@ -31,6 +32,11 @@ step() { # step WHAT COMMAND...: run it, report
 kind=$(cat "$case/kind")
 fused() { "$kiln" compile "$tmp/model.onnx" -v -o "$tmp/fused.c" 2>&1 | grep -q "fuse: attention{mask=$kind"; }
 step "fuses as Attention{mask=$kind}" fused
+if [ -f "$case/in_place" ]; then # Q, K, V slices of one packed projection: read in place, no copies
+  in_place() { [ "$("$kiln" compile "$tmp/model.onnx" -v -o "$tmp/fused.c" 2>&1 |
+                    grep -c 'fuse: attention reads [QKV] in place')" = 3 ] && ! grep -q '(Slice)' "$tmp/fused.c"; }
+  step "reads Q, K and V in place" in_place
+fi
 
 args=()
 k=0
