@@ -114,6 +114,11 @@ endif()
 add_test(NAME bench_cli COMMAND sh -c "\"$0\" bench \"$1\" --runs 3 --threads 2 | tail -1 | grep -Ex \
   'median_ms=[0-9.]+ min_ms=[0-9.]+ runs=3 workspace_bytes=[0-9]+ rss_kb=[0-9]+'"
   ${KILN_BIN} ${T}/models/transformer_ed/model.onnx)
+# kiln bench --threads 2 builds a program that really runs OpenMP threads
+# (a model whose GEMM is big enough to be split: tests/threads/make_cases.py)
+add_test(NAME bench_threads_openmp COMMAND ${T}/bench/check_threaded_build.sh ${KILN_BIN}
+         ${T}/threads/cases/linear_relu_edge/model.onnx)
+set_tests_properties(bench_threads_openmp PROPERTIES SKIP_RETURN_CODE 77)
 
 # the benchmark harness (bench/run.sh), smoke mode: the smallest model, 20
 # inferences, kiln vs ONNX Runtime agreement; exit 77 (skip) when torch or
