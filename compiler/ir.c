@@ -169,9 +169,11 @@ int64_t type_numel(const Type *t) {
   return n;
 }
 
-bool type_size_ok(const Type *t) {
+bool type_dims_ok(const Type *t, bool unknown_ok) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {
+    if (t->dims[i] == -1 && unknown_ok)
+      continue;
     if (t->dims[i] < 0 || t->dims[i] > MAX_NUMEL)
       return false;
     if (t->dims[i] && n > MAX_NUMEL / t->dims[i])
@@ -180,6 +182,8 @@ bool type_size_ok(const Type *t) {
   }
   return true;
 }
+
+bool type_size_ok(const Type *t) { return type_dims_ok(t, false); }
 
 size_t type_bytes(const Type *t) { return (size_t)type_numel(t) * dt_size(t->dt); }
 

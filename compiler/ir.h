@@ -59,6 +59,9 @@ typedef struct Type {
 int64_t type_numel(const Type *t);   /* product of dims (1 for rank 0) */
 /* False when a dim is negative or the element count exceeds MAX_NUMEL. */
 bool type_size_ok(const Type *t);
+/* The same, but with `unknown_ok` a dim of -1 (unknown) is allowed and
+ * left out of the count. */
+bool type_dims_ok(const Type *t, bool unknown_ok);
 size_t type_bytes(const Type *t);
 bool type_equal(const Type *a, const Type *b);
 /* "f32[1,16,64]" into buf (also handles unknown rank as "f32[?]"). */

@@ -264,14 +264,9 @@ static bool parse_type(Parser *p, Type *t, const char **sym) {
   } while (accept(p, ','));
   if (!expect(p, ']', "to close the shape"))
     return false;
-  /* the known dims' product, without overflowing: ? and names count as 1 */
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int64_t d = t->dims[i] < 0 ? 1 : t->dims[i];
-    if (d > MAX_NUMEL || (d && n > MAX_NUMEL / d))
-      return perr(p, "tensor too large; expected at most %lld elements", (long long)MAX_NUMEL);
-    n *= d;
-  }
+  /* ? and names are -1 here: the known dims' product, without overflowing */
+  if (!type_dims_ok(t, true))
+    return perr(p, "tensor too large; expected at most %lld elements", (long long)MAX_NUMEL);
   return true;
 }
 

@@ -35,21 +35,6 @@ static bool check_state_types(Graph *g, Diag *d) {
   return true;
 }
 
-/* t's known dims are >= 0 (all of them when `all_known`; else -1 may
- * stand for unknown) and their product stays within MAX_NUMEL. */
-static bool type_dims_ok(const Type *t, bool all_known) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int64_t dim = t->dims[i];
-    if (dim < -1 || (dim == -1 && all_known) || dim > MAX_NUMEL)
-      return false;
-    if (dim > 0 && n > MAX_NUMEL / dim)
-      return false;
-    n *= dim > 0 ? dim : 1;
-  }
-  return true;
-}
-
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
@@ -70,7 +55,7 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
        * from bad attributes or constants stops here, before anything is
        * sized from it (unknown dims, -1, come only from unknown inputs) */
       char ts[160];
-      if (v && !type_dims_ok(&v->type, inputs_static))
+      if (v && !type_dims_ok(&v->type, !inputs_static))
         return diag_node(d, g, n, "output '%s' would be %s; expected dims >= 0 and at most %lld "
                          "elements", v->name, type_str(&v->type, ts, sizeof ts), (long long)MAX_NUMEL);
     }
