@@ -23,6 +23,7 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "rows.h"
 
 /* The rows: `rows` of `len` elements (dims from the axis on). */
 static bool addnorm_rows(const Node *n, const Type *t, int64_t *rows, int64_t *len) {
@@ -98,15 +99,6 @@ bool add_layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   return true;
 }
 
-/* Lanes of the partial sums: the widest of 16, 8, 4, 2 that divides len,
- * so the row loops have no remainder. */
-static int64_t sum_lanes(int64_t len) {
-  for (int64_t l = 16; l > 1; l /= 2)
-    if (len % l == 0)
-      return l;
-  return 1;
-}
-
 bool add_layernorm_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Type *t = &gval(g, n->in[0])->type;
@@ -127,7 +119,7 @@ bool add_layernorm_emit(Emit *e, const Node *n) {
    * and a share of the row's sums) */
   emit_parallel_for(e, rows, (double)(rows * len));
   emit_tmpl(e, "add_layernorm", "T", dt_ctype(dt), "ROWS", emit_int(e, rows), "LEN", emit_int(e, len),
-            "L", emit_int(e, sum_lanes(len)), "AR", arena_printf(ar, "%s%s", A, row), "BR",
+            "L", emit_int(e, row_sum_lanes(len)), "AR", arena_printf(ar, "%s%s", A, row), "BR",
             arena_printf(ar, "%s%s", B, row), "YR", arena_printf(ar, "%s%s", Y, row), "SR",
             S ? arena_printf(ar, "%s%s", S, row) : "yr", "S_WHAT",
             S ? "S, the sum (an output)" : "the sum, kept in Y's row until it is normalised", "ZERO",

@@ -94,16 +94,8 @@ bool softmax_emit(Emit *e, const Node *n) {
   KILN_ASSERT(softmax_rows(n, &x->type, &r));
   if (type_numel(&x->type) == 0)
     return true;
-  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base, *k;
-  if (r.outer * r.inner == 1)
-    base = NULL;
-  else if (r.inner == 1)
-    base = arena_printf(g->arena, "o * %lld", (long long)r.len);
-  else if (r.outer == 1)
-    base = "o";
-  else
-    base = arena_printf(g->arena, "o / %lld * %lld + o %% %lld", (long long)r.inner,
-                        (long long)(r.len * r.inner), (long long)r.inner);
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *k;
+  const char *base = row_base_c(g->arena, &r);
   k = r.inner == 1 ? "k" : arena_printf(g->arena, "k * %lld", (long long)r.inner);
   const char *name = n->op == OP_SOFTMAX ? "softmax" : n->op == OP_LOGSOFTMAX ? "softmax_log" : "softmax_hard";
   /* --threads: rows split among the threads (the template starts with its
@@ -272,15 +264,6 @@ static const char *param_elem(Emit *e, const char *p, const Type *pt, const Type
   return r;
 }
 
-/* Lanes of the row sums' partial sums: the widest of 16, 8, 4, 2 that
- * divides len, so the row loops have no remainder (as AddLayerNorm's). */
-static int64_t norm_lanes(int64_t len) {
-  for (int64_t l = 16; l > 1; l /= 2)
-    if (len % l == 0)
-      return l;
-  return 1;
-}
-
 bool layernorm_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Value *x = node_in(g, n, 0), *scale = node_in(g, n, 1), *bias = node_in(g, n, 2);
@@ -308,7 +291,7 @@ bool layernorm_emit(Emit *e, const Node *n) {
    * loop over rows); two sums along each row, then the normalisation */
   emit_parallel_for(e, outer, 2.5 * (double)(outer * len));
   emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", T, "U", U, "ROWS", emit_int(e, outer),
-            "LEN", emit_int(e, len), "L", emit_int(e, norm_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
+            "LEN", emit_int(e, len), "L", emit_int(e, row_sum_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
             arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
             emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
             emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),

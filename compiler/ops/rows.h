@@ -29,4 +29,27 @@ static inline int64_t row_base(const Rows *r, int64_t o) {
   return o / r->inner * r->len * r->inner + o % r->inner;
 }
 
+/* row_base as a C expression in the generated loop's `o`, or NULL when
+ * there is one row (offset 0). */
+static inline const char *row_base_c(Arena *a, const Rows *r) {
+  if (r->outer * r->inner == 1)
+    return NULL;
+  if (r->inner == 1)
+    return arena_printf(a, "o * %lld", (long long)r->len);
+  if (r->outer == 1)
+    return "o";
+  return arena_printf(a, "o / %lld * %lld + o %% %lld", (long long)r->inner, (long long)(r->len * r->inner),
+                      (long long)r->inner);
+}
+
+/* Lanes of a row kernel's partial sums (LayerNorm, AddLayerNorm): the
+ * widest of 16, 8, 4, 2 that divides len, so the row loops have no
+ * remainder. */
+static inline int64_t row_sum_lanes(int64_t len) {
+  for (int64_t l = 16; l > 1; l /= 2)
+    if (len % l == 0)
+      return l;
+  return 1;
+}
+
 #endif

@@ -160,16 +160,7 @@ bool sparsemax_emit(Emit *e, const Node *n) {
                                         emit_double_literal(e, dt, 0)));
     return true;
   }
-  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base;
-  if (r.outer * r.inner == 1)
-    base = NULL;
-  else if (r.inner == 1)
-    base = arena_printf(g->arena, "o * %lld", (long long)r.len);
-  else if (r.outer == 1)
-    base = "o";
-  else
-    base = arena_printf(g->arena, "o / %lld * %lld + o %% %lld", (long long)r.inner,
-                        (long long)(r.len * r.inner), (long long)r.inner);
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base = row_base_c(g->arena, &r);
   emit_tmpl(e, n->op == OP_ENTMAX15 ? "entmax15" : "sparsemax", "T", dt_ctype(dt), "ROWS",
             emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len), "XR",
             base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
