@@ -272,10 +272,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
    * workspace and I/O plus ~0.5 MB, where a dynamic libc and libm alone
    * take ~1.7 MB), else dynamically */
   const char *obj = arena_printf(a, "%s/model.o", tmp);
-  struct stat st;
-  const char *compile_extra = arena_printf(
-      a, "%s%s", o->threads > 1 ? " -fopenmp" : "",
-      o->gemm == GEMM_OPENBLAS && stat("/usr/include/openblas/cblas.h", &st) == 0 ? " -I/usr/include/openblas" : "");
+  const char *compile_extra = driver_compile_flags(a, o->threads, o->gemm);
   const char *cmd = arena_printf(a, "%s -std=c99 %s%s -Wall -Wextra -Werror -c -o '%s' '%s'", o->cc,
                                  o->cflags, compile_extra, obj, cpath);
   if (system(cmd) != 0)
@@ -301,6 +298,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
     }
     buf_printf(&run, " '%s'", p);
   }
+  struct stat st;
   long long bin = stat(prog, &st) == 0 ? (long long)st.st_size : -1;
   int64_t flops = graph_flops(g);
   printf("  build: emit %.2f s, %s %s%s: %.2f s; binary %lld bytes, linked %s\n", t1 - t0, o->cc,

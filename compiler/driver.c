@@ -201,11 +201,15 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
   g->ninputs = k;
 }
 
-const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm) {
+const char *driver_compile_flags(Arena *a, int threads, EmitGemm gemm) {
   struct stat st;
   bool openblas_dir = stat("/usr/include/openblas/cblas.h", &st) == 0;
-  return arena_printf(a, "%s%s%s", threads > 1 ? " -fopenmp" : "",
-                      gemm == GEMM_OPENBLAS && openblas_dir ? " -I/usr/include/openblas" : "",
+  return arena_printf(a, "%s%s", threads > 1 ? " -fopenmp" : "",
+                      gemm == GEMM_OPENBLAS && openblas_dir ? " -I/usr/include/openblas" : "");
+}
+
+const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm) {
+  return arena_printf(a, "%s%s", driver_compile_flags(a, threads, gemm),
                       gemm == GEMM_OPENBLAS ? " -lopenblas" : "");
 }
 

@@ -65,6 +65,8 @@ extern const char *const driver_io_source;
  * folder of cblas.h where it is not on the default path) for
  * --gemm=openblas; "" for neither. */
 const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm);
+/* The part of those a compile-only (cc -c) step needs: no libraries. */
+const char *driver_compile_flags(Arena *a, int threads, EmitGemm gemm);
 
 /* kiln check DIR: 0 all agree, 1 mismatch or error. */
 int check_dir(const char *dir, const CheckOptions *o);
