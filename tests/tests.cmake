@@ -56,17 +56,21 @@ endif()
 set(KILN_GEMM_VARIANTS "generic|generic|-O2" "generic_v8|generic|${KILN_V8}" "avx2|avx2|${KILN_V8}"
     "avx2_v16|avx2|${KILN_V16}" "avx512|avx512|${KILN_V16}" "avx512_v8|avx512|${KILN_V8}"
     "avx512_v4|avx512|-O2" "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+# gemm_<case>_<variant>: one GEMM case folder checked under every variant
+function(kiln_gemm_variant_tests dir name)
+  foreach(variant ${KILN_GEMM_VARIANTS})
+    string(REPLACE "|" ";" v "${variant}")
+    list(GET v 0 vname)
+    list(GET v 1 isa)
+    list(GET v 2 flags)
+    add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${dir})
+  endforeach()
+endfunction()
 file(GLOB KILN_GEMM_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes/*)
 foreach(dir ${KILN_GEMM_CASES})
   if(IS_DIRECTORY ${dir})
     get_filename_component(name ${dir} NAME)
-    foreach(variant ${KILN_GEMM_VARIANTS})
-      string(REPLACE "|" ";" v "${variant}")
-      list(GET v 0 vname)
-      list(GET v 1 isa)
-      list(GET v 2 flags)
-      add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${dir})
-    endforeach()
+    kiln_gemm_variant_tests(${dir} ${name})
     add_test(NAME gemm_${name}_nofuse
              COMMAND ${KILN_BIN} check -q --isa=avx2 --passes=bind,infer,fold,simplify,dce,plan
                      "--cflags=${KILN_V8}" ${dir})
@@ -303,21 +307,15 @@ foreach(variant plain native)
   set_tests_properties(vecmath_exhaustive_${variant} PROPERTIES TIMEOUT 300)
 endforeach()
 
-# the packed GEMM's prefetch of the next panel (compiler/ops/gemm_kernel.c):
-# several row tiles over full panels, K split in blocks (avx2, avx512) and
-# not, then the edge panel; a residual and a GELU epilogue, under every
-# --isa and vector width as the gemm_ cases above (tests/gemm_perf/
-# make_shapes.py --tests; the threads2_gemm_ tests run them with 2 threads)
+# the packed GEMM's row tiling: several row tiles over full panels, K split
+# in blocks (avx2, avx512) and not, then the edge panel; a residual and a
+# GELU epilogue, under every --isa and vector width as the gemm_ cases above
+# (tests/gemm_perf/make_shapes.py --tests; the threads2_gemm_ tests run them
+# with 2 threads)
 file(GLOB KILN_GEMM_TILE_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_tiles/*)
 foreach(dir ${KILN_GEMM_TILE_CASES})
   if(IS_DIRECTORY ${dir})
     get_filename_component(name ${dir} NAME)
-    foreach(variant ${KILN_GEMM_VARIANTS})
-      string(REPLACE "|" ";" v "${variant}")
-      list(GET v 0 vname)
-      list(GET v 1 isa)
-      list(GET v 2 flags)
-      add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${dir})
-    endforeach()
+    kiln_gemm_variant_tests(${dir} ${name})
   endif()
 endforeach()

@@ -39,8 +39,8 @@ SHAPES = [
 ]
 
 # Test cases: K split in blocks (K = 2100 for avx2 and avx512) with several
-# row tiles and full panels, so every tile prefetches its share of the next
-# panel's block; then an edge panel, and a residual added after the last block.
+# row tiles and full panels, each tile summing its share of every block;
+# then an edge panel, and a residual added after the last block.
 TEST_SHAPES = [
     ("linear_kblock_tiles", 13, 2100, 40, "residual"),
     ("linear_gelu_tiles", 20, 70, 36, "gelu"),
