@@ -70,9 +70,10 @@ end
 local P = cfg.prefix   -- "" for BertModel, "bert." for a task model's encoder
 local ln = {eps = cfg.eps}
 
+-- inputs in the order of Hugging Face's BertModel.forward (and its ONNX exports)
 local ids = input{"input_ids", {cfg.batch, cfg.seq}, "i64"}
-local segments = input{"token_type_ids", {cfg.batch, cfg.seq}, "i64"}
 local attention_mask = input{"attention_mask", {cfg.batch, cfg.seq}, "i64"}
+local segments = input{"token_type_ids", {cfg.batch, cfg.seq}, "i64"}
 
 -- embeddings: token + position + segment, then LayerNorm  [batch, seq, d]
 local function embeddings()

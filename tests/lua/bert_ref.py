@@ -9,7 +9,7 @@ prove that bert.lua computes BERT from a real checkpoint's tensors.
 Writes OUT_DIR/weights.safetensors (random weights under Hugging Face's
 names, with PREFIX in front of each; --position-ids adds the int64
 embeddings.position_ids buffer some checkpoints hold) and OUT_DIR/test_data_set_0: inputs
-(input_ids, token_type_ids, attention_mask with padded tails) and this
+(input_ids, attention_mask with padded tails, token_type_ids) and this
 script's outputs (last_hidden_state, pooler_output), for `kiln check`.
 The forward pass runs in float64; the reference is rounded to float32.
 """
@@ -128,7 +128,7 @@ def main():
         tensors[a.prefix + "embeddings.position_ids"] = np.arange(a.max_pos, dtype=np.int64)[None]
     write_safetensors(os.path.join(a.out_dir, "weights.safetensors"), tensors)
     write_data_set(os.path.join(a.out_dir, "test_data_set_0"),
-                   [("input_ids", ids), ("token_type_ids", token_types), ("attention_mask", mask)],
+                   [("input_ids", ids), ("attention_mask", mask), ("token_type_ids", token_types)],
                    [("last_hidden_state", hidden.astype(np.float32)),
                     ("pooler_output", pooled.astype(np.float32))])
 
