@@ -233,6 +233,12 @@ unsigned char *read_file(const char *path, size_t *len, Diag *d) {
 }
 
 bool write_file_atomic(const char *path, const void *data, size_t len, Diag *d) {
+  FilePart part = {data, len};
+  return write_file_parts_atomic(path, &part, 1, d);
+}
+
+bool write_file_parts_atomic(const char *path, const FilePart *parts, size_t nparts, Diag *d) {
+  static const unsigned char zeros[256];
   size_t pl = strlen(path);
   char *tmp = xmalloc(pl + 32);
   snprintf(tmp, pl + 32, "%s.tmp%ld", path, (long)getpid());
@@ -242,7 +248,18 @@ bool write_file_atomic(const char *path, const void *data, size_t len, Diag *d) 
     free(tmp);
     return false;
   }
-  bool ok = fwrite(data, 1, len, f) == len;
+  bool ok = true;
+  for (size_t i = 0; i < nparts && ok; i++) {
+    if (parts[i].data) {
+      ok = fwrite(parts[i].data, 1, parts[i].len, f) == parts[i].len;
+      continue;
+    }
+    for (size_t left = parts[i].len; left && ok; ) { /* data NULL: zero bytes */
+      size_t k = left < sizeof zeros ? left : sizeof zeros;
+      ok = fwrite(zeros, 1, k, f) == k;
+      left -= k;
+    }
+  }
   ok = (fclose(f) == 0) && ok;
   if (ok && rename(tmp, path) != 0)
     ok = false;

@@ -85,5 +85,12 @@ unsigned char *read_file(const char *path, size_t *len, Diag *d);
 /* Write atomically: to a temp file in the same folder, then rename, so a
  * failure never leaves a partial output behind. */
 bool write_file_atomic(const char *path, const void *data, size_t len, Diag *d);
+/* The same for a file written in parts, streamed one after another (a
+ * part with data NULL is len zero bytes): nothing is copied. */
+typedef struct FilePart {
+  const void *data;
+  size_t len;
+} FilePart;
+bool write_file_parts_atomic(const char *path, const FilePart *parts, size_t nparts, Diag *d);
 
 #endif

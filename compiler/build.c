@@ -21,6 +21,16 @@ int ir_value(Graph *g, const char *hint) {
 }
 
 int ir_const(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, const void *data) {
+  int vid = ir_const_in_place(g, hint, dt, rank, dims, NULL);
+  Value *v = gval(g, vid);
+  size_t bytes = type_bytes(&v->type);
+  v->data = arena_alloc(g->arena, bytes ? bytes : 1);
+  if (data)
+    memcpy(v->data, data, bytes);
+  return vid;
+}
+
+int ir_const_in_place(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, void *data) {
   KILN_ASSERT(rank >= 0 && rank <= MAX_RANK);
   int vid = ir_value(g, hint ? hint : "c");
   Value *v = gval(g, vid);
@@ -29,10 +39,7 @@ int ir_const(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims
   for (int i = 0; i < rank; i++)
     v->type.dims[i] = dims[i];
   KILN_ASSERT(type_size_ok(&v->type));
-  size_t bytes = type_bytes(&v->type);
-  v->data = arena_alloc(g->arena, bytes ? bytes : 1);
-  if (data)
-    memcpy(v->data, data, bytes);
+  v->data = data;
   return vid;
 }
 

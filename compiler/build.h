@@ -13,6 +13,10 @@ int ir_value(Graph *g, const char *hint);
 /* A constant of type (dt, rank, dims) whose data is copied from `data`
  * (zeros when NULL). */
 int ir_const(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, const void *data);
+/* The same over data the graph's arena already holds (not copied; the
+ * value owns it from now on): a weights file's tensors, 90 MB for MiniLM,
+ * are not duplicated. data NULL leaves v->data for the caller to set. */
+int ir_const_in_place(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, void *data);
 /* A 1-D i64 constant (shapes, axes, pads). */
 int ir_const_i64(Graph *g, const char *hint, const int64_t *v, int n);
 /* A rank-0 constant of dtype dt holding x (converted with C's rules). */

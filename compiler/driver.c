@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "print.h"
 #include "templates.h"
+#include "weights_blob.h"
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -142,23 +143,54 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
 
 bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d) {
   Buf c = {0}, h = {0};
-  bool ok = emit_c(g, eo, &c, &h, d);
+  WeightsBlob blob = {0};
+  bool ok = emit_c(g, eo, &c, &h, &blob, d);
   const char *slash = strrchr(out_c, '/');
   size_t dirlen = slash ? (size_t)(slash - out_c + 1) : 0;
+  /* out/net.c: out/net.h, out/kiln_rt.h and, with a blob, out/net.weights.bin
+   * and out/net_weights.S */
+  const char *stem = arena_printf(g->arena, "%.*s", (int)(strlen(out_c) - 2), out_c);
+  const char *stem_base = stem + dirlen;
   char *hpath = arena_printf(g->arena, "%.*s%s", (int)dirlen, out_c, eo->header);
   char *rtpath = arena_printf(g->arena, "%.*skiln_rt.h", (int)dirlen, out_c);
+  char *binpath = arena_printf(g->arena, "%s.weights.bin", stem);
+  char *spath = arena_printf(g->arena, "%s_weights.S", stem);
   const char *rt = template_text("kiln_rt.h");
   Diag wd = {0};
+  if (ok && blob.size) {
+    char *asm_text = blob_asm_source(arena_printf(g->arena, "%s_weights_blob", eo->prefix),
+                                     arena_printf(g->arena, "%s.weights.bin", stem_base), eo->prefix);
+    ok = blob_write(&blob, binpath, &wd) && write_file_atomic(spath, asm_text, strlen(asm_text), &wd);
+    free(asm_text);
+  }
   ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&
        write_file_atomic(out_c, c.s, c.len, &wd);
   if (!ok && wd.failed) {
     remove(hpath);
     remove(out_c);
+    if (blob.size) {
+      remove(binpath);
+      remove(spath);
+    }
     diag_error(d, "%s", wd.msg);
   }
+  blob_free(&blob);
   buf_free(&c);
   buf_free(&h);
   return ok;
+}
+
+static bool blob_written(Arena *a, const char *dir) {
+  struct stat st;
+  return stat(arena_printf(a, "%s/model_weights.S", dir), &st) == 0;
+}
+
+const char *driver_blob_sources(Arena *a, const char *dir) {
+  return blob_written(a, dir) ? arena_printf(a, " -I'%s' '%s/model_weights.S'", dir, dir) : "";
+}
+
+const char *driver_blob_bind(Arena *a, const char *dir) {
+  return blob_written(a, dir) ? "  if (model_bind_linked_weights() != KILN_OK) return 3;\n" : "";
 }
 
 /* Graph inputs that fix shapes (Reshape's shape, TopK's K, ...), directly

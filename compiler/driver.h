@@ -52,9 +52,17 @@ typedef struct CheckOptions {
   EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
   int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
+  EmitWeights weights;    /* --weights=inline|blob (and kiln compile's) */
   const char *model;      /* --model FILE: compile this instead of DIR/model.* */
   PipelineOptions pipe;
 } CheckOptions;
+
+/* For the programs kiln check and kiln bench build around model.c in
+ * folder dir: the weights blob's assembler file to add to the build
+ * (" 'DIR/model_weights.S' -I'DIR'", or "" when the weights are inline),
+ * and the C statement that binds it at the start of main (or ""). */
+const char *driver_blob_sources(Arena *a, const char *dir);
+const char *driver_blob_bind(Arena *a, const char *dir);
 
 /* C text of load(path, bytes) and save(path, data, bytes) for the programs
  * kiln check and kiln bench generate around a model: raw arrays in files,
@@ -77,6 +85,7 @@ typedef struct BenchOptions {
   bool keep;              /* keep the build folder */
   EmitIsa isa;            /* --isa for the generated GEMM panels */
   EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */
+  EmitWeights weights;    /* --weights=inline|blob */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;

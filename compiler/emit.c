@@ -10,20 +10,29 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit_api.h"
 #include "ops.h"
 #include "templates.h"
+#include "weights_blob.h"
 
 /* ---- small helpers for _emit functions ------------------------------------ */
+
+/* In blob mode, an array of this many bytes is read from the blob. */
+static bool in_blob(const Emit *e, size_t bytes) { return e->blob && bytes > EMIT_BLOB_INLINE_MAX; }
+
+static const char *weight_name(Emit *e, size_t bytes) {
+  return arena_printf(e->g->arena, "%sc%d", in_blob(e, bytes) ? "weights->" : "", e->nconsts);
+}
 
 /* Constants get their C name on first use, so only weights the code reads
  * are emitted, numbered in the order the forward pass uses them. */
 const char *emit_ref(Emit *e, int vid) {
   KILN_ASSERT(vid >= 0 && vid < e->g->nvals);
   if (!e->refs[vid] && e->g->vals[vid].data) {
-    e->refs[vid] = arena_printf(e->g->arena, "c%d", e->nconsts);
+    e->refs[vid] = weight_name(e, type_bytes(&e->g->vals[vid].type));
     e->const_order = arena_grow(e->g->arena, e->const_order, &e->capconsts, e->nconsts + 1, sizeof(int));
     e->const_order[e->nconsts++] = vid;
   }
@@ -37,7 +46,9 @@ const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, con
   e->arrays[e->narrays] = (EmitArray){dt, data, n, comment};
   e->const_order = arena_grow(a, e->const_order, &e->capconsts, e->nconsts + 1, sizeof(int));
   e->const_order[e->nconsts] = -1 - e->narrays++;
-  return arena_printf(a, "c%d", e->nconsts++);
+  const char *name = weight_name(e, (size_t)n * dt_size(dt));
+  e->nconsts++;
+  return name;
 }
 
 void emit_line(Emit *e, const char *fmt, ...) {
@@ -312,7 +323,7 @@ static const char *cm(Arena *a, const char *s) {
  * parameter named expf would shadow the function). */
 static bool reserved_ident(const char *s) {
   static const char *const words[] = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+      "weights", "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
       "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
       "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
       "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "ws",
@@ -542,7 +553,35 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
   buf_puts(b, ")");
 }
 
-static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn) {
+/* The header's part for a model whose weights are in a blob. */
+static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
+  buf_printf(h, "\n/* Weights: %s.weights.bin (%s_WEIGHTS_SIZE bytes), bound once before any other\n"
+                " * call: %s_bind_linked_weights() when the app links %s_weights.S (which\n"
+                " * .incbin's the file), or %s_bind_weights(blob, size) for the file's bytes\n"
+                " * that the app has read or mapped (64-byte aligned). Both return KILN_OK\n"
+                " * or a KILN_E_WEIGHTS_* code (%s_weights_error() says which) and leave the\n"
+                " * previous binding in place on error. Calling %s_run before a successful\n"
+                " * bind is undefined behaviour. */\n",
+             p, P, p, p, p, p, p);
+  buf_printf(h, "#define %s_WEIGHTS_SIZE %zu\n#define %s_WEIGHTS_HASH UINT64_C(0x%016llx)\n", P, blob->size,
+             P, (unsigned long long)blob->hash);
+  buf_puts(h, "#ifndef KILN_WEIGHTS_CODES\n#define KILN_WEIGHTS_CODES\n"
+              "enum {\n  KILN_OK = 0,\n  KILN_E_WEIGHTS_SIZE = 1,    /* NULL, or not the size this model's blob has */\n"
+              "  KILN_E_WEIGHTS_ALIGN = 2,   /* not 64-byte aligned */\n"
+              "  KILN_E_WEIGHTS_MAGIC = 3,   /* not a kiln weights blob */\n"
+              "  KILN_E_WEIGHTS_VERSION = 4, /* another blob format version or byte order */\n"
+              "  KILN_E_WEIGHTS_MODEL = 5    /* another model's blob, or other weights */\n};\n#endif\n");
+  buf_printf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+                "int %s_bind_weights(const void *blob, size_t size);\n"
+                "const char *%s_weights_error(int code);\n"
+                "extern const unsigned char %s_weights_blob[]; /* defined by %s_weights.S */\n"
+                "static inline int %s_bind_linked_weights(void) {\n"
+                "  return %s_bind_weights(%s_weights_blob, %s_WEIGHTS_SIZE);\n}\n"
+                "#ifdef __cplusplus\n}\n#endif\n",
+             p, p, p, p, p, p, p, P);
+}
+
+static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob) {
   Arena *a = g->arena;
   const char *P = upper(a, o->prefix);
   char ts[160];
@@ -586,8 +625,10 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn)
                   " * thread count (OPENBLAS_NUM_THREADS).\n",
                o->prefix);
   buf_puts(h, " */\n");
-  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", P, P);
+  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
+  if (blob)
+    put_weights_api(h, o->prefix, P, blob);
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
@@ -605,29 +646,105 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn)
   buf_puts(h, ";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
-/* Weights in order of first use: graph constants (commented with their
- * name and type) and the arrays of emit_const_array (with their own
- * comment, 64-byte aligned). */
-static void emit_weights(Buf *c, Emit *e) {
+/* Weight k (in order of first use): a graph constant or an array of
+ * emit_const_array, with the comment that goes above it. */
+typedef struct Weight {
+  DType dt;
+  const void *data;
+  int64_t n;
+  const char *comment;
+  bool aligned; /* emit_const_array's arrays are 64-byte aligned */
+} Weight;
+
+static Weight weight_at(Emit *e, int k) {
   Graph *g = e->g;
-  for (int k = 0; k < e->nconsts; k++) {
-    int id = e->const_order[k];
-    const EmitArray *x = id < 0 ? &e->arrays[-1 - id] : NULL;
-    const Value *val = id < 0 ? NULL : &g->vals[id];
-    DType dt = x ? x->dt : val->type.dt;
-    const void *data = x ? x->data : val->data;
-    int64_t n = x ? x->n : type_numel(&val->type);
-    char ts[160];
-    if (x)
-      buf_printf(c, "/* %s */\nstatic const %s KILN_ALIGNED(64) c%d[%lld] = {", cm(g->arena, x->comment),
-                 dt_ctype(dt), k, (long long)(n ? n : 1));
-    else
-      buf_printf(c, "/* %s: %s */\nstatic const %s %s[%lld] = {", cm(g->arena, val->name),
-                 type_str(&val->type, ts, sizeof ts), dt_ctype(dt), e->refs[id], (long long)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-      buf_printf(c, "%s%s", i % 8 ? ", " : (i ? ",\n  " : "\n  "), emit_literal(e, dt, data, i));
-    buf_puts(c, n ? "\n};\n\n" : "0};\n\n");
+  int id = e->const_order[k];
+  if (id < 0) {
+    const EmitArray *x = &e->arrays[-1 - id];
+    return (Weight){x->dt, x->data, x->n, cm(g->arena, x->comment), true};
   }
+  const Value *v = &g->vals[id];
+  char ts[160];
+  return (Weight){v->type.dt, v->data, type_numel(&v->type),
+                  arena_printf(g->arena, "%s: %s", cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                  false};
+}
+
+/* The weights that stay in the .c: static const arrays of exact literals. */
+static void emit_weights(Buf *c, Emit *e) {
+  for (int k = 0; k < e->nconsts; k++) {
+    Weight w = weight_at(e, k);
+    if (in_blob(e, (size_t)w.n * dt_size(w.dt)))
+      continue;
+    buf_printf(c, "/* %s */\nstatic const %s %sc%d[%lld] = {", w.comment, dt_ctype(w.dt),
+               w.aligned ? "KILN_ALIGNED(64) " : "", k, (long long)(w.n ? w.n : 1));
+    for (int64_t i = 0; i < w.n; i++)
+      buf_printf(c, "%s%s", i % 8 ? ", " : (i ? ",\n  " : "\n  "), emit_literal(e, w.dt, w.data, i));
+    buf_puts(c, w.n ? "\n};\n\n" : "0};\n\n");
+  }
+}
+
+/* Blob mode: the blob's layout as a struct (explicit padding, checked
+ * against the size the blob has), the pointer the code reads it through,
+ * and the arrays placed in e->blob. */
+static void emit_blob_layout(Buf *c, Emit *e) {
+  const char *P = upper(e->g->arena, e->prefix);
+  buf_printf(c, "/* The weights blob (%s_WEIGHTS_SIZE bytes, kiln's weights_blob.h): a\n"
+                " * 64-byte header, then each array at a 64-byte-aligned offset. */\n"
+                "struct %s_weights {\n  unsigned char header[%d];\n",
+             P, e->prefix, WEIGHTS_BLOB_HEADER);
+  size_t at = WEIGHTS_BLOB_HEADER;
+  for (int k = 0; k < e->nconsts; k++) {
+    Weight w = weight_at(e, k);
+    size_t bytes = (size_t)w.n * dt_size(w.dt);
+    if (!in_blob(e, bytes))
+      continue;
+    size_t off = blob_add(e->blob, w.data, bytes);
+    if (off > at)
+      buf_printf(c, "  unsigned char pad%d[%zu];\n", k, off - at);
+    buf_printf(c, "  %s c%d[%lld]; /* @%zu %s */\n", dt_ctype(w.dt), k, (long long)w.n, off, w.comment);
+    at = off + bytes;
+  }
+  blob_finish(e->blob);
+  if (e->blob->size > at)
+    buf_printf(c, "  unsigned char tail[%zu];\n", e->blob->size - at);
+  buf_printf(c, "};\nKILN_STATIC_ASSERT(sizeof(struct %s_weights) == %s_WEIGHTS_SIZE, weights_layout);\n\n"
+                "/* Set by %s_bind_weights(): the only global the code writes, once. */\n"
+                "static const struct %s_weights *weights;\n\n",
+             e->prefix, P, e->prefix, e->prefix);
+}
+
+/* Blob mode: NAME_bind_weights() and NAME_weights_error(). */
+static void emit_bind_weights(Buf *c, Emit *e) {
+  const char *p = e->prefix, *P = upper(e->g->arena, p);
+  buf_printf(c,
+    "static uint64_t %s_blob_u64(const unsigned char *b) { /* little-endian */\n"
+    "  uint64_t v = 0;\n"
+    "  for (int i = 7; i >= 0; i--)\n    v = v << 8 | b[i];\n  return v;\n}\n\n"
+    "int %s_bind_weights(const void *blob, size_t size) {\n"
+    "  const unsigned char *b = (const unsigned char *)blob;\n"
+    "  uint32_t order = 0x01020304;\n"
+    "  if (!b || size != %s_WEIGHTS_SIZE)\n    return KILN_E_WEIGHTS_SIZE;\n"
+    "  if ((uintptr_t)b %% 64 != 0)\n    return KILN_E_WEIGHTS_ALIGN;\n"
+    "  if (memcmp(b, \"KILNWTS\", 8) != 0)\n    return KILN_E_WEIGHTS_MAGIC;\n"
+    "  if ((%s_blob_u64(b + 8) & 0xffffffffu) != %d || memcmp(b + 36, &order, 4) != 0)\n"
+    "    return KILN_E_WEIGHTS_VERSION;\n"
+    "  if (%s_blob_u64(b + 16) != %s_WEIGHTS_SIZE || %s_blob_u64(b + 24) != %s_WEIGHTS_HASH)\n"
+    "    return KILN_E_WEIGHTS_MODEL;\n"
+    "  weights = (const struct %s_weights *)blob;\n"
+    "  return KILN_OK;\n}\n\n",
+    p, p, P, p, WEIGHTS_BLOB_VERSION, p, P, p, P, p);
+  buf_printf(c,
+    "const char *%s_weights_error(int code) {\n"
+    "  switch (code) {\n"
+    "  case KILN_OK: return \"ok\";\n"
+    "  case KILN_E_WEIGHTS_SIZE: return \"the weights blob is missing or has the wrong size\";\n"
+    "  case KILN_E_WEIGHTS_ALIGN: return \"the weights blob is not 64-byte aligned\";\n"
+    "  case KILN_E_WEIGHTS_MAGIC: return \"not a kiln weights blob\";\n"
+    "  case KILN_E_WEIGHTS_VERSION: return \"a weights blob of another format version or byte order\";\n"
+    "  case KILN_E_WEIGHTS_MODEL: return \"the weights blob of another model (or other weights)\";\n"
+    "  default: return \"unknown error\";\n  }\n}\n",
+    p);
 }
 
 static const char *node_comment(Emit *e, const Node *n) {
@@ -647,15 +764,32 @@ static const char *node_comment(Emit *e, const Node *n) {
   return r;
 }
 
-bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
+/* Bytes of the constants the nodes read (what --weights=auto weighs). */
+static size_t const_bytes(const Graph *g) {
+  bool *seen = calloc((size_t)g->nvals + 1, 1);
+  size_t total = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++) {
+      int v = g->nodes[i].in[j];
+      if (v >= 0 && g->vals[v].data && !seen[v]) {
+        seen[v] = true;
+        total += type_bytes(&g->vals[v].type);
+      }
+    }
+  free(seen);
+  return total;
+}
+
+bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
             .gemm = o->gemm};
+  if (blob && (o->weights == WEIGHTS_BLOB || (o->weights == WEIGHTS_AUTO && const_bytes(g) > EMIT_BLOB_AUTO)))
+    e.blob = blob;
   e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
   const char **pn = param_names(g);
   if (!check_states(g, d))
     return false;
-  emit_header(h, g, o, pn);
 
 
   buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
@@ -749,8 +883,13 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d) {
   buf_puts(c, ");\n}\n");
   if (has_state(g))
     put_state_init(c, &e, pn);
+  if (e.blob)
+    emit_blob_layout(wc, &e);
   emit_weights(wc, &e);
+  if (e.blob)
+    emit_bind_weights(wc, &e);
   buf_put(wc, fn.s, fn.len);
   buf_free(&fn);
+  emit_header(h, g, o, pn, e.blob);
   return true;
 }

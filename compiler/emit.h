@@ -33,12 +33,15 @@ typedef struct Emit {
   EmitIsa isa;        /* --isa: vector width of the GEMM kernel */
   int threads;        /* --threads: 1 = serial code, no threading at all */
   EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
+  struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
   int ntemps;         /* workspace tensors named so far (t0, t1, ...) */
   int tmp;            /* counter for unique local names */
 } Emit;
 
-/* C expression of value vid's pointer (typed: `const float *` etc.). */
+/* C expression of value vid's pointer (typed: `const float *` etc.). A
+ * weight is an array `cN`, or in blob mode, when larger than
+ * EMIT_BLOB_INLINE_MAX bytes, the member `weights->cN` of the blob. */
 const char *emit_ref(Emit *e, int vid);
 /* Register an extra weight array of n elements of dt (data must outlive
  * the emission: arena memory) and return its C name. It is emitted with

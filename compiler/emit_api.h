@@ -22,6 +22,17 @@ typedef enum EmitGemm {
   GEMM_OPENBLAS  /* cblas_sgemm calls, epilogues after them: link -lopenblas */
 } EmitGemm;
 
+/* --weights=inline|blob: where the weights go (weights_blob.h). */
+typedef enum EmitWeights {
+  WEIGHTS_AUTO,   /* blob when the model's constants exceed EMIT_BLOB_AUTO bytes */
+  WEIGHTS_INLINE, /* static const arrays of exact literals in the .c */
+  WEIGHTS_BLOB    /* NAME.weights.bin (+ NAME_weights.S); the .c holds code only */
+} EmitWeights;
+#define EMIT_BLOB_AUTO (1 << 20)
+/* In blob mode, arrays up to this size stay in the .c: the C compiler can
+ * see (and fold) a small table, and a pointer into the blob buys nothing. */
+#define EMIT_BLOB_INLINE_MAX 256
+
 typedef struct EmitOptions {
   const char *prefix;   /* --name; also the file stem */
   const char *source;   /* the input file, named in the header comment */
@@ -30,10 +41,16 @@ typedef struct EmitOptions {
   int threads;          /* --threads: 1 (or 0) emits no threading at all; N > 1
                            marks the large loops for N OpenMP threads (emit.h) */
   EmitGemm gemm;        /* --gemm */
+  EmitWeights weights;  /* --weights=inline|blob */
 } EmitOptions;
 
-/* Write model.c into c and model.h into h. The graph must be planned. */
-bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, Diag *d);
+struct WeightsBlob;
+/* Write model.c into c and model.h into h. The graph must be planned.
+ * blob receives the weights blob's layout when the weights go into one
+ * (blob->size > 0 afterwards; the driver writes the file); NULL forces
+ * inline weights. */
+bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, struct WeightsBlob *blob, Diag *d);
+
 
 /* For the programs kiln writes around generated code (kiln check, kiln
  * bench): one line of C that calls PREFIX_run on buffers in0, in1, ... and

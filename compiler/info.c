@@ -10,6 +10,7 @@
 
 #include "emit_api.h"
 #include "ops.h"
+#include "weights_blob.h"
 
 /* ---- FLOPs ---------------------------------------------------------------- */
 
@@ -193,7 +194,10 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
   Peak pk = find_peak(g);
   Buf cbuf = {0}, hbuf = {0};
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h"};
-  bool emitted = emit_c(g, &eo, &cbuf, &hbuf, d);
+  WeightsBlob blob = {0};
+  bool emitted = emit_c(g, &eo, &cbuf, &hbuf, &blob, d);
+  size_t blob_bytes = blob.size;
+  blob_free(&blob);
   Buf b = {0};
   char ts[160];
   if (o->json) {
@@ -230,7 +234,8 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
                  type_str(&val->type, ts, sizeof ts), type_bytes(&val->type), (long long)val->ws_offset);
       first = false;
     }
-    buf_printf(&b, "]},\n  \"code\": {\"c_bytes\": %zu, \"h_bytes\": %zu}\n}\n", cbuf.len, hbuf.len);
+    buf_printf(&b, "]},\n  \"code\": {\"c_bytes\": %zu, \"h_bytes\": %zu, \"weights_blob_bytes\": %zu}\n}\n",
+               cbuf.len, hbuf.len, blob_bytes);
   } else {
     buf_printf(&b, "model     %s (graph %s, opset %d)\n", g->file ? g->file : "?", g->name, g->opset);
     buf_puts(&b, "inputs    ");
@@ -265,7 +270,8 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
       buf_puts(&b, "\n");
     }
     if (emitted)
-      buf_printf(&b, "code      %zu bytes of C (model.c), %zu bytes of header\n", cbuf.len, hbuf.len);
+      buf_printf(&b, "code      %zu bytes of C (model.c), %zu bytes of header%s\n", cbuf.len, hbuf.len,
+                 blob_bytes ? arena_printf(g->arena, ", %zu bytes of weights blob", blob_bytes) : "");
   }
   fputs(b.s, stdout);
   buf_free(&b);

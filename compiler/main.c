@@ -35,7 +35,9 @@ static const char *usage =
     "\n"
     "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
     "  --set KEY=VALUE            override a config{} parameter of the script\n"
-    "  --weights FILE             bind param{}s by name from a .safetensors file\n"
+    "  --weights FILE             bind param{}s by name from a .safetensors file (tensors the\n"
+    "                             script does not use are skipped with a note)\n"
+    "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
     "  -v                         add the Lua traceback to script errors\n"
@@ -43,6 +45,9 @@ static const char *usage =
     "compile and run options:\n"
     "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
     "  -o FILE                    output .c file (default: NAME.c in the current folder)\n"
+    "  --weights=blob|inline|auto (also check, bench) weights in FILE.weights.bin + FILE_weights.S\n"
+    "                             beside the C (blob), as C literals (inline), or a blob when\n"
+    "                             they exceed 1 MiB (auto, the default)\n"
     "  --name NAME                prefix of the generated API (default: model)\n"
     "  --passes=P1,P2,...         run only these passes (see `kiln passes`)\n"
     "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
@@ -201,7 +206,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
     } else if ((v = opt_value(argc, argv, &i, "--model"))) {
       c->check.model = v;
     } else if ((v = opt_value(argc, argv, &i, "--weights"))) {
-      c->lua.weights = v;
+      if (!strcmp(v, "blob") || !strcmp(v, "inline") || !strcmp(v, "auto"))
+        c->check.weights = !strcmp(v, "blob") ? WEIGHTS_BLOB : !strcmp(v, "inline") ? WEIGHTS_INLINE : WEIGHTS_AUTO;
+      else
+        c->lua.weights = v; /* a file named blob: --weights ./blob */
     } else if ((v = opt_value(argc, argv, &i, "--lua-steps"))) {
       if ((c->lua.max_steps = atoll(v)) < 1)
         die("--lua-steps %s: expected a positive count", v);
@@ -262,6 +270,9 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.keep = true;
     } else if (!strcmp(argv[i], "-q")) {
       c->check.quiet = true;
+      c->lua.quiet = true;
+    } else if (!strcmp(argv[i], "--strict-weights")) {
+      c->lua.strict_weights = true;
     } else if (!strcmp(argv[i], "-v")) {
       c->pipe.pass.verbose = true;
       c->lua.traceback = true;
@@ -309,7 +320,7 @@ static int cmd_compile(Cli *c) {
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
-                    .threads = c->check.threads, .gemm = c->check.gemm};
+                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;
@@ -544,7 +555,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c.cmd, "bench")) {
     BenchOptions *b = &c.bench;
     b->keep = c.check.keep, b->isa = c.isa_given ? c.check.isa : host_isa(), b->cc = c.check.cc, b->cflags = c.check.cflags;
-    b->threads = c.check.threads, b->gemm = c.check.gemm;
+    b->threads = c.check.threads, b->gemm = c.check.gemm, b->weights = c.check.weights;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
   }

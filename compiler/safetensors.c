@@ -494,9 +494,29 @@ bool safetensors_check_all_used(const SafeTensors *st, Diag *d) {
   char ty[96];
   return diag_error(d,
                     "%s: tensor '%s' (%s) is not a parameter of the model (%d of %d tensors "
-                    "unused); expected every tensor in the file to be bound",
+                    "unused); expected every tensor in the file to be bound (--strict-weights)",
                     st->path, st->t[first].name, type_str(&st->t[first].type, ty, sizeof ty),
                     unused, st->n);
+}
+
+char *safetensors_unused_list(const SafeTensors *st) {
+  Buf b = {0};
+  int unused = 0;
+  for (int i = 0; i < st->n; i++)
+    if (!st->t[i].used)
+      unused++;
+  if (!unused)
+    return NULL;
+  buf_printf(&b, "%s: %d of %d tensors not used by the model:", st->path, unused, st->n);
+  int shown = 0;
+  for (int i = 0; i < st->n && shown < 8; i++) {
+    char ty[96];
+    if (!st->t[i].used)
+      buf_printf(&b, "%s %s (%s)", shown++ ? "," : "", st->t[i].name, type_str(&st->t[i].type, ty, sizeof ty));
+  }
+  if (unused > shown)
+    buf_printf(&b, ", and %d more", unused - shown);
+  return b.s;
 }
 
 /* ---- writing -------------------------------------------------------------- */

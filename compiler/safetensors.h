@@ -60,6 +60,10 @@ const char *safetensors_meta(const SafeTensors *st, const char *key);
 StTensor *safetensors_take(SafeTensors *st, const char *name, const Type *want, Diag *d);
 /* False + d naming the first tensor no safetensors_take used (extra
  * tensors in a checkpoint are an error, not silently ignored). */
+/* The unused tensors as one line for a notice ("FILE: 2 of 104 tensors
+ * not used by the model: a (f32[3]), b (i64[1,512])", at most eight
+ * named), heap-allocated; NULL when every tensor was bound. */
+char *safetensors_unused_list(const SafeTensors *st);
 bool safetensors_check_all_used(const SafeTensors *st, Diag *d);
 
 /* Serialize tensors t[n] (dtypes f32, f64, signed and unsigned ints, bool,

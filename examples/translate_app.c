@@ -11,7 +11,11 @@
  * generated code's API, not a fast decoder.)
  *
  *   kiln compile examples/transformer.lua -o out/transformer.c
- *   cc -O2 -Iout examples/translate_app.c out/transformer.c -lm -o out/translate
+ *   cc -O2 -Iout examples/translate_app.c out/transformer.c out/transformer_weights.S -lm -o out/translate
+ *
+ * (The model's 2 MB of weights go to out/transformer.weights.bin, which
+ * transformer_weights.S links in; with --weights=inline they are C
+ * literals in transformer.c and the .S is not made: leave it out.)
  *   out/translate 5 17 42 8 99 3        # source token ids (default: these)
  *
  * With the script's random weights the output is a deterministic but
@@ -97,6 +101,13 @@ static void print_ids(const char *label, const int64_t *ids, int n) {
 }
 
 int main(int argc, char **argv) {
+#ifdef TRANSFORMER_WEIGHTS_SIZE /* the weights are in a blob: bind the linked-in one */
+  int rc = transformer_bind_linked_weights();
+  if (rc != KILN_OK) {
+    fprintf(stderr, "translate: %s\n", transformer_weights_error(rc));
+    return 1;
+  }
+#endif
   int n = read_source(argc, argv);
   print_ids("source:", src[0], n);
   int m = greedy_decode();

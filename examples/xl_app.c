@@ -6,7 +6,8 @@
  * with the newest hidden states, so segment k sees segments k-1, k-2, ...
  *
  *   kiln compile examples/transformer_xl.lua -o out/transformer_xl.c
- *   cc -O2 -Iout examples/xl_app.c out/transformer_xl.c -lm -o out/xl_app
+ *   cc -O2 -Iout examples/xl_app.c out/transformer_xl.c [out/transformer_xl_weights.S] -lm -o out/xl_app
+ *                                   (the .S when kiln put the weights in a blob: > 1 MiB)
  *   out/xl_app                      # a made-up stream of 4 segments; prints each one's guesses
  *   out/xl_app IDS.bin LOGITS.bin   # int64 ids (whole segments) in, f32 logits out (raw)
  */
@@ -49,6 +50,13 @@ static int read_ids(const char *path) {
 }
 
 int main(int argc, char **argv) {
+#ifdef TRANSFORMER_XL_WEIGHTS_SIZE /* the weights are in a blob: bind the linked-in one */
+  int rc = transformer_xl_bind_linked_weights();
+  if (rc != KILN_OK) {
+    fprintf(stderr, "xl_app: %s\n", transformer_xl_weights_error(rc));
+    return 1;
+  }
+#endif
   int segments = 4;
   if (argc == 3) {
     segments = read_ids(argv[1]);

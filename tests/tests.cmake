@@ -224,6 +224,8 @@ add_test(NAME lua_bert_weights
 add_test(NAME lua_transformer_torch
          COMMAND ${T}/lua/check_transformer_torch.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/transformer_torch)
 set_tests_properties(lua_bert_weights lua_transformer_torch PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# weights out of the C source: --weights=blob|inline|auto, the blob API
+add_test(NAME weights_blob COMMAND ${T}/blob/check_blob.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/blob-tests)
 # bad scripts: one line with file:line, exit 1, no output file
 add_test(NAME lua_bad_scripts COMMAND ${T}/lua/run_bad.sh ${KILN_BIN})
 # examples/translate_app.c builds with transformer.lua's generated C and decodes

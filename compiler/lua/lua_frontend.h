@@ -10,6 +10,8 @@ typedef struct LuaOptions {
   const char *const *sets;   /* --set KEY=VALUE, for config{} */
   int nsets;
   const char *weights;       /* --weights FILE.safetensors (overrides the script's weights()) */
+  bool strict_weights;       /* --strict-weights: a tensor the model does not use is an error */
+  bool quiet;                /* -q: no note about unused tensors */
   int64_t max_steps;         /* instruction budget (0: the default, 10^9) */
   int64_t max_mem;           /* bytes the script may allocate (0: the default, 512 MiB) */
   bool traceback;            /* add the Lua traceback to errors (-v) */

@@ -5,6 +5,7 @@
  * when the script has finished. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,7 +296,8 @@ static int param(lua_State *L) {
     StTensor *st = safetensors_take(c->weights, name, &t, &d);
     if (!st)
       dsl_fail(L, "param '%s': %s", name, d.msg);
-    vid = ir_const(c->g, name, t.dt, t.rank, t.dims, st->data);
+    vid = st->data ? ir_const_in_place(c->g, name, t.dt, t.rank, t.dims, (void *)st->data) /* same arena */
+                   : ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
   } else {
     vid = ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
     init_param(L, 1, name, &t, gval(c->g, vid)->data);
@@ -462,11 +464,17 @@ bool dsl_finish_model(LuaCtx *c, Diag *d) {
   if (g->ninputs == 0)
     return diag_error(d, "the script defines no input; expected input{\"x\", {dims...}}");
   Diag unused = {0};
-  if (c->weights && !safetensors_check_all_used(c->weights, &unused)) {
+  if (c->weights && c->o->strict_weights && !safetensors_check_all_used(c->weights, &unused)) {
     /* the weights() line when the script bound them; --weights has no line */
     d->file = c->weights_origin ? c->weights_origin : c->script;
     return diag_error(d, "%s%s", c->weights_origin ? "weights: " : "", unused.msg);
   }
+  /* checkpoints carry buffers and heads a script does not build
+   * (position_ids, a pooler): bind what the model needs, say what is left */
+  char *left = c->weights ? safetensors_unused_list(c->weights) : NULL;
+  if (left && !c->o->quiet)
+    fprintf(stderr, "kiln: note: %s\n", left);
+  free(left);
   if (!dsl_finish_states(c, d))
     return false;
   graph_compact(g);

@@ -17,7 +17,7 @@ rm -rf "$work"
 mkdir -p "$work/out"
 "$kiln" compile "$root/examples/transformer.lua" -o "$work/out/transformer.c"
 "${CC:-cc}" -O2 -std=c99 -Wall -Wextra -Werror -I"$work/out" "$root/examples/translate_app.c" \
-  "$work/out/transformer.c" -lm -o "$work/out/translate"
+  "$work/out/transformer.c" $(ls "$work"/out/*_weights.S 2>/dev/null) -lm -o "$work/out/translate"
 first=$("$work/out/translate" 5 17 42 8 99 3)
 echo "$first"
 grep -Eq '^source: 5 17 42 8 99 3 2$' <<<"$first"

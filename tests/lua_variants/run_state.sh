@@ -49,7 +49,7 @@ tally "$work/rt.log"
 mkdir -p "$work/xl"
 if "$kiln" compile "$root/examples/transformer_xl.lua" -o "$work/xl/transformer_xl.c" &&
    cc -std=c99 -O2 -Wall -Wextra -Werror -I"$work/xl" "$root/examples/xl_app.c" \
-      "$work/xl/transformer_xl.c" -lm -o "$work/xl/xl_app" &&
+      "$work/xl/transformer_xl.c" $(ls "$work"/xl/*_weights.S 2>/dev/null) -lm -o "$work/xl/xl_app" &&
    "$work/xl/xl_app" >"$work/xl/out" && [ "$(cut -d: -f2 "$work/xl/out" | sort -u | wc -l)" = 4 ]; then
   ok "xl_app: 4 segments, memory carried by transformer_xl_state"
 else

@@ -15,6 +15,6 @@ trap 'rm -rf "$work"' EXIT
 script=$root/examples/transformer_xl.lua
 "$kiln" compile "$script" -o "$work/transformer_xl.c" &&
   cc -std=c99 -O2 -Wall -Wextra -Werror -I"$work" "$root/examples/xl_app.c" "$work/transformer_xl.c" \
-     -lm -o "$work/xl_app" &&
+     $(ls "$work"/*_weights.S 2>/dev/null) -lm -o "$work/xl_app" &&
   "$kiln" export "$script" -o "$work/xl.onnx" &&
   "$py" "$here/xl_two_segments.py" "$work/xl.onnx" "$work/xl_app" "$work" "$kiln" "$script"

@@ -1,5 +1,6 @@
 -- The weights file holds a tensor no param uses.
--- expect: extra_weight.lua:5: weights:
+-- args: --strict-weights
+-- expect: extra_weight.lua:6: weights:
 -- expect: small.safetensors: tensor 'bias' (f32[3]) is not a parameter
 local x = input{"x", {2, 4}}
 weights("small.safetensors")
