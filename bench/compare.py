@@ -19,6 +19,15 @@ Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
 5. Peak RSS: /usr/bin/time -v of the kiln program, and of a python process
    that loads ORT, makes a session and runs it; the session's increment is
    VmHWM after minus VmRSS before creating the session.
+
+A model folder may hold bench.json, which changes how it is run (the real
+MiniLM's int8 row, bench/run.sh):
+  {"kiln_args": ["--quantize=int8"],      extra kiln bench arguments
+   "ort_model": "model.int8.onnx",        the file ORT runs (default model.onnx)
+   "cosine_output": 1, "min_cosine": 0.999}
+     agreement, instead of allclose: the cosine of each row (last axis) of
+     kiln's output 1 with the stored f32 reference output_1.pb must be at
+     least min_cosine; ORT's figure is reported beside it, not required
 """
 
 import argparse
@@ -68,6 +77,33 @@ def load_inputs(d):
         arrays.append(numpy_helper.to_array(t))
         k += 1
     return names, files, arrays
+
+
+def load_outputs(d):
+    out, k = [], 0
+    while os.path.exists(f"{d}/test_data_set_0/output_{k}.pb"):
+        t = onnx.TensorProto()
+        with open(f"{d}/test_data_set_0/output_{k}.pb", "rb") as f:
+            t.ParseFromString(f.read())
+        out.append(numpy_helper.to_array(t))
+        k += 1
+    return out
+
+
+def min_row_cosine(got, want):
+    """The smallest cosine between matching rows (last axis) of got and want."""
+    g = got.reshape(-1, got.shape[-1]).astype(np.float64)
+    w = want.reshape(-1, want.shape[-1]).astype(np.float64)
+    cos = (g * w).sum(1) / np.maximum(np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1), 1e-30)
+    return float(cos.min())
+
+
+def bench_spec(d):
+    path = os.path.join(d, "bench.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
 
 
 def session(model, threads):
@@ -177,22 +213,33 @@ def compare(a, name):
     model = os.path.join(d, "model.onnx")
     names, files, arrays = load_inputs(d)
     feed = dict(zip(names, arrays))
+    spec = bench_spec(d)
+    ort_model = os.path.join(d, spec.get("ort_model", "model.onnx"))
     print(f"== {name}", flush=True)
     r = {"model": name, "gflop": gflop(a.kiln, model)}
 
-    inputs = [f"--input={n}={f}" for n, f in zip(names, files)]
+    inputs = [f"--input={n}={f}" for n, f in zip(names, files)] + spec.get("kiln_args", [])
     prog = KilnProgram(a.kiln, model, inputs)
     prog2 = None
     try:
         prog2 = KilnProgram(a.kiln, model, inputs, threads=2)
-        s1, s2 = OrtRunner(model, 1, feed), OrtRunner(model, 2, feed)
+        s1, s2 = OrtRunner(ort_model, 1, feed), OrtRunner(ort_model, 2, feed)
         want = s1.want
         got = prog.outputs(want) + prog2.outputs(want)  # 1 thread, then 2
         pairs = list(zip(got, want + want))
         r["max_abs"] = max(float(np.max(np.abs(g.astype(np.float64) - w))) for g, w in pairs)
         r["max_rel"] = max(float(np.max(np.abs(g.astype(np.float64) - w) / np.maximum(np.abs(w), 1e-30)))
                            for g, w in pairs)
-        r["agree"] = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in pairs)
+        if "min_cosine" in spec:  # quantized: kiln (and ORT) against the f32 reference
+            k, ref = spec["cosine_output"], load_outputs(d)[spec["cosine_output"]]
+            r["cos_kiln"] = min(min_row_cosine(g[k], ref) for g in (got[:len(want)], got[len(want):]))
+            r["cos_ort"] = min_row_cosine(want[k], ref)
+            r["agree"] = r["cos_kiln"] >= spec["min_cosine"]
+            r["agree_note"] = (f"{s1.sess.get_outputs()[k].name} cos vs f32: kiln {r['cos_kiln']:.5f}, "
+                               f"ORT {r['cos_ort']:.5f}")
+        else:
+            r["agree"] = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in pairs)
+            r["agree_note"] = f"{r['max_abs']:.1g}"
 
         per = max(1, a.runs // a.rounds)
         for s in (s1, s2):
@@ -218,14 +265,14 @@ def compare(a, name):
         r["kiln_bound_kb"] = (prog.weights + prog.workspace) // 1024 + 2048
         r["kiln_binary"] = prog.binary_bytes
         r["ort_rss_kb"], r["ort_session_kb"] = ort_rss(model, names, files)
-        r["ort_size"] = ort_lib_bytes() + os.path.getsize(model)
+        r["ort_size"] = ort_lib_bytes() + os.path.getsize(ort_model)
     finally:
         prog.remove()
         if prog2:
             prog2.remove()
     print(f"   kiln 1T {r['kiln_ms']:.4f} ms   ORT 1T {r['ort1_ms']:.4f} ms   "
           f"kiln 2T {r['kiln2_ms']:.4f} ms   ORT 2T {r['ort2_ms']:.4f} ms"
-          f"   agree: {r['agree']} (max abs err {r['max_abs']:.2g})", flush=True)
+          f"   agree: {r['agree']} ({r['agree_note']})", flush=True)
     return r
 
 
@@ -249,7 +296,7 @@ def table(rows, a):
             f"| {mb(r['kiln_rss_kb'])} ({mb(r['kiln_bound_kb'])}) "
             f"| {mb(r['ort_rss_kb'])} (+{mb(r['ort_session_kb'])}) "
             f"| {r['kiln_binary'] / 2**20:.1f} | {r['ort_size'] / 2**20:.1f} "
-            f"| {'yes' if r['agree'] else 'NO'} ({r['max_abs']:.1g}) |")
+            f"| {'yes' if r['agree'] else 'NO'} ({r['agree_note']}) |")
     return "\n".join(lines)
 
 
@@ -272,8 +319,9 @@ def notes(rows, a):
         "- kiln binary: the timing program (generated model + driver); ORT lib+model: "
         "onnxruntime's shared libraries + model.onnx.",
         f"- agrees: kiln's outputs vs ORT's on the same input, numpy allclose rtol {RTOL:g} "
-        f"atol {ATOL:g}.",
-    ])
+        f"atol {ATOL:g}; for quantized rows (bench.json's min_cosine) the cosine of kiln's "
+        f"output (each row) with the f32 reference instead, ORT's beside it.",
+    ] + [f"- {n}" for n in a.note])
 
 
 def main():
@@ -287,6 +335,7 @@ def main():
     ap.add_argument("--peak", type=float, default=117.0)
     ap.add_argument("--peak2", type=float, default=233.0)
     ap.add_argument("--header", default="")
+    ap.add_argument("--note", action="append", default=[], help="a line for the notes (a skipped row)")
     ap.add_argument("--ort-rss")
     ap.add_argument("--names", nargs="*")
     ap.add_argument("--files", nargs="*")

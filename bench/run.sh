@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — issue 5's benchmark, one command: kiln vs ONNX Runtime.
-#   bash bench/run.sh [--smoke] [--kiln PATH]
+#   bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]...
 # Exports the four benchmark models (bench/export_models.py, Debian's
 # /usr/bin/python3 with python3-torch 1.13), measures the machine's FMA peak
 # (bench/peak_fma.c), makes or reuses a venv with PyPI onnxruntime, numpy and
@@ -9,8 +9,16 @@
 # threads each) are timed interleaved,
 # checked for agreement (rtol 1e-4), and tabulated; the table also goes to
 # $KILN_BENCH_DIR/results.md.
+# The real all-MiniLM-L6-v2 (tools/minilm.py fetches it once into
+# $KILN_MINILM_DIR, default build/minilm) is timed on the same ONNX file as
+# ORT, on its 128-token data set (no padding): minilm_l6_v2 in f32, and
+# minilm_l6_v2_int8 — kiln --quantize=int8 vs ORT's quantize_dynamic of
+# the file (int8 weights, per channel), kiln's sentence embedding checked
+# by cosine >= 0.999 with the f32 reference, ORT's reported beside it —
+# once kiln has --quantize (until then the row is skipped with a note). Offline,
+# the MiniLM rows are skipped with a note and the rest runs.
 # --smoke: the smallest model only, 20 inferences, into results-smoke.md;
-# the ctest bench_smoke.
+# the ctest bench_smoke. --only NAME (repeatable): just these models.
 # Exits 77 (ctest's skip) with a message when torch or the venv is missing.
 # Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
 # (outputs; default build/bench), KILN_BENCH_VENV (default $KILN_VENV or build/venv, made by tools/venv.sh).
@@ -19,12 +27,14 @@ export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in tools/ or bench/
 root=$(cd "$(dirname "$0")/.." && pwd)
 smoke=0
 kiln=${KILN:-$root/build/kiln}
+only=()
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) smoke=1 ;;
     --kiln) kiln=$2; shift ;;
     --kiln=*) kiln=${1#--kiln=} ;;
-    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH]" >&2; exit 2 ;;
+    --only) only+=("$2"); shift ;;
+    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]..." >&2; exit 2 ;;
   esac
   shift
 done
@@ -43,10 +53,56 @@ py=$(KILN_VENV=$venv bash "$root/tools/venv.sh") || skip "no venv with onnxrunti
 if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
 else
-  models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128); runs=200; rounds=4; results=$out/results.md
+  models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128 minilm_l6_v2 minilm_l6_v2_int8)
+  runs=200; rounds=4; results=$out/results.md
 fi
-echo "bench: exporting ${models[*]} into $out/models"
-/usr/bin/python3 "$root/bench/export_models.py" --out "$out/models" --only "${models[@]}" >/dev/null
+wanted() { [ ${#only[@]} = 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }
+exported=() real=() timed=() notes=() # export_models.py's; the real MiniLM's; ready to time
+for m in "${models[@]}"; do
+  if wanted "$m"; then
+    case $m in minilm_l6_v2*) real+=("$m") ;; *) exported+=("$m") timed+=("$m") ;; esac
+  fi
+done
+if [ ${#exported[@]} -gt 0 ]; then
+  echo "bench: exporting ${exported[*]} into $out/models"
+  /usr/bin/python3 "$root/bench/export_models.py" --out "$out/models" --only "${exported[@]}" >/dev/null
+fi
+
+# real_minilm NAME: the model folder for one of the real MiniLM's rows, or
+# a note saying why it is skipped. The f32 model.onnx is the one file both
+# engines compile (kiln) or load (ORT, f32; quantize_dynamic for int8).
+real_minilm() {
+  local name=$1 data=${KILN_MINILM_DIR:-$root/build/minilm} rc=0
+  local m=$out/models/$name
+  /usr/bin/python3 "$root/tools/minilm.py" export --dir "$data" >/dev/null || rc=$?
+  if [ $rc != 0 ]; then
+    notes+=("$name: skipped: tools/minilm.py could not fetch or export the model (status $rc)")
+    return
+  fi
+  if [ "$name" = minilm_l6_v2_int8 ] && ! "$kiln" --help 2>&1 | grep -q -- '--quantize'; then
+    notes+=("$name: skipped: this kiln has no --quantize=int8 yet (issue 9)")
+    return
+  fi
+  rm -rf "$m"
+  mkdir -p "$m"
+  ln -s "$data/onnx/model.onnx" "$m/model.onnx"
+  cp -r "$data/onnx/test_data_set_1" "$m/test_data_set_0" # 128 real tokens
+  if [ "$name" = minilm_l6_v2_int8 ]; then
+    "$py" -c 'import sys
+from onnxruntime.quantization import QuantType, quantize_dynamic
+quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8, per_channel=True)' \
+      "$m/model.onnx" "$m/model.int8.onnx" 2>/dev/null
+    # the int8 model's sentence_embedding (output 1) vs the f32 reference
+    echo '{"kiln_args": ["--quantize=int8"], "ort_model": "model.int8.onnx", "cosine_output": 1,
+ "min_cosine": 0.999}' >"$m/bench.json"
+  fi
+  timed+=("$name")
+}
+for m in "${real[@]}"; do
+  real_minilm "$m"
+done
+for n in "${notes[@]}"; do echo "bench: $n"; done
+[ ${#timed[@]} -gt 0 ] || { echo "bench: no model to run"; exit 1; }
 
 cc -O2 -march=native -pthread -o "$out/peak_fma" "$root/bench/peak_fma.c"
 p1=$("$out/peak_fma" 1); p2=$("$out/peak_fma" 2)
@@ -60,7 +116,7 @@ flags -O2 -march=native; $runs inferences per engine and model$(if [ $smoke = 1 
 load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)."
 rc=0
 "$py" "$root/bench/compare.py" --kiln "$kiln" --models "$out/models" \
-  --out "$results" --runs $runs --rounds $rounds --only "${models[@]}" \
-  --peak "$peak1" --peak2 "$peak2" --header "$header" || rc=$?
+  --out "$results" --runs $runs --rounds $rounds --only "${timed[@]}" \
+  --peak "$peak1" --peak2 "$peak2" --header "$header" "${notes[@]/#/--note=}" || rc=$?
 echo "bench: table written to $results$([ $rc = 0 ] || echo "; FAILED (status $rc)")"
 exit $rc
