@@ -283,7 +283,7 @@ def table(rows, a):
     head = ("| model | GFLOP | kiln 1T ms | ORT 1T ms | ORT/kiln 1T | kiln 2T ms | ORT 2T ms | ORT/kiln 2T "
             "| kiln GFLOP/s (% peak) | ORT 1T GFLOP/s (% peak) | ORT 2T GFLOP/s (% 2-core peak) "
             "| kiln RSS MB (bound) | ORT RSS MB (session +) | kiln binary MB | ORT lib+model MB "
-            "| agrees (max abs err) |")
+            "| agrees (max abs err; quantized: cosine) |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         g = r["gflop"]

@@ -48,6 +48,7 @@ enum {
   MAX_WORD_CHARS = 100, /* BERT's limit: a longer word is [UNK] */
   MAX_PIECE_BYTES = 4 * MAX_WORD_CHARS + 3,
 };
+typedef char seq_holds_cls_and_sep[SEQ >= 2 ? 1 : -1]; /* a compile-time check */
 
 static void die(const char *fmt, const char *arg) {
   fprintf(stderr, "embed: ");
@@ -434,7 +435,8 @@ static void run_model(void) {
 /* sentence-transformers' Pooling(mean) + Normalize: the mean of the rows
  * whose attention_mask is 1, scaled to unit length.  out [DIM] */
 static void mean_pool_normalize(float out[DIM]) {
-  double sum[DIM] = {0}, count = 0, norm = 0;
+  double sum[DIM] = {0}, norm = 0;
+  int count = 0;
   for (int t = 0; t < SEQ; t++) {
     if (!attention_mask[0][t])
       continue;
@@ -442,8 +444,8 @@ static void mean_pool_normalize(float out[DIM]) {
     for (int d = 0; d < DIM; d++)
       sum[d] += last_hidden_state[0][t][d];
   }
-  for (int d = 0; d < DIM; d++) {
-    sum[d] /= count > 1e-9 ? count : 1e-9;
+  for (int d = 0; d < DIM; d++) { /* count >= 2: [CLS] and [SEP] are always there */
+    sum[d] /= count;
     norm += sum[d] * sum[d];
   }
   norm = sqrt(norm);
@@ -461,22 +463,29 @@ static double cosine(const float *a, const float *b) {
   return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0;
 }
 
-/* The weights blob from a file (--weights): read into 64-byte-aligned
- * memory, which the model reads from then on. An app may mmap the file
- * instead; the blob has to stay in place while the model runs. */
+/* The weights blob from a file (--weights), read straight into 64-byte-
+ * aligned memory that the model reads from then on (an app may mmap the
+ * file instead: mappings are page aligned). The size and header are
+ * checked by minilm_bind_weights, which names what is wrong. */
 static void bind_weights_file(const char *path) {
-  size_t size;
-  char *bytes = read_file(path, &size);
-  if (!bytes) {
+  FILE *f = fopen(path, "rb");
+  long size = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0)
+    size = ftell(f);
+  if (!f || size < 0 || fseek(f, 0, SEEK_SET) != 0) {
     fprintf(stderr, "embed: cannot read the weights %s: %s\n", path, strerror(errno));
     exit(1);
   }
-  void *blob;
-  if (posix_memalign(&blob, 64, size ? size : 64) != 0)
+  void *blob = NULL;
+  if (posix_memalign(&blob, 64, size > 0 ? (size_t)size : 64) != 0)
     die("out of memory for the weights %s", path);
-  memcpy(blob, bytes, size);
-  free(bytes);
-  int rc = minilm_bind_weights(blob, size);
+  if (fread(blob, 1, (size_t)size, f) != (size_t)size) {
+    fprintf(stderr, "embed: cannot read the weights %s: %s\n", path,
+            ferror(f) ? strerror(errno) : "the file is shorter than it was");
+    exit(1);
+  }
+  fclose(f);
+  int rc = minilm_bind_weights(blob, (size_t)size);
   if (rc != KILN_OK) {
     fprintf(stderr, "embed: %s: %s\n", path, minilm_weights_error(rc));
     exit(1);
