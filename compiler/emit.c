@@ -466,6 +466,8 @@ static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **p
 static void put_state_init(Buf *c, Emit *e, const char **pn) {
   Graph *g = e->g;
   buf_printf(c, "\nvoid %s_state_init(%s_state *state) {\n", e->prefix, e->prefix);
+  if (e->blob)
+    buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n  (void)weights;\n", e->prefix);
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (!v->is_state)
@@ -528,10 +530,25 @@ const char *emit_run_call(Graph *g, const char *prefix) {
   return r;
 }
 
-static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, bool ws) {
-  buf_printf(b, "void %s_run%s(", prefix, ws ? "_ws" : "");
+/* SIG_RUN: NAME_run(params); SIG_RUN_WS: NAME_run_ws(workspace, params);
+ * SIG_FORWARD (blob mode): the static function run_ws calls, whose
+ * restrict workspace and weights tell the C compiler that no store into
+ * the workspace changes a weight — which it knew of static const arrays
+ * but cannot know of a blob, and gcc -O2 does not vectorise a loop that
+ * would need a run-time overlap check (LayerNorm's gamma/beta loop ran 8x
+ * the instructions before this). */
+enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD };
+
+static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind) {
   bool first = true;
-  if (ws) {
+  if (kind == SIG_FORWARD) {
+    buf_printf(b, "static void %s_forward(unsigned char *restrict ws,\n    const struct %s_weights *restrict weights",
+               prefix, prefix);
+    first = false;
+  } else {
+    buf_printf(b, "void %s_run%s(", prefix, kind == SIG_RUN_WS ? "_ws" : "");
+  }
+  if (kind == SIG_RUN_WS) {
     buf_puts(b, "void *workspace");
     first = false;
   }
@@ -640,9 +657,9 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   if (has_state(g))
     put_state_decls(h, g, o->prefix, pn);
-  put_signature(h, g, o->prefix, pn, false);
+  put_signature(h, g, o->prefix, pn, SIG_RUN);
   buf_puts(h, ";\n");
-  put_signature(h, g, o->prefix, pn, true);
+  put_signature(h, g, o->prefix, pn, SIG_RUN_WS);
   buf_puts(h, ";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
@@ -710,7 +727,7 @@ static void emit_blob_layout(Buf *c, Emit *e) {
     buf_printf(c, "  unsigned char tail[%zu];\n", e->blob->size - at);
   buf_printf(c, "};\nKILN_STATIC_ASSERT(sizeof(struct %s_weights) == %s_WEIGHTS_SIZE, weights_layout);\n\n"
                 "/* Set by %s_bind_weights(): the only global the code writes, once. */\n"
-                "static const struct %s_weights *weights;\n\n",
+                "static const struct %s_weights *bound_weights;\n\n",
              e->prefix, P, e->prefix, e->prefix);
 }
 
@@ -731,7 +748,7 @@ static void emit_bind_weights(Buf *c, Emit *e) {
     "    return KILN_E_WEIGHTS_VERSION;\n"
     "  if (%s_blob_u64(b + 16) != %s_WEIGHTS_SIZE || %s_blob_u64(b + 24) != %s_WEIGHTS_HASH)\n"
     "    return KILN_E_WEIGHTS_MODEL;\n"
-    "  weights = (const struct %s_weights *)blob;\n"
+    "  bound_weights = (const struct %s_weights *)blob;\n"
     "  return KILN_OK;\n}\n\n",
     p, p, P, p, WEIGHTS_BLOB_VERSION, p, P, p, P, p);
   buf_printf(c,
@@ -807,9 +824,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   e.indent = 1;
   Buf *wc = c;
   c = &fn;
-  put_signature(c, g, o->prefix, pn, true);
+  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS);
   buf_puts(c, " {\n");
-  buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n  (void)ws;\n");
+  if (e.blob)
+    buf_puts(c, "  (void)ws;\n  (void)weights;\n");
+  else
+    buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n  (void)ws;\n");
   /* graph inputs first so that an output which is also an input is read
    * from the input parameter */
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
@@ -874,7 +894,16 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   buf_put(c, body.s ? body.s : "", body.len);
   buf_free(&body);
   buf_puts(c, "}\n\n");
-  put_signature(c, g, o->prefix, pn, false);
+  if (e.blob) {
+    put_signature(c, g, o->prefix, pn, SIG_RUN_WS);
+    buf_printf(c, " {\n  %s_forward((unsigned char *)workspace, bound_weights%s", o->prefix,
+               has_state(g) ? ", state" : "");
+    for (int i = 0; i < g->ninputs + g->noutputs; i++)
+      if (is_param(g, i))
+        buf_printf(c, ", %s", pn[i]);
+    buf_puts(c, ");\n}\n\n");
+  }
+  put_signature(c, g, o->prefix, pn, SIG_RUN);
   buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s_run_ws(workspace%s",
              (long long)(g->ws_size ? g->ws_size : 1), o->prefix, has_state(g) ? ", state" : "");
   for (int i = 0; i < g->ninputs + g->noutputs; i++)

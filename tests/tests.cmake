@@ -30,6 +30,8 @@ find_program(CLANG clang)
 if(CLANG)
   add_test(NAME generated_c_clang
            COMMAND ${KILN_BIN} check --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
+  add_test(NAME generated_c_clang_blob
+           COMMAND ${KILN_BIN} check --weights=blob --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
 endif()
 add_test(NAME generated_c_deterministic
          COMMAND ${T}/generated/deterministic.sh ${KILN_BIN} ${T}/models/transformer_ed/model.onnx)

@@ -2,7 +2,7 @@
  * a graph once it has been read: driver_lower's loop with the verifier's
  * verdict kept apart from the passes' own diagnostics (a pass may reject bad
  * input, but the IR it leaves on success must always verify), then C
- * emission into memory. Header-only: each fuzzer is one translation unit. */
+ * emission into memory, with inline weights and with a weights blob. Header-only: each fuzzer is one translation unit. */
 #ifndef KILN_FUZZ_PIPELINE_H
 #define KILN_FUZZ_PIPELINE_H
 
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "driver.h"
+#include "weights_blob.h"
 
 /* Lower g and emit C; false (with d set) where the input is rejected.
  * Aborts — a fuzzer finding — when a pass leaves IR that does not verify
@@ -25,10 +26,14 @@ static bool fuzz_compile(Graph *g, const char *source, Diag *d) {
       abort();
     }
   }
-  if (ok) {
+  /* weights inline, then in a blob: both emitters see every input */
+  for (int blob_mode = 0; ok && blob_mode < 2; blob_mode++) {
     Buf c = {0}, h = {0};
-    EmitOptions eo = {.prefix = "model", .source = source, .header = "model.h"};
-    ok = emit_c(g, &eo, &c, &h, d);
+    WeightsBlob blob = {0};
+    EmitOptions eo = {.prefix = "model", .source = source, .header = "model.h",
+                      .weights = blob_mode ? WEIGHTS_BLOB : WEIGHTS_INLINE};
+    ok = emit_c(g, &eo, &c, &h, &blob, d);
+    blob_free(&blob);
     buf_free(&c);
     buf_free(&h);
   }
