@@ -25,6 +25,9 @@ model.safetensors loads unchanged:
 
   kiln compile examples/bert.lua --set seq=128 --weights model.safetensors -o out/minilm.c
 
+(examples/embed.c turns all-MiniLM-L6-v2's last_hidden_state into sentence
+embeddings; tools/minilm.py fetches the checkpoint. README, "Real models".)
+
 - Tensors the script does not use are skipped with one note (kiln: note:
   FILE: 1 of 104 tensors not used by the model: embeddings.position_ids
   ...): the position_ids buffer most checkpoints carry, or a pooler with
