@@ -414,7 +414,6 @@ def bert_module():
 def sentence_embedding(h, attention_mask):
     """sentence-transformers' Pooling(mean) + Normalize: the mean of the
     real tokens' rows, then unit L2 norm.  h [b, t, d], mask [b, t] -> [b, d]"""
-    import torch
     m = attention_mask.unsqueeze(-1).to(h.dtype)
     mean = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)
     return mean / mean.norm(dim=1, keepdim=True).clamp(min=1e-12)

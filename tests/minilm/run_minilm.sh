@@ -74,7 +74,7 @@ EOF
 
 # build_embed NAME COMPILE_FLAGS...: bert.lua -> C + blob -> examples/embed.c
 build_embed() {
-  local name=$1 dir=$work/$1
+  local dir=$work/$1
   shift
   mkdir -p "$dir"
   "$kiln" compile "$root/examples/bert.lua" --set seq=128 --set pooler=false --weights "$weights" \
