@@ -111,7 +111,7 @@ bool ir_finish(Graph *g, int node, Diag *d) {
     if (i < 32 && (oi->const_in >> i & 1u) && !v->data)
       return diag_node(d, g, n, "input %d ('%s') must be a compile-time constant", i + 1, v->name);
   }
-  if (!oi->infer(g, n, d))
+  if (!oi->infer(g, n, d) || !op_check_half(g, n, d))
     return false;
   bool folded;
   return fold_node(g, &g->nodes[node], (size_t)4 << 20, &folded, d);

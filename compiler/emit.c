@@ -68,6 +68,8 @@ const char *emit_tmpname(Emit *e, const char *stem) {
 const char *emit_int(Emit *e, int64_t v) { return arena_printf(e->g->arena, "%lld", (long long)v); }
 
 const char *emit_double_literal(Emit *e, DType dt, double v) {
+  if (dt_is_half(dt)) /* a value in an expression: f16/bf16 compute in f32 */
+    dt = DT_F32;
   const char *suffix = dt == DT_F32 ? "f" : "";
   if (isnan(v))
     return "NAN";
@@ -80,6 +82,8 @@ const char *emit_double_literal(Emit *e, DType dt, double v) {
 }
 
 const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i) {
+  if (dt_is_half(dt)) /* stored as its bit pattern */
+    return arena_printf(e->g->arena, "0x%04x", ((const uint16_t *)data)[i]);
   if (dt_is_float(dt))
     return emit_double_literal(e, dt, el_get_f(dt, data, i));
   if (dt == DT_BOOL)
@@ -96,6 +100,8 @@ const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i) {
 }
 
 const char *emit_mathfn(Emit *e, DType dt, const char *fn) {
+  if (dt_is_half(dt))
+    dt = DT_F32;
   if (dt == DT_F32 && (!strcmp(fn, "exp") || !strcmp(fn, "erf") || !strcmp(fn, "tanh")))
     return arena_printf(e->g->arena, "kiln_%sf", fn); /* kiln_rt.h: loops over them vectorise */
   return dt == DT_F32 ? arena_printf(e->g->arena, "%sf", fn) : fn;
@@ -285,12 +291,20 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
       while (isdigit((unsigned char)p[1]))
         k = k * 10 + (*++p - '0');
       KILN_ASSERT(k < nin);
-      buf_printf(&x, "%s[%s]", emit_ref(e, ins[k]), idx[k]);
+      DType dt = g->vals[ins[k]].type.dt;
+      if (dt_is_half(dt)) /* f16/bf16 elements are read as floats */
+        buf_printf(&x, "kiln_%s_to_f32(%s[%s])", dt_name(dt), emit_ref(e, ins[k]), idx[k]);
+      else
+        buf_printf(&x, "%s[%s]", emit_ref(e, ins[k]), idx[k]);
     } else {
       buf_put(&x, p, 1);
     }
   }
-  emit_line(e, "%s[%s] = (%s)(%s);", emit_ref(e, out), idx[nin], dt_ctype(ot->dt), x.s ? x.s : "");
+  if (dt_is_half(ot->dt)) /* computed in float, rounded to nearest even on the store */
+    emit_line(e, "%s[%s] = kiln_f32_to_%s((float)(%s));", emit_ref(e, out), idx[nin], dt_name(ot->dt),
+              x.s ? x.s : "");
+  else
+    emit_line(e, "%s[%s] = (%s)(%s);", emit_ref(e, out), idx[nin], dt_ctype(ot->dt), x.s ? x.s : "");
   buf_free(&x);
   for (int d = 0; d < r; d++) {
     e->indent--;
@@ -871,7 +885,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     emit_line(&e, "%s", node_comment(&e, n));
     emit_line(&e, "{");
     e.indent++;
-    if (!op_table[n->op].emit(&e, n)) {
+    if (!op_check_half(g, n, d) || !op_table[n->op].emit(&e, n)) {
       buf_free(&body);
       buf_free(&fn);
       return diag_node(d, g, n, "cannot generate C for this node");

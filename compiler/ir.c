@@ -22,8 +22,8 @@ static const DTInfo dtinfo[DT_MAX_] = {
     [DT_I32] = {"i32", "int32_t", 4, 'i'},    [DT_I64] = {"i64", "int64_t", 8, 'i'},
     [DT_U8] = {"u8", "uint8_t", 1, 'u'},      [DT_U16] = {"u16", "uint16_t", 2, 'u'},
     [DT_U32] = {"u32", "uint32_t", 4, 'u'},   [DT_U64] = {"u64", "uint64_t", 8, 'u'},
-    [DT_BOOL] = {"bool", "bool", 1, 'b'},     [DT_F16] = {"f16", NULL, 2, 0},
-    [DT_BF16] = {"bf16", NULL, 2, 0},         [DT_STRING] = {"string", NULL, 0, 0},
+    [DT_BOOL] = {"bool", "bool", 1, 'b'},     [DT_F16] = {"f16", "uint16_t", 2, 'f'},
+    [DT_BF16] = {"bf16", "uint16_t", 2, 'f'}, [DT_STRING] = {"string", NULL, 0, 0},
 };
 
 static const DTInfo *dti(DType dt) {
@@ -36,6 +36,49 @@ const char *dt_name(DType dt) { return dti(dt)->name; }
 const char *dt_ctype(DType dt) { return dti(dt)->ctype; }
 size_t dt_size(DType dt) { return dti(dt)->size; }
 bool dt_is_float(DType dt) { return dti(dt)->kind == 'f'; }
+bool dt_is_half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+
+/* ---- f16 and bf16: bit patterns of 16-bit binary floats ---------------------
+ * f16 (IEEE binary16): 5 exponent bits, bias 15, 10 mantissa bits; bf16:
+ * f32's 8 exponent bits, bias 127, 7 mantissa bits. Both go through double
+ * here (exact), and come back rounded to nearest, ties to even, from the
+ * double itself — a Cast from f64 is rounded once, not through f32. */
+#define HALF_MBITS(dt) ((dt) == DT_F16 ? 10 : 7)
+#define HALF_BIAS(dt) ((dt) == DT_F16 ? 15 : 127)
+
+double half_to_double(DType dt, uint16_t h) {
+  int mbits = HALF_MBITS(dt), bias = HALF_BIAS(dt), emask = (1 << (15 - mbits)) - 1;
+  int e = (h >> mbits) & emask, m = h & ((1 << mbits) - 1);
+  double v = e == 0       ? ldexp(m, 1 - bias - mbits)                  /* zero, subnormal */
+             : e == emask ? (m ? NAN : INFINITY)
+                          : ldexp(m + (1 << mbits), e - bias - mbits); /* normal */
+  return (h & 0x8000) ? -v : v;
+}
+
+uint16_t half_from_double(DType dt, double v) {
+  int mbits = HALF_MBITS(dt), bias = HALF_BIAS(dt), emask = (1 << (15 - mbits)) - 1;
+  uint16_t sign = signbit(v) ? 0x8000 : 0, inf = (uint16_t)(emask << mbits);
+  if (isnan(v))
+    return (uint16_t)(sign | inf | 1 << (mbits - 1)); /* a quiet NaN */
+  double a = fabs(v);
+  if (isinf(a))
+    return sign | inf;
+  if (a == 0)
+    return sign;
+  int e;
+  frexp(a, &e); /* a in [2^(e-1), 2^e) */
+  int exp = e - 1 < 1 - bias ? 1 - bias : e - 1; /* below the normals: the subnormals' quantum */
+  double q = nearbyint(ldexp(a, mbits - exp)); /* the significand, ties to even */
+  if (q >= ldexp(1, mbits + 1)) { /* rounded up to the next power of two */
+    q /= 2;
+    exp++;
+  }
+  if (exp + bias >= emask)
+    return sign | inf;
+  if (q < ldexp(1, mbits)) /* subnormal (rounding up to 2^mbits gives the first normal) */
+    return (uint16_t)(sign | (uint16_t)q);
+  return (uint16_t)(sign | (exp + bias) << mbits | (uint16_t)(q - ldexp(1, mbits)));
+}
 bool dt_is_signed_int(DType dt) { return dti(dt)->kind == 'i'; }
 bool dt_is_unsigned_int(DType dt) { return dti(dt)->kind == 'u' || dti(dt)->kind == 'b'; }
 bool dt_is_int(DType dt) { return dt_is_signed_int(dt) || dt_is_unsigned_int(dt); }
@@ -51,6 +94,7 @@ double el_get_f(DType dt, const void *p, int64_t i) {
   switch (dt) {
   case DT_F32: return ((const float *)p)[i];
   case DT_F64: return ((const double *)p)[i];
+  case DT_F16: case DT_BF16: return half_to_double(dt, ((const uint16_t *)p)[i]);
   case DT_I8: return ((const int8_t *)p)[i];
   case DT_I16: return ((const int16_t *)p)[i];
   case DT_I32: return ((const int32_t *)p)[i];
@@ -76,7 +120,7 @@ static int64_t f2i(double v) {
 
 int64_t el_get_i(DType dt, const void *p, int64_t i) {
   switch (dt) {
-  case DT_F32: case DT_F64: return f2i(el_get_f(dt, p, i));
+  case DT_F32: case DT_F64: case DT_F16: case DT_BF16: return f2i(el_get_f(dt, p, i));
   case DT_I8: return ((const int8_t *)p)[i];
   case DT_I16: return ((const int16_t *)p)[i];
   case DT_I32: return ((const int32_t *)p)[i];
@@ -93,7 +137,7 @@ uint64_t el_get_u(DType dt, const void *p, int64_t i) {
   case DT_U16: return ((const uint16_t *)p)[i];
   case DT_U32: return ((const uint32_t *)p)[i];
   case DT_U64: return ((const uint64_t *)p)[i];
-  case DT_F32: case DT_F64: {
+  case DT_F32: case DT_F64: case DT_F16: case DT_BF16: {
     double v = el_get_f(dt, p, i);
     if (v != v || v <= -1.0)
       return (uint64_t)f2i(v);
@@ -109,6 +153,7 @@ void el_set_f(DType dt, void *p, int64_t i, double v) {
   switch (dt) {
   case DT_F32: ((float *)p)[i] = (float)v; return;
   case DT_F64: ((double *)p)[i] = v; return;
+  case DT_F16: case DT_BF16: ((uint16_t *)p)[i] = half_from_double(dt, v); return;
   case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
   default:
     if (dt_is_signed_int(dt))
@@ -122,6 +167,7 @@ void el_set_i(DType dt, void *p, int64_t i, int64_t v) {
   switch (dt) {
   case DT_F32: ((float *)p)[i] = (float)v; return;
   case DT_F64: ((double *)p)[i] = (double)v; return;
+  case DT_F16: case DT_BF16: el_set_f(dt, p, i, (double)v); return;
   case DT_I8: ((int8_t *)p)[i] = (int8_t)v; return;
   case DT_I16: ((int16_t *)p)[i] = (int16_t)v; return;
   case DT_I32: ((int32_t *)p)[i] = (int32_t)v; return;
@@ -136,6 +182,7 @@ void el_set_u(DType dt, void *p, int64_t i, uint64_t v) {
   switch (dt) {
   case DT_F32: ((float *)p)[i] = (float)v; return;
   case DT_F64: ((double *)p)[i] = (double)v; return;
+  case DT_F16: case DT_BF16: el_set_f(dt, p, i, (double)v); return;
   case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
   case DT_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
   case DT_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;

@@ -32,7 +32,12 @@ const char *dt_name(DType dt);    /* "f32", "i64", "bool", ... */
 DType dt_from_name(const char *s);
 const char *dt_ctype(DType dt);   /* "float", "int64_t", "bool", ... */
 size_t dt_size(DType dt);
-bool dt_is_float(DType dt);
+bool dt_is_float(DType dt);       /* f32, f64, and f16/bf16 (stored as uint16_t bit patterns) */
+bool dt_is_half(DType dt);        /* f16 or bf16: computed in f32 by the generated code */
+/* An f16/bf16 bit pattern as a double (exact), and a double rounded to
+ * nearest, ties to even, as one (overflow to inf, NaN stays NaN). */
+double half_to_double(DType dt, uint16_t h);
+uint16_t half_from_double(DType dt, double v);
 bool dt_is_signed_int(DType dt);
 bool dt_is_unsigned_int(DType dt); /* bool counts as unsigned */
 bool dt_is_int(DType dt);

@@ -81,7 +81,7 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
   DType dt = (DType)tp->data_type;
   if (!dt_supported(dt))
     return diag_error(im->d, "%s: element type %s (%d) is not supported; expected a numeric or "
-                      "bool type (f16, bf16 and strings are out of kiln's scope)",
+                      "bool type (strings are out of kiln's scope)",
                       what, dt_name(dt), (int)tp->data_type);
   if (tp->n_dims > MAX_RANK)
     return diag_error(im->d, "%s: rank %zu; expected at most %d", what, tp->n_dims, MAX_RANK);
@@ -131,6 +131,7 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
     case DT_F64: ((double *)t->data)[i] = tp->double_data[i]; break;
     case DT_I64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
     case DT_U32: case DT_U64: el_set_u(dt, t->data, i, tp->uint64_data[i]); break;
+    case DT_F16: case DT_BF16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break; /* bits */
     default: el_set_i(dt, t->data, i, tp->int32_data[i]); break;
     }
   }

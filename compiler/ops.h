@@ -40,6 +40,13 @@ extern const OpInfo op_table[OP_COUNT_];
 
 int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
 
+/* f16 and bf16 tensors are computed in f32 by the elementwise kernels
+ * (emit_elementwise reads them through kiln_f16_to_f32 and friends) and
+ * copied as bit patterns by the data-movement ops; every other op refuses
+ * them. False, with a message naming the node, when n reads or writes one
+ * and its op is not among those. Called after _infer and before _emit. */
+bool op_check_half(const Graph *g, const Node *n, Diag *d);
+
 #define OP(id, name, fn, a, b, c, d, k, since)                                    \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
   bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \

@@ -102,31 +102,6 @@ static const char *shape_str(const Type *t, char *buf, size_t n) {
   return buf;
 }
 
-/* ---- F16 and BF16 to F32 (exact: every half is a float) ------------------- */
-
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) /* inf, or NaN with its payload kept */
-    bits = sign | 0x7f800000u | (man << 13);
-  else if (exp != 0) /* normal: rebias 15 -> 127 */
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  else { /* zero or subnormal: man * 2^-24, exact in f32 */
-    float v = (float)man * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 /* ---- the header ----------------------------------------------------------- */
 
 /* The key a duplicate-key error stops after: jansson's error position is
@@ -343,7 +318,7 @@ static bool copy_data(Reader *r, StTensor *t, DType file_dt, uint64_t begin) {
     for (int64_t i = 0; i < numel; i++) {
       uint16_t h;
       memcpy(&h, src + 2 * i, sizeof h);
-      ((float *)dst)[i] = file_dt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      ((float *)dst)[i] = (float)half_to_double(file_dt, h); /* exact */
     }
     return true;
   }

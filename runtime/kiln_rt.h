@@ -181,4 +181,48 @@ KILN_MATH float kiln_tanhf(float x) {
   return copysignf(kiln_selectf(a < 0.625f, small, large), x);
 }
 
+
+/* ---- f16 and bf16 -------------------------------------------------------------
+ * Tensors of ONNX's FLOAT16 (IEEE binary16) and BFLOAT16 are stored as
+ * their uint16_t bit patterns and computed in float: an element is read
+ * through kiln_f16_to_f32 / kiln_bf16_to_f32 (exact) and written through
+ * kiln_f32_to_f16 / kiln_f32_to_bf16, which round to nearest, ties to even,
+ * overflow to infinity and keep NaN a (quiet) NaN. */
+KILN_MATH float kiln_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */
+    const float v = (float)m * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  /* normal: rebias 15 -> 127; inf and NaN keep an all-ones exponent */
+  return kiln_float_of_bits(sign | (e == 0x1f ? 0x7f800000u : (e + 112u) << 23) | m << 13);
+}
+
+KILN_MATH uint16_t kiln_f32_to_f16(float f) {
+  const uint32_t x = kiln_bits_of_float(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) /* NaN: quiet, with the payload's top bits */
+    return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) /* 65520 and above round to infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  if (a >= 0x38800000u) { /* normal: rebias 127 -> 15, round at bit 13 (a carry bumps the exponent) */
+    const uint32_t r = a - 0x38000000u;
+    return (uint16_t)(sign | (r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+  }
+  if (a <= 0x33000000u) /* at most 2^-25: rounds to zero (2^-25 is a tie, zero is even) */
+    return (uint16_t)sign;
+  /* subnormal: the significand (with its hidden bit) shifted to units of 2^-24 */
+  const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
+  const uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  return (uint16_t)(sign | (q + (rest > half || (rest == half && (q & 1u)))));
+}
+
+KILN_MATH float kiln_bf16_to_f32(uint16_t h) { return kiln_float_of_bits((uint32_t)h << 16); }
+
+KILN_MATH uint16_t kiln_f32_to_bf16(float f) {
+  const uint32_t x = kiln_bits_of_float(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet */
+    return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); /* ties to even; a carry may give inf */
+}
+
 #endif

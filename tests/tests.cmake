@@ -9,6 +9,12 @@ set(T ${CMAKE_SOURCE_DIR}/tests)
 add_executable(unit_ir ${T}/unit/unit_ir.c)
 target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
+# f16/bf16: the generated code's conversions (kiln_rt.h) against the compiler's
+add_executable(unit_half_convert ${T}/unit/half_convert.c)
+target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_half_convert PRIVATE -O2)
+target_link_libraries(unit_half_convert PRIVATE kilnlib)
+add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
 
 # ONNX backend node tests, against the committed pass lists
 add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
@@ -89,6 +95,17 @@ endif()
 add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated/hostile_names)
 # unnamed optional outputs get names no model value has (make_private_names.py)
 add_test(NAME generated_private_names COMMAND ${KILN_BIN} check ${T}/generated/private_names)
+# f16/bf16 models (tools/make_half_cases.py, ONNX Runtime's outputs): C and
+# interpreter. rtol 1e-3 is one f16 ulp (2^-10): ONNX Runtime rounds some
+# f16 ops (Div here) differently from f32-then-round by one ulp
+foreach(mode c interp)
+  set(flag "")
+  if(mode STREQUAL "interp")
+    set(flag "--interp")
+  endif()
+  add_test(NAME half_f16_mixed_${mode} COMMAND ${KILN_BIN} check ${flag} --rtol=1e-3 ${T}/generated/half/f16_mixed)
+  add_test(NAME half_bf16_cast_${mode} COMMAND ${KILN_BIN} check ${flag} ${T}/generated/half/bf16_cast)
+endforeach()
 
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})

@@ -181,9 +181,9 @@ def _():
 
 # ---- graph inputs --------------------------------------------------------------
 
-@case("float16_input", expect="element type f16")
+@case("float16_softmax", expect="'X' is f16, which Softmax does not compute; expected f32")
 def _():
-    n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
+    n = helper.make_node("Softmax", ["X"], ["Y"], name="sm")
     return model([n], [vi("X", TensorProto.FLOAT16)], [vi("Y", TensorProto.FLOAT16)])
 
 
@@ -286,7 +286,7 @@ def _():
     return add_w(w)
 
 
-@case("float16_initializer", expect="element type f16")
+@case("float16_initializer", expect="inputs 'X' (f32) and 'W' (f16) differ in type")
 def _():
     return add_w(const("W", np.zeros((2, 3), np.float16)))
 

@@ -388,9 +388,9 @@ bool cast_infer(Graph *g, Node *n, Diag *d) {
         snprintf(what, sizeof what, "type code %lld", (long long)a->i);
       else
         snprintf(what, sizeof what, "%s (type code %lld)", dt_name(to), (long long)a->i);
-      return diag_node(d, g, n, "Cast to %s is not supported; expected f32, f64, a signed or "
-                       "unsigned integer type or bool (f16, bf16 and strings are out of kiln's "
-                       "scope)", what);
+      return diag_node(d, g, n, "Cast to %s is not supported; expected f32, f64, f16, bf16, a "
+                       "signed or unsigned integer type or bool (strings are out of kiln's scope)",
+                       what);
     }
   }
   Type t = x->type;

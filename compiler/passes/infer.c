@@ -40,7 +40,7 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d) {
     Node *n = &g->nodes[i];
     if (n->dead)
       continue;
-    if (!check_inputs_known(g, n, d) || !op_table[n->op].infer(g, n, d))
+    if (!check_inputs_known(g, n, d) || !op_table[n->op].infer(g, n, d) || !op_check_half(g, n, d))
       return false;
     bool inputs_static = true;
     for (int j = 0; j < n->nin; j++) {
