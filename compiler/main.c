@@ -254,6 +254,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "packed") && strcmp(v, "openblas"))
         die("--gemm=%s: unknown GEMM; expected packed or openblas", v);
       c->check.gemm = !strcmp(v, "openblas") ? GEMM_OPENBLAS : GEMM_PACKED;
+    } else if ((v = opt_value(argc, argv, &i, "--quantize"))) {
+      if (strcmp(v, "int8") && strcmp(v, "none"))
+        die("--quantize=%s: unknown scheme; expected int8 (or none)", v);
+      c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : QUANT_NONE;
     } else if (!strcmp(argv[i], "--verify-each")) {
       c->pipe.verify_each = true;
     } else if (!strcmp(argv[i], "--interp")) {
