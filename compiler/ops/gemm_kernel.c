@@ -120,7 +120,9 @@ static int widest_view(int nr) {
  * fewer (decoding, M = 1..4 rows), the int8 vectors are widened in
  * registers at every step of k. The local array is at most
  * GEMM_WIDEN_MAX_BYTES (on the stack, also of OpenMP threads). */
-#define GEMM_WIDEN_MIN_TILES 2
+#ifndef GEMM_WIDEN_MIN_TILES /* -D for experiments */
+#define GEMM_WIDEN_MIN_TILES 4
+#endif
 #define GEMM_WIDEN_MAX_BYTES 262144
 
 /* The packed panels, and one view of them. */
@@ -343,6 +345,18 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
   return bufstr(e, &b);
 }
 
+/* The vw int8 at q as a float vector: "__builtin_convertvector((v8i){q[0],
+ * .., q[7]}, v8f)", which gcc and clang compile to vpmovsxbd + vcvtdq2ps
+ * (gcc 12 scalarises a direct int8-vector conversion). */
+static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
+  Buf b = {0};
+  buf_printf(&b, "__builtin_convertvector((v%di){", g->vw);
+  for (int i = 0; i < g->vw; i++)
+    buf_printf(&b, "%s%s[%d]", i ? ", " : "", q, i);
+  buf_printf(&b, "}, %s)", g->vt);
+  return bufstr(e, &b);
+}
+
 /* Rows i0 .. i0 + mr - 1 by the `valid` real columns of the panel at b,
  * pw floats a row (templates/gemm_f32_tile.c.in): the vectors that cover
  * them, which for an edge panel read by a view narrower than the packing
@@ -368,9 +382,9 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
   const char *row = arena_printf(e->g->arena, g->widen && split ? "b + (k - k0) * %d" : "b + k * %d", pw);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
-    if (g->q8 && !g->widen) /* int8 widened in registers: vpmovsxbd + vcvtdq2ps on x86 */
-      buf_printf(&ld, "%sv%dc q%d; memcpy(&q%d, %s, sizeof q%d); b%d = __builtin_convertvector(q%d, %s);",
-                 v ? "\n" : "", vw, v, v, plus(e, row, v * vw), v, v, v, g->vt);
+    if (g->q8 && !g->widen) /* int8 widened in registers */
+      buf_printf(&ld, "%sconst int8_t *q%d = %s;\nb%d = %s;", v ? "\n" : "", v, plus(e, row, v * vw), v,
+                 widen_expr(e, g, arena_printf(e->g->arena, "q%d", v)));
     else
       buf_printf(&ld, "%smemcpy(&b%d, %s, sizeof b%d);", v ? "\n" : "", v, plus(e, row, v * vw), v);
   }
@@ -422,8 +436,9 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "float b[%lld] __attribute__((aligned(64))); /* [%lld][%d]: the int8 block widened once, "
                  "read by every row tile */", n, (long long)g->kc, pw);
     emit_line(e, "for (int t = 0; t < %lld; t += %d) {", n, g->vw);
-    emit_line(e, "  v%dc q; memcpy(&q, bq + t, sizeof q);", g->vw);
-    emit_line(e, "  %s f = __builtin_convertvector(q, %s); memcpy(b + t, &f, sizeof f);", g->vt, g->vt);
+    emit_line(e, "  const int8_t *q = bq + t;");
+    emit_line(e, "  %s f = %s;", g->vt, widen_expr(e, g, "q"));
+    emit_line(e, "  memcpy(b + t, &f, sizeof f);");
     emit_line(e, "}");
   }
   emit_line(e, "float *yp = y + %s;", col);
@@ -481,9 +496,7 @@ static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
 static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   int vw = g->vw;
   emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
-  if (g->q8)
-    emit_line(e, "typedef signed char v%dc __attribute__((vector_size(%d)));", vw, vw);
-  if (s->act == GEMM_ACT_RELU)
+  if (s->act == GEMM_ACT_RELU || g->q8)
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (g->nkb > 1) {
     emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks */", (long long)s->k,
