@@ -301,8 +301,17 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
+  QuantReport qr = {0};
+  if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
+    c->pipe.pass.quant_report = &qr;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
+  if (c->pipe.pass.quant_report) {
+    Buf b = {0};
+    quant_report_print(&b, &qr);
+    fputs(b.s, stderr);
+    buf_free(&b);
+  }
   if (!g->planned)
     die("--passes=%s: C needs a planned graph; expected a pass list that ends with the plan pass "
         "(see kiln passes)", c->pipe.passes ? c->pipe.passes : "");
@@ -404,9 +413,11 @@ static int cmd_info(Cli *c) {
   Diag d = {0};
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
   Graph *g = before ? driver_load_opts(a, c->model, &c->lua, &d) : NULL;
+  QuantReport qr = {0};
+  c->pipe.pass.quant_report = c->pipe.pass.quantize ? &qr : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
-  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg};
+  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .quant = c->pipe.pass.quant_report};
   if (!info_report(before, g, &io, &d))
     return fail(&d, a);
   if (c->memory_svg) {

@@ -84,20 +84,14 @@ static void report(Quantizer *qz, const Node *n, int w, const QWeight *qw, bool 
   Graph *g = qz->g;
   const Value *wv = gval(g, w);
   int64_t rows = wv->type.dims[0], cols = wv->type.dims[1];
-  if (qz->o->verbose || r) {
+  if (r) {
     QuantLayer l = {.node = n->origin ? n->origin : n->name, .op = node_op_name(n), .weight = wv->name,
                     .out = gval(g, n->out[0])->name, .type = wv->type, .per_row = per_row};
     measure(&l, wv->data, gval(g, qw->q)->data, gval(g, qw->scale)->data, rows, cols, per_row);
-    if (r) {
-      r->layers = arena_grow(g->arena, r->layers, &r->cap, r->n + 1, sizeof *r->layers);
-      r->layers[r->n++] = l;
-      r->f32_bytes += (int64_t)type_bytes(&wv->type);
-      r->q_bytes += (int64_t)(type_bytes(&gval(g, qw->q)->type) + type_bytes(&gval(g, qw->scale)->type));
-    }
-    if (qz->o->verbose)
-      fprintf(stderr, "quantize: %s '%s' %s: int8, a scale per %s; error max %.3g, RMS %.3g of the "
-                      "weight's RMS %.3g\n", l.op, l.weight, l.node, per_row ? "row" : "column",
-              l.err_max / (l.rms ? l.rms : 1), l.err_rms / (l.rms ? l.rms : 1), l.rms);
+    r->layers = arena_grow(g->arena, r->layers, &r->cap, r->n + 1, sizeof *r->layers);
+    r->layers[r->n++] = l;
+    r->f32_bytes += (int64_t)type_bytes(&wv->type);
+    r->q_bytes += (int64_t)(type_bytes(&gval(g, qw->q)->type) + type_bytes(&gval(g, qw->scale)->type));
   }
 }
 
@@ -205,8 +199,8 @@ bool pass_quantize(Graph *g, const PassOptions *o, Diag *d) {
 }
 
 void quant_report_print(Buf *b, const QuantReport *r) {
-  buf_printf(b, "%-9s %-14s %-8s %-10s %10s %10s  %s\n", "int8", "weight", "op", "scale per", "max err",
-             "RMS err", "(of the weight's RMS) node");
+  buf_printf(b, "int8      %-14s %-8s %-10s %10s %10s  %s\n", "weight", "op", "scale per", "max err",
+             "RMS err", "(over the weight's RMS) node 'weight'");
   char ts[160];
   for (int i = 0; i < r->n; i++) {
     const QuantLayer *l = &r->layers[i];
