@@ -66,6 +66,16 @@
  * is inside each block. Products too small to repay a thread start stay
  * serial.
  *
+ * int8 (--quantize=int8: Linear with an int8 W and a scale per column).
+ * The panels are the same, packed as int8; the scale multiplies the
+ * accumulators in the epilogue before the bias. With at least
+ * GEMM_WIDEN_MIN_TILES row tiles, each panel's K block is widened once into
+ * a local f32 array that the f32 tiles then read; with fewer, the tile
+ * widens its int8 vectors at every step of k (widen_expr: vpmovsxbd +
+ * vcvtdq2ps). Measured on Zen 4 (DESIGN.md, "int8 weights"): at M = 128
+ * both are bound by the f32 FMAs (0.95-1.06x f32; in registers 5-8% slower
+ * than widened once), at M = 1 with cold weights int8 is 2.5x faster.
+ *
  * --gemm=openblas: no packing and no kernel, one cblas_sgemm call on the
  * weight as it is (its own 64-byte-aligned array), then the bias and the
  * activation in one loop over Y. */
