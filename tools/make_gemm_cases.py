@@ -152,9 +152,10 @@ OUT_INT8 = os.path.join(HERE, "..", "tests", "generated", "gemm_shapes_int8")
 
 def q8_weight(k, n, axis=0, zero=()):
     """W = q·2^-e, q in [-127, 127] with |q| = 127 in every column (axis 0:
-    the scale per column) or row (axis 1): the quantize pass
-    finds scale 2^-e and q back exactly, so the f32 reference below is the
-    int8 kernel's exact answer. Columns (rows) in `zero` are all zero."""
+    the scale per column) or row (axis 1), e in 6..8 (plus log2 sqrt(K)
+    for columns): the quantize pass finds scale 2^-e and q back exactly, so
+    the f32 reference below is the int8 kernel's exact answer. Columns
+    (rows) in `zero` are all zero."""
     q = rng.integers(-127, 128, size=(k, n)).astype(np.float64)
     lines = n if axis == 0 else k
     for i in range(lines):
