@@ -204,6 +204,100 @@ static void bf16_as_stored(Tensor *t, DType model_dt) {
     t->type.dt = DT_BF16;
 }
 
+/* ---- --quantize: errors against the f32 model ------------------------------- */
+
+/* got against want (same type, f32): max |diff| and RMS diff, both over
+ * want's RMS, and the cosine of the two. */
+typedef struct Err {
+  double max, rms, cosine;
+} Err;
+
+static Err rel_err(const Tensor *got, const Tensor *want) {
+  int64_t n = type_numel(&want->type);
+  double se = 0, sw = 0, sg = 0, dot = 0, emax = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x = el_get_f(got->type.dt, got->data, i), y = el_get_f(want->type.dt, want->data, i);
+    emax = fmax(emax, fabs(x - y));
+    se += (x - y) * (x - y), sw += y * y, sg += x * x, dot += x * y;
+  }
+  double rms = sqrt(sw / (double)(n ? n : 1));
+  rms = rms > 0 ? rms : 1;
+  return (Err){emax / rms, sqrt(se / (double)(n ? n : 1)) / rms,
+               sw > 0 && sg > 0 ? dot / sqrt(sw * sg) : (sw == sg ? 1 : 0)};
+}
+
+/* Quantized node `qn` of gq evaluated on the f32 model's values of its
+ * inputs (its own error, without what earlier layers added), into *out. */
+static bool eval_on_f32(Graph *gq, const Node *qn, Graph *gf, const Tensor *fv, Tensor *out, Diag *d) {
+  Tensor in[8];
+  for (int j = 0; j < qn->nin && j < 8; j++) {
+    int v = qn->in[j];
+    in[j] = (Tensor){{0}, NULL};
+    if (v < 0)
+      continue;
+    int f = gval(gq, v)->data ? -1 : graph_find_value(gf, gval(gq, v)->name);
+    if (!gval(gq, v)->data && f < 0)
+      return false;
+    in[j] = f < 0 ? (Tensor){gval(gq, v)->type, gval(gq, v)->data} : fv[f];
+  }
+  out->type = gval(gq, qn->out[0])->type;
+  out->data = arena_alloc(gq->arena, type_bytes(&out->type) + 1);
+  return op_table[qn->op].eval(qn, in, out, d);
+}
+
+/* The report of --quantize: per quantized layer, its output against the
+ * f32 model's same output on this data (own: on the f32 model's inputs of
+ * the layer; cumulative: in the int8 model, earlier layers' errors
+ * included), then each model output, got (the generated C or the
+ * interpreter, int8) against the f32 model's. Both models run in the
+ * interpreter; `in` are the data set's inputs before any were frozen. */
+static bool quant_errors(Arena *a, const char *model, const char *set, Graph *gq, const QuantReport *qr,
+                         const Tensor *in0, int nin0, const Tensor *got, const CheckOptions *o, Diag *d) {
+  Tensor *in = arena_dup(a, in0, sizeof(Tensor) * (size_t)(nin0 + 1));
+  int nin = nin0;
+  Graph *gf = driver_load_opts(a, model, o->pipe.lua, d);
+  if (!gf)
+    return false;
+  driver_freeze_shape_inputs(gf, in, &nin);
+  PipelineOptions po = o->pipe;
+  ShapeBinding *sb = arena_alloc(a, sizeof(ShapeBinding) * (size_t)(gf->ninputs + 1));
+  for (int i = 0; i < gf->ninputs; i++) {
+    sb[i].name = gval(gf, gf->inputs[i])->name;
+    sb[i].rank = in[i].type.rank;
+    memcpy(sb[i].dims, in[i].type.dims, sizeof sb[i].dims);
+  }
+  po.pass.shapes = sb, po.pass.nshapes = gf->ninputs;
+  po.pass.quantize = QUANT_NONE, po.pass.quant_report = NULL, po.pass.verbose = false;
+  po.stop_before_plan = true, po.dump_after = po.dump_before = po.dump_dir = NULL;
+  Tensor *fv, *qv;
+  if (!driver_lower(gf, &po, d) || !interp_values(gf, in, &fv, d) || !interp_values(gq, in, &qv, d))
+    return false;
+  printf("  %s  int8 layers: output error against the f32 model, over the f32 output's RMS\n", set);
+  printf("        %-10s %-10s %-10s %-10s  %s\n", "own max", "own RMS", "cum max", "cum RMS", "layer");
+  for (int i = 0; i < qr->n; i++) {
+    const QuantLayer *l = &qr->layers[i];
+    int vq = graph_find_value(gq, l->out), vf = graph_find_value(gf, l->out);
+    if (vq < 0 || vf < 0 || gval(gq, vq)->producer < 0 || !type_equal(&qv[vq].type, &fv[vf].type))
+      continue;
+    Tensor own;
+    Diag ed = {0};
+    Err c = rel_err(&qv[vq], &fv[vf]), w = {NAN, NAN, NAN};
+    if (eval_on_f32(gq, &gq->nodes[gval(gq, vq)->producer], gf, fv, &own, &ed))
+      w = rel_err(&own, &fv[vf]);
+    printf("        %-10.3g %-10.3g %-10.3g %-10.3g  %s %s\n", w.max, w.rms, c.max, c.rms, l->op, l->node);
+  }
+  printf("  %s  outputs (%s, int8) against the f32 model\n", set, o->interp ? "interpreter" : "generated C");
+  for (int k = 0; k < gq->noutputs && k < gf->noutputs; k++) {
+    const Tensor *want = &fv[gf->outputs[k]];
+    if (!dt_is_float(want->type.dt) || !type_equal(&got[k].type, &want->type))
+      continue;
+    Err e = rel_err(&got[k], want);
+    printf("        %-20s max %.3g  RMS %.3g (of its RMS)  cosine %.6f\n", gval(gq, gq->outputs[k])->name,
+           e.max, e.rms, e.cosine);
+  }
+  return true;
+}
+
 static bool check_set(const char *dir, const char *set, const char *tmp, const CheckOptions *o,
                       Diag *d) {
   Arena *a = arena_new();
@@ -219,8 +313,13 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
   }
   for (int i = 0; i < g->ninputs; i++)
     bf16_as_stored(&ds->in[i], g->vals[g->inputs[i]].type.dt);
+  Tensor *in0 = arena_dup(a, ds->in, sizeof ds->in); /* before freezing, for quant_errors */
+  int nin0 = ds->nin;
   driver_freeze_shape_inputs(g, ds->in, &ds->nin);
   PipelineOptions po = o->pipe;
+  QuantReport qr = {0};
+  if (po.pass.quantize)
+    po.pass.quant_report = &qr;
   ShapeBinding *sb = arena_alloc(a, sizeof(ShapeBinding) * (size_t)(g->ninputs + 1));
   for (int i = 0; i < g->ninputs; i++) {
     sb[i].name = g->vals[g->inputs[i]].name;
@@ -244,6 +343,14 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
   ok = true;
   for (int i = 0; i < g->noutputs; i++)
     ok = compare(set, g->vals[g->outputs[i]].name, &got[i], &ds->out[i], o) && ok;
+  if (po.pass.quantize && !o->quiet) {
+    Buf b = {0};
+    quant_report_print(&b, &qr);
+    printf("  %s  %s", set, b.s ? b.s : "\n");
+    buf_free(&b);
+    if (!quant_errors(a, model, set, g, &qr, in0, nin0, got, o, d))
+      ok = false;
+  }
 done:
   d->file = dir; /* the model path lived in the arena */
   arena_free(a);

@@ -39,6 +39,8 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin);
 /* Reference interpreter: inputs in graph-input order; outputs (graph-output
  * order) are allocated in g's arena. */
 bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d);
+/* The same, keeping every value: (*values)[vid], in g's arena. */
+bool interp_values(Graph *g, const Tensor *inputs, Tensor **values, Diag *d);
 /* Graph input i, when it is a state, as it is at the first call (its
  * initial value) into *t; false for other inputs. */
 bool interp_state_start(const Graph *g, int i, Tensor *t);

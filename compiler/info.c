@@ -209,6 +209,23 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
     io_list(&b, g, g->outputs, g->noutputs, true);
     buf_printf(&b, "],\n  \"parameters\": {\"count\": %lld, \"bytes\": %lld, \"constants\": %lld},\n",
                (long long)params, (long long)pbytes, (long long)nconst);
+    if (o->quant) {
+      const QuantReport *q = o->quant;
+      buf_printf(&b, "  \"quantized\": {\"scheme\": \"int8\", \"f32_bytes\": %lld, \"int8_bytes\": %lld, "
+                     "\"kept_f32\": %d, \"weights\": [", (long long)q->f32_bytes, (long long)q->q_bytes, q->kept);
+      for (int i = 0; i < q->n; i++) {
+        const QuantLayer *l = &q->layers[i];
+        double rms = l->rms ? l->rms : 1;
+        buf_puts(&b, i ? ", {\"weight\": " : "{\"weight\": ");
+        json_str(&b, l->weight);
+        buf_puts(&b, ", \"node\": ");
+        json_str(&b, l->node);
+        buf_printf(&b, ", \"op\": \"%s\", \"type\": \"%s\", \"scale_per\": \"%s\", \"rms\": %.9g, "
+                       "\"max_err_rel\": %.9g, \"rms_err_rel\": %.9g}", l->op, type_str(&l->type, ts, sizeof ts),
+                   l->per_row ? "row" : "column", l->rms, l->err_max / rms, l->err_rms / rms);
+      }
+      buf_puts(&b, "]},\n");
+    }
     buf_printf(&b, "  \"flops\": {\"total\": %lld", (long long)total);
     for (int k = 0; k < OP_COUNT_; k++)
       if (c[k].flops)
@@ -244,6 +261,8 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
     io_list(&b, g, g->outputs, g->noutputs, false);
     buf_printf(&b, "params    %lld values, %lld bytes, in %lld constants\n", (long long)params,
                (long long)pbytes, (long long)nconst);
+    if (o->quant)
+      quant_report_print(&b, o->quant);
     buf_printf(&b, "flops     %lld total (%.3f GFLOP)\n", (long long)total, total / 1e9);
     for (int k = 0; k < OP_COUNT_; k++)
       if (c[k].flops)

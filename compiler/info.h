@@ -3,6 +3,7 @@
 #define KILN_INFO_H
 
 #include "ir.h"
+#include "passes.h"
 
 /* Floating-point operations of one node (multiply-add = 2). */
 int64_t node_flops(const Graph *g, const Node *n);
@@ -10,6 +11,7 @@ int64_t node_flops(const Graph *g, const Node *n);
 typedef struct InfoOptions {
   bool json;
   const char *memory_svg; /* write the workspace picture here */
+  const QuantReport *quant; /* --quantize: the quantize pass's report, or NULL */
 } InfoOptions;
 
 /* Print the report for `before` (as imported) and `g` (planned). */

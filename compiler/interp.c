@@ -8,7 +8,17 @@
 #include "ops.h"
 
 bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d) {
+  Tensor *vals;
+  if (!interp_values(g, inputs, &vals, d))
+    return false;
+  for (int k = 0; k < g->noutputs; k++)
+    outputs[k] = vals[g->outputs[k]];
+  return true;
+}
+
+bool interp_values(Graph *g, const Tensor *inputs, Tensor **values, Diag *d) {
   Tensor *vals = arena_alloc(g->arena, sizeof(Tensor) * (size_t)(g->nvals + 1));
+  *values = vals;
   for (int v = 0; v < g->nvals; v++)
     vals[v] = (Tensor){g->vals[v].type, g->vals[v].data};
   for (int i = 0; i < g->ninputs; i++) {
@@ -34,8 +44,6 @@ bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d) {
     for (int j = 0; j < n->nout; j++)
       vals[n->out[j]].data = out[j].data;
   }
-  for (int k = 0; k < g->noutputs; k++)
-    outputs[k] = vals[g->outputs[k]];
   return true;
 }
 

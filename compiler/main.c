@@ -64,6 +64,11 @@ static const char *usage =
     "                             large loops run on N OpenMP threads when built with -fopenmp\n"
     "  --gemm=packed|openblas     (also check, bench) f32 matrix products by kiln's packed kernels\n"
     "                             (default) or by cblas_sgemm calls (link -lopenblas)\n"
+    "  --quantize=int8            (also run, check, bench, info, opt) weight-only int8: constant f32\n"
+    "                             weights of Linear/MatMul get a scale per output column, Gather\n"
+    "                             tables one per row; activations stay f32. compile -v and info\n"
+    "                             print each weight's error; check also each layer's output error\n"
+    "                             against the f32 model on its data (looser --rtol/--atol needed)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
@@ -262,6 +267,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "packed") && strcmp(v, "openblas"))
         die("--gemm=%s: unknown GEMM; expected packed or openblas", v);
       c->check.gemm = !strcmp(v, "openblas") ? GEMM_OPENBLAS : GEMM_PACKED;
+    } else if ((v = opt_value(argc, argv, &i, "--quantize"))) {
+      if (strcmp(v, "int8") && strcmp(v, "none"))
+        die("--quantize=%s: unknown scheme; expected int8 (or none)", v);
+      c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : QUANT_NONE;
     } else if (!strcmp(argv[i], "--verify-each")) {
       c->pipe.verify_each = true;
     } else if (!strcmp(argv[i], "--interp")) {
@@ -308,8 +317,17 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
+  QuantReport qr = {0};
+  if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
+    c->pipe.pass.quant_report = &qr;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
+  if (c->pipe.pass.quant_report) {
+    Buf b = {0};
+    quant_report_print(&b, &qr);
+    fputs(b.s, stderr);
+    buf_free(&b);
+  }
   if (!g->planned)
     die("--passes=%s: C needs a planned graph; expected a pass list that ends with the plan pass "
         "(see kiln passes)", c->pipe.passes ? c->pipe.passes : "");
@@ -411,9 +429,11 @@ static int cmd_info(Cli *c) {
   Diag d = {0};
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
   Graph *g = before ? driver_load_opts(a, c->model, &c->lua, &d) : NULL;
+  QuantReport qr = {0};
+  c->pipe.pass.quant_report = c->pipe.pass.quantize ? &qr : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
-  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg};
+  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .quant = c->pipe.pass.quant_report};
   if (!info_report(before, g, &io, &d))
     return fail(&d, a);
   if (c->memory_svg) {

@@ -14,11 +14,35 @@ typedef struct ShapeBinding {
   bool used;
 } ShapeBinding;
 
+/* --quantize: weight-only quantization by the quantize pass (quantize.c). */
+typedef enum QuantMode { QUANT_NONE, QUANT_INT8 } QuantMode;
+
+/* One quantized weight, for the error reports of compile -v, info and check. */
+typedef struct QuantLayer {
+  const char *node;        /* the first node that reads it (its origin) */
+  const char *op;          /* that node's op: Linear, MatMul, Gather */
+  const char *weight;      /* the f32 constant's name */
+  const char *out;         /* the node's output value (same name in the f32 graph) */
+  Type type;               /* the f32 weight's */
+  bool per_row;            /* a scale per row (Gather tables), else per column */
+  double rms;              /* RMS of the f32 weight */
+  double err_max, err_rms; /* |W - Wq·scale|: max and RMS */
+} QuantLayer;
+
+typedef struct QuantReport {
+  QuantLayer *layers;
+  int n, cap;
+  int kept;                /* f32 weights left as they were (non-finite values) */
+  int64_t f32_bytes, q_bytes; /* the quantized weights before and after (int8 + scales) */
+} QuantReport;
+
 typedef struct PassOptions {
   ShapeBinding *shapes;
   int nshapes;
   size_t fold_limit;       /* bytes: larger results are not folded */
   bool verbose;
+  QuantMode quantize;      /* --quantize=int8: the quantize pass runs */
+  QuantReport *quant_report; /* when not NULL, the quantize pass fills it (arena memory) */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);
@@ -38,6 +62,9 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fold(Graph *g, const PassOptions *o, Diag *d);
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
+bool pass_quantize(Graph *g, const PassOptions *o, Diag *d);
+/* The report as text: one line per weight, then the totals. */
+void quant_report_print(Buf *b, const QuantReport *r);
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d);
 bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
 

@@ -65,13 +65,14 @@ set(KILN_GEMM_VARIANTS "generic|generic|-O2" "generic_v8|generic|${KILN_V8}" "av
     "avx2_v16|avx2|${KILN_V16}" "avx512|avx512|${KILN_V16}" "avx512_v8|avx512|${KILN_V8}"
     "avx512_v4|avx512|-O2" "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
 # gemm_<case>_<variant>: one GEMM case folder checked under every variant
+# (further arguments go to kiln check: --quantize=int8)
 function(kiln_gemm_variant_tests dir name)
   foreach(variant ${KILN_GEMM_VARIANTS})
     string(REPLACE "|" ";" v "${variant}")
     list(GET v 0 vname)
     list(GET v 1 isa)
     list(GET v 2 flags)
-    add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${dir})
+    add_test(NAME gemm_${name}_${vname} COMMAND ${KILN_BIN} check -q --isa=${isa} "--cflags=${flags}" ${ARGN} ${dir})
   endforeach()
 endfunction()
 file(GLOB KILN_GEMM_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes/*)
@@ -366,3 +367,27 @@ foreach(mode ${KILN_MINILM_MODES})
                    ${T}/minilm/run_minilm.sh ${KILN_BIN} ${mode} ${CMAKE_BINARY_DIR}/minilm-tests/${mode})
   set_tests_properties(minilm_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
+# --quantize=int8 (compiler/passes/quantize.c): the int8 GEMM on odd shapes
+# under every --isa and vector width, the interpreter (Linear's and
+# DequantizeGather's _eval) and 2 threads; the weights' int8 form is exact
+# (tools/make_gemm_cases.py --int8), so the f32 tolerance holds
+file(GLOB KILN_GEMM_INT8_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_int8/*)
+foreach(dir ${KILN_GEMM_INT8_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    kiln_gemm_variant_tests(${dir} ${name} --quantize=int8)
+    add_test(NAME gemm_${name}_interp COMMAND ${KILN_BIN} check -q --interp --quantize=int8 ${dir})
+    add_test(NAME gemm_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --quantize=int8 ${dir})
+  endif()
+endforeach()
+# a real model, int8 against PyTorch's f32 outputs: weight rounding of up to
+# half a step (1/254 of a column's largest weight) gives about 0.4% RMS and
+# 1-2% max error per layer (kiln check prints them), so the tolerance is
+# 5e-2 absolute and relative where the f32 tests use 1e-4/1e-5 (measured:
+# max_abs_err 0.014, 21% of it)
+add_test(NAME quantize_model_encoder_2l_c
+         COMMAND ${KILN_BIN} check --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+add_test(NAME quantize_model_encoder_2l_interp
+         COMMAND ${KILN_BIN} check -q --interp --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
+add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)

@@ -15,10 +15,17 @@ alpha/beta. tests/tests.cmake runs every case under `kiln check` for each
 --isa. The files are committed; regenerate with:
 
     /work/venv/bin/python tools/make_gemm_cases.py
+    /work/venv/bin/python tools/make_gemm_cases.py --int8   # gemm_shapes_int8/
+
+--int8 writes tests/generated/gemm_shapes_int8/ instead: the same kind of
+cases for --quantize=int8, with weights whose int8 form is exact (see
+q8_weight), so the reference stays exact and the int8 kernel and Linear's
+_eval are checked at the f32 tolerance.
 """
 import math
 import os
 import shutil
+import sys
 
 import numpy as np
 import onnx
@@ -138,7 +145,98 @@ def gemm(name, m, k, n, trans_a=0, trans_b=0, c_shape=None, alpha=1.0, beta=1.0)
     write(name, [node], x, y.shape, inits, y)
 
 
+# ---- int8 (--quantize=int8): weights the quantize pass maps exactly -----------
+
+OUT_INT8 = os.path.join(HERE, "..", "tests", "generated", "gemm_shapes_int8")
+
+
+def q8_weight(k, n, axis=0, zero=()):
+    """W = q·2^-e, q in [-127, 127] with |q| = 127 in every column (axis 0:
+    the scale per column) or row (axis 1), e in 6..8 (plus log2 sqrt(K)
+    for columns): the quantize pass finds scale 2^-e and q back exactly, so
+    the f32 reference below is the int8 kernel's exact answer. Columns
+    (rows) in `zero` are all zero."""
+    q = rng.integers(-127, 128, size=(k, n)).astype(np.float64)
+    lines = n if axis == 0 else k
+    for i in range(lines):
+        idx = (int(rng.integers(0, k)), i) if axis == 0 else (i, int(rng.integers(0, n)))
+        q[idx] = 127.0 if rng.integers(0, 2) else -127.0
+    e = rng.integers(6, 9, size=lines).astype(np.float64)
+    if axis == 0:  # about 1/sqrt(K), as weight() above: sums stay O(1)
+        e += math.ceil(math.log2(math.sqrt(max(k, 1))))
+    s = np.exp2(-e)
+    w = q * (s[None, :] if axis == 0 else s[:, None])
+    for i in zero:
+        if axis == 0:
+            w[:, i] = 0
+        else:
+            w[i, :] = 0
+    return w.astype(np.float32)
+
+
+def q8_linear(name, a_shape, k, n, act, residual=False, zero=()):
+    """MatMul [+ Add bias] [+ act] [+ Add residual] with an int8-exact weight."""
+    global OUT
+    x, w, b = rand(*a_shape), q8_weight(k, n, zero=zero), rand(n)
+    y = np.matmul(x.astype(np.float64), w.astype(np.float64))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm" if act != "bare" else "y"])]
+    inits = [const("w", w)]
+    if act != "bare":
+        y = (y.astype(np.float32) + b).astype(np.float64)
+        last = "lin" if act != "none" or residual else "y"
+        nodes.append(helper.make_node("Add", ["mm", "b"], [last]))
+        inits.append(const("b", b))
+        if act == "relu":
+            nodes.append(helper.make_node("Relu", [last], ["act" if residual else "y"]))
+            y = np.maximum(y, 0)
+        elif act == "gelu":
+            more, c = gelu_erf_nodes(last, "act" if residual else "y")
+            nodes += more
+            inits += c
+            y = 0.5 * y * (1 + np.vectorize(math.erf)(y / math.sqrt(2)))
+        if residual:
+            src = "act" if act in ("relu", "gelu") else last
+            r = rand(*y.shape)
+            nodes.append(helper.make_node("Add", [src, "r"], ["y"]))
+            inits.append(const("r", r))
+            y = y.astype(np.float32).astype(np.float64) + r
+    saved, OUT = OUT, OUT_INT8
+    write(name, nodes, x, y.shape, inits, y)
+    OUT = saved
+
+
+def q8_embedding(name, vocab, d, ids):
+    """Gather rows of an int8-exact table (a scale per row), then MatMul by
+    an int8-exact weight: x is the row index (a float input, cast to i64)."""
+    global OUT
+    t, w = q8_weight(vocab, d, axis=1, zero=(1,)), q8_weight(d, 5)
+    x = np.array(ids, dtype=np.float32)
+    y = np.matmul(t[np.array(ids, dtype=np.int64)].astype(np.float64), w.astype(np.float64))
+    nodes = [helper.make_node("Cast", ["x"], ["ids"], to=TensorProto.INT64),
+             helper.make_node("Gather", ["t", "ids"], ["rows"], axis=0),
+             helper.make_node("MatMul", ["rows", "w"], ["y"])]
+    saved, OUT = OUT, OUT_INT8
+    write(name, nodes, x, y.shape, [const("t", t), const("w", w)], y)
+    OUT = saved
+
+
+def main_int8():
+    shutil.rmtree(OUT_INT8, ignore_errors=True)
+    q8_linear("q8_bare_odd", (37, 61), 61, 77, "bare")                 # MatMul alone -> Linear
+    q8_linear("q8_k1", (7, 1), 1, 45, "none")
+    q8_linear("q8_n1", (13, 29), 29, 1, "relu")
+    q8_linear("q8_m1_gelu", (1, 40), 40, 70, "gelu")                  # widened in registers
+    q8_linear("q8_tiles_gelu", (61, 33), 33, 50, "gelu", zero=(3,))   # widened once per panel
+    q8_linear("q8_tiles_residual", (2, 40, 24), 24, 40, "relu", residual=True)
+    q8_linear("q8_kblock", (50, 2100), 2100, 9, "none")               # K split in blocks
+    q8_linear("q8_kblock_m3", (3, 4100), 4100, 3, "none")
+    q8_embedding("q8_embedding", 50, 16, [[0, 7, 49, 1, 3, 3]])
+    print("wrote", len(os.listdir(OUT_INT8)), "cases under", os.path.relpath(OUT_INT8))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--int8":
+        return main_int8()
     shutil.rmtree(OUT, ignore_errors=True)
     matmul("matmul_1x1x1", (1, 1), (1, 1))
     matmul("matmul_k1", (7, 1), (1, 45))

@@ -4,7 +4,10 @@
  *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]) + R, bias and R optional,
  *           {act="none"|"relu"|"gelu"|"gelu_tanh"}; R, the residual (made by
  *           compiler/passes/fuse_residual.c), has M·N elements read in Y's
- *           row-major order, and Y takes R's shape
+ *           row-major order, and Y takes R's shape. With a fifth input
+ *           W_scale f32[N] (made by compiler/passes/quantize.c), W is int8
+ *           and stands for the f32 weight W[k,n]·W_scale[n]: X, bias, R
+ *           and Y stay f32 (weight-only quantization, DESIGN.md)
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -110,15 +113,30 @@ static int64_t linear_rows(const Type *x) {
   return m;
 }
 
+/* The int8 form: W i8[K,N] with W_scale f32[N], X f32. */
+static bool linear_quant_ok(Graph *g, Node *n, const Type *tx, const Type *tw, const Value *s, Diag *d) {
+  char ss[128], sw[128];
+  if (tx->dt != DT_F32 || tw->dt != DT_I8)
+    return diag_node(d, g, n, "X is %s and W is %s with a W_scale; expected f32 X and i8 W",
+                     dt_name(tx->dt), dt_name(tw->dt));
+  if (s->type.dt != DT_F32 || s->type.rank != 1 || tw->rank != 2 || s->type.dims[0] != tw->dims[1])
+    return diag_node(d, g, n, "W_scale is %s and W is %s; expected W_scale f32[N] for W[K,N]",
+                     type_str(&s->type, ss, sizeof ss), type_str(tw, sw, sizeof sw));
+  return true;
+}
+
 bool linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2), *r = node_in(g, n, 3);
+  Value *ws = node_in(g, n, 4);
   if (!x || !w)
     return diag_node(d, g, n, "input %s is absent; expected a tensor", x ? "W" : "X");
   const Type *tx = &x->type, *tw = &w->type;
   char sx[128], sw[128];
   if (!float_dt(tx->dt))
     return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(tx->dt));
-  if (tw->dt != tx->dt || (b && b->type.dt != tx->dt))
+  if (ws && !linear_quant_ok(g, n, tx, tw, ws, d))
+    return false;
+  if ((!ws && tw->dt != tx->dt) || (b && b->type.dt != tx->dt))
     return diag_node(d, g, n, "inputs X, W, bias differ in type (%s, %s, %s); expected the same type",
                      dt_name(tx->dt), dt_name(tw->dt), b ? dt_name(b->type.dt) : "absent");
   if (tx->rank < 1 || tw->rank != 2 || tx->dims[tx->rank - 1] != tw->dims[0])
@@ -144,6 +162,8 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = in[0].type.dt;
   int64_t m = linear_rows(&in[0].type), k = in[1].type.dims[0], nn = in[1].type.dims[1];
   bool has_b = n->nin > 2 && in[2].data, has_r = n->nin > 3 && in[3].data;
+  const float *wscale = n->nin > 4 ? in[4].data : NULL; /* W is int8: W[t,j]·wscale[j] */
+  DType wdt = in[1].type.dt;
   Act act = linear_act(n);
   void *y = out[0].data;
   for (int64_t i = 0; i < m; i++)
@@ -151,8 +171,8 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
       int64_t yi = i * nn + j;
       double s = 0;
       for (int64_t t = 0; t < k; t++)
-        s += el_get_f(dt, in[0].data, i * k + t) * el_get_f(dt, in[1].data, t * nn + j);
-      el_set_f(dt, y, yi, s);
+        s += el_get_f(dt, in[0].data, i * k + t) * el_get_f(wdt, in[1].data, t * nn + j);
+      el_set_f(dt, y, yi, wscale ? s * wscale[j] : s);
       if (has_b)
         el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[2].data, j));
       if (act != ACT_NONE)
@@ -180,6 +200,20 @@ static void emit_linear_matmul(Emit *e, DType dt, int64_t m, int64_t n, int64_t 
             "Y", y, "A_RS", emit_int(e, k), "A_K", "k", "A_K1", "k + 1", NULL);
   e->indent--;
   emit_line(e, "}");
+}
+
+/* Y = X · (W·scale) for an int8 W that is not a constant (the quantize
+ * pass only makes constant ones; a .kir may hold others): plain loops. */
+static void emit_linear_q8_loop(Emit *e, int64_t m, int64_t n, int64_t k, const char *x, const char *w,
+                                const char *scale, const char *y) {
+  emit_line(e, "for (int i = 0; i < %lld; i++) /* Y[%lld,%lld] = X x (W int8 [%lld,%lld] * scale) */",
+            (long long)m, (long long)m, (long long)n, (long long)k, (long long)n);
+  emit_line(e, "  for (int j = 0; j < %lld; j++) {", (long long)n);
+  emit_line(e, "    float acc = 0;");
+  emit_line(e, "    for (int t = 0; t < %lld; t++)", (long long)k);
+  emit_line(e, "      acc += %s[i * %lld + t] * (float)%s[t * %lld + j];", x, (long long)k, w, (long long)n);
+  emit_line(e, "    %s[i * %lld + j] = acc * %s[j];", y, (long long)n, scale);
+  emit_line(e, "  }");
 }
 
 /* y[i][j] = act(y[i][j] + bias[j]) + res[i][j] over Y[M,N]; bias and res
@@ -221,14 +255,16 @@ bool linear_emit(Emit *e, const Node *nd) {
   /* f32 by a constant W: the packed GEMM (compiler/ops/gemm_kernel.c), with
    * the bias and the activation applied in its epilogue */
   const Value *wv = gval(g, nd->in[1]);
+  bool q8 = node_has_in(nd, 4); /* W int8, times W_scale[n] */
   if (dt == DT_F32 && wv->data) {
     static const GemmAct gemm_act[] = {[ACT_NONE] = GEMM_ACT_NONE, [ACT_RELU] = GEMM_ACT_RELU,
                                        [ACT_GELU] = GEMM_ACT_GELU, [ACT_GELU_TANH] = GEMM_ACT_GELU_TANH};
-    GemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .a_rs = k, .b = wv->data,
-                  .b_name = wv->name, .bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL,
-                  .act = gemm_act[linear_act(nd)],
-                  .residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL,
-                  .y = emit_ref(e, nd->out[0])};
+    GemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .a_rs = k,
+                  .b = q8 ? NULL : wv->data, .bq = q8 ? wv->data : NULL, .b_name = wv->name,
+                  .act = gemm_act[linear_act(nd)], .y = emit_ref(e, nd->out[0])};
+    s.scale = q8 ? emit_ref(e, nd->in[4]) : NULL; /* in this order: weights are named by first use */
+    s.bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
+    s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
     if (emit_gemm(e, &s))
       return true;
   }
@@ -238,7 +274,10 @@ bool linear_emit(Emit *e, const Node *nd) {
   const char *bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
   const char *res = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
   const char *y = emit_ref(e, nd->out[0]);
-  emit_linear_matmul(e, dt, m, n, k, x, w, y);
+  if (q8)
+    emit_linear_q8_loop(e, m, n, k, x, w, emit_ref(e, nd->in[4]), y);
+  else
+    emit_linear_matmul(e, dt, m, n, k, x, w, y);
   Act act = linear_act(nd);
   if (bias || res || act != ACT_NONE)
     emit_linear_epilogue(e, dt, act, m, n, bias, res, y);

@@ -243,3 +243,69 @@ bool gather_emit(Emit *e, const Node *n) {
     emit_gather_elements(e, n, axis);
   return true;
 }
+
+/* ---- DequantizeGather ------------------------------------------------------
+ * A quantized embedding (compiler/passes/quantize.c): y[k][:] =
+ * data[idx[k]][:] · scale[idx[k]] for an int8 table data[V,D] with one f32
+ * scale per row; y is f32[idx..., D]. Indices as Gather's on axis 0. */
+
+bool dequantize_gather_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0), *ix = node_in(g, n, 1), *s = node_in(g, n, 2);
+  char sx[128], ss[128], err[256];
+  if (x->type.dt != DT_I8 || x->type.rank != 2 || s->type.dt != DT_F32 || s->type.rank != 1 ||
+      s->type.dims[0] != x->type.dims[0])
+    return diag_node(d, g, n, "data is %s and scale %s; expected data i8[V,D] and scale f32[V]",
+                     type_str(&x->type, sx, sizeof sx), type_str(&s->type, ss, sizeof ss));
+  Type y;
+  int axis;
+  if (!check_shapes(n, &x->type, &ix->type, &y, &axis, err, sizeof err))
+    return diag_node(d, g, n, "%s", err);
+  if (ix->data && !indices_in_range(ix->type.dt, ix->data, type_numel(&ix->type), x->type.dims[0], err,
+                                    sizeof err))
+    return diag_node(d, g, n, "%s", err);
+  y.dt = DT_F32;
+  node_out(g, n, 0)->type = y;
+  return true;
+}
+
+bool dequantize_gather_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  const Type *it = &in[1].type;
+  int64_t dim = in[0].type.dims[0], row = in[0].type.dims[1], nk = type_numel(it);
+  char err[256];
+  if (!indices_in_range(it->dt, in[1].data, nk, dim, err, sizeof err))
+    return diag_error(d, "node '%s' (%s): %s", n->name, node_op_name(n), err);
+  const int8_t *q = in[0].data;
+  const float *scale = in[2].data;
+  float *y = out[0].data;
+  for (int64_t k = 0; k < nk; k++) {
+    int64_t j = el_get_i(it->dt, in[1].data, k);
+    j = j < 0 ? j + dim : j;
+    for (int64_t i = 0; i < row; i++)
+      y[k * row + i] = (float)((double)q[j * row + i] * scale[j]);
+  }
+  return true;
+}
+
+bool dequantize_gather_emit(Emit *e, const Node *n) {
+  const Type *xt = &gval(e->g, n->in[0])->type, *it = &gval(e->g, n->in[1])->type;
+  int64_t nk = type_numel(it), dim = xt->dims[0], row = xt->dims[1];
+  if (nk == 0 || row == 0) {
+    emit_line(e, "/* empty output: nothing to gather */");
+    return true;
+  }
+  const char *x = emit_ref(e, n->in[0]), *idx = emit_ref(e, n->in[1]), *s = emit_ref(e, n->in[2]);
+  const char *y = emit_ref(e, n->out[0]);
+  emit_line(e, "/* y[k][:] = x[idx[k]][:] * scale[idx[k]]: %lld indices, int8 rows of %lld */",
+            (long long)nk, (long long)row);
+  emit_line(e, "for (int k = 0; k < %lld; k++) {", (long long)nk);
+  e->indent++;
+  emit_index(e, arena_printf(e->g->arena, "%s[k]", idx), dim);
+  emit_line(e, "const int8_t *xr = %s + j * %lld; /* row j of the table */", x, (long long)row);
+  emit_line(e, "const float sj = %s[j];", s);
+  emit_line(e, "float *yr = %s + k * %lld;", y, (long long)row);
+  emit_line(e, "for (int i = 0; i < %lld; i++)", (long long)row);
+  emit_line(e, "  yr[i] = (float)xr[i] * sj;");
+  e->indent--;
+  emit_line(e, "}");
+  return true;
+}

@@ -66,6 +66,16 @@
  * is inside each block. Products too small to repay a thread start stay
  * serial.
  *
+ * int8 (--quantize=int8: Linear with an int8 W and a scale per column).
+ * The panels are the same, packed as int8; the scale multiplies the
+ * accumulators in the epilogue before the bias. With at least
+ * GEMM_WIDEN_MIN_TILES row tiles, each panel's K block is widened once into
+ * a local f32 array that the f32 tiles then read; with fewer, the tile
+ * widens its int8 vectors at every step of k (widen_expr: vpmovsxbd +
+ * vcvtdq2ps). Measured on Zen 4 (DESIGN.md, "int8 weights"): at M = 128
+ * both are bound by the f32 FMAs (0.95-1.06x f32; in registers 5-8% slower
+ * than widened once), at M = 1 with cold weights int8 is 2.5x faster.
+ *
  * --gemm=openblas: no packing and no kernel, one cblas_sgemm call on the
  * weight as it is (its own 64-byte-aligned array), then the bias and the
  * activation in one loop over Y. */
@@ -114,6 +124,17 @@ static int widest_view(int nr) {
  * hardware prefetchers feeding both streams, so K is split only beyond. */
 #define GEMM_PANEL_BLOCK 131072
 
+/* int8 panels: with at least this many row tiles a panel, its K block is
+ * widened to f32 once into a local array that every row tile then reads
+ * (the conversion amortised over the tiles, the f32 tile unchanged); with
+ * fewer (decoding, M = 1..4 rows), the int8 vectors are widened in
+ * registers at every step of k. The local array is at most
+ * GEMM_WIDEN_MAX_BYTES (on the stack, also of OpenMP threads). */
+#ifndef GEMM_WIDEN_MIN_TILES /* -D for experiments */
+#define GEMM_WIDEN_MIN_TILES 4
+#endif
+#define GEMM_WIDEN_MAX_BYTES 262144
+
 /* The packed panels, and one view of them. */
 typedef struct Geo {
   int nr;            /* columns of a full panel */
@@ -124,6 +145,10 @@ typedef struct Geo {
   const char *vt;    /* its vector type: v8f */
   int mr_hi, mr_lo;  /* row tiles: rows [0, m_hi) by mr_hi, the rest by mr_lo */
   int64_t m_hi;
+  int64_t tiles;     /* row tiles a panel */
+  bool q8;           /* int8 panels (--quantize=int8) */
+  bool widen;        /* q8: each panel's K block widened to f32 once, in a local array,
+                        then the f32 tiles; else widened in registers at every step */
   double ns;         /* estimated serial time (emit_parallel_for) */
   bool par_panels;   /* --threads: the panels split among the threads */
   bool par_rows;     /* --threads: else the row tiles of each panel */
@@ -160,20 +185,27 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->mr_hi = (int)((s->m + tiles - 1) / tiles);
   g->mr_lo = g->mr_hi - 1;
   g->m_hi = (s->m - tiles * g->mr_lo) * g->mr_hi;
+  g->tiles = tiles;
+  g->q8 = s->bq != NULL;
+  g->widen = g->q8 && tiles >= GEMM_WIDEN_MIN_TILES && 4 * g->kc * g->nr <= GEMM_WIDEN_MAX_BYTES;
   g->ns = gemm_ns(s);
   g->par_panels = emit_parallel_worth(e, g->npf + (g->nrem > 0), g->ns);
   g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
 }
 
-/* B packed into the panels of g. */
-static float *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
+/* B packed into the panels of g: floats, or int8 for bq (zero padding). */
+static void *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
   int64_t k = s->k, n = s->n;
+  size_t sz = s->bq ? 1 : sizeof(float);
+  const char *src = s->bq ? (const char *)s->bq : (const char *)s->b;
   *len = k * (g->npf * g->nr + g->pwe);
-  float *pk = arena_alloc(e->g->arena, sizeof(float) * (size_t)(*len ? *len : 1));
+  char *pk = arena_alloc(e->g->arena, sz * (size_t)(*len ? *len : 1));
+  memset(pk, 0, sz * (size_t)(*len ? *len : 1));
   for (int64_t j = 0; j < n; j++) {
     int64_t p = j / g->nr, jj = j % g->nr, pw = p < g->npf ? g->nr : g->pwe;
     for (int64_t t = 0; t < k; t++)
-      pk[p * k * g->nr + t * pw + jj] = s->b_trans ? s->b[j * k + t] : s->b[t * n + j];
+      memcpy(pk + sz * (size_t)(p * k * g->nr + t * pw + jj),
+             src + sz * (size_t)(s->b_trans ? j * k + t : t * n + j), sz);
   }
   return pk;
 }
@@ -234,7 +266,7 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
   const char *vt = g->vt;
   bool gelu = s->act == GEMM_ACT_GELU || s->act == GEMM_ACT_GELU_TANH;
   bool res_regs = s->residual && !gelu; /* after gelu, the residual joins its loop */
-  bool split = g->nkb > 1, regs = s->bias || s->act == GEMM_ACT_RELU || res_regs;
+  bool split = g->nkb > 1, regs = s->scale || s->bias || s->act == GEMM_ACT_RELU || res_regs;
   long long ny = (long long)s->n, last = (long long)(s->k - g->kc);
   Buf b = {0};
   buf_printf(&b, "float *y0 = yp + i0 * %lld;\n", ny);
@@ -251,15 +283,27 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
     buf_puts(&b, "}\n");
   }
   if (regs) {
-    const char *what = arena_printf(e->g->arena, "%s%s%s%s%s", s->bias ? "bias" : "",
-                                    s->bias && s->act == GEMM_ACT_RELU ? ", " : "",
+    const char *what = arena_printf(e->g->arena, "%s%s%s%s%s%s%s", s->scale ? "int8 scale" : "",
+                                    s->scale && s->bias ? ", " : "", s->bias ? "bias" : "",
+                                    (s->scale || s->bias) && s->act == GEMM_ACT_RELU ? ", " : "",
                                     s->act == GEMM_ACT_RELU ? "relu" : "",
-                                    res_regs && (s->bias || s->act == GEMM_ACT_RELU) ? ", " : "",
+                                    res_regs && (s->scale || s->bias || s->act == GEMM_ACT_RELU) ? ", " : "",
                                     res_regs ? "residual" : "");
     if (split)
       buf_printf(&b, "if (k0 == %lld) { /* after the last block: %s */\n", last, what);
     else
       buf_printf(&b, "{ /* %s */\n", what);
+  }
+  if (s->scale) {
+    for (int v = 0; v < nv; v++)
+      buf_printf(&b, "  %s sv%d = {0}; memcpy(&sv%d, %s, %s);\n", vt, v, v, plus(e, "scale_p", v * g->vw),
+                 vbytes(e, g, v, nv, valid));
+    for (int r = 0; r < mr; r++) {
+      buf_puts(&b, " ");
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, " acc%d_%d *= sv%d;", r, v, v);
+      buf_puts(&b, "\n");
+    }
   }
   if (s->bias) {
     for (int v = 0; v < nv; v++)
@@ -311,6 +355,18 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
   return bufstr(e, &b);
 }
 
+/* The vw int8 at q as a float vector: "__builtin_convertvector((v8i){q[0],
+ * .., q[7]}, v8f)", which gcc and clang compile to vpmovsxbd + vcvtdq2ps
+ * (gcc 12 scalarises a direct int8-vector conversion). */
+static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
+  Buf b = {0};
+  buf_printf(&b, "__builtin_convertvector((v%di){", g->vw);
+  for (int i = 0; i < g->vw; i++)
+    buf_printf(&b, "%s%s[%d]", i ? ", " : "", q, i);
+  buf_printf(&b, "}, %s)", g->vt);
+  return bufstr(e, &b);
+}
+
 /* Rows i0 .. i0 + mr - 1 by the `valid` real columns of the panel at b,
  * pw floats a row (templates/gemm_f32_tile.c.in): the vectors that cover
  * them, which for an edge panel read by a view narrower than the packing
@@ -331,12 +387,17 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
     }
     buf_puts(&acc, ";");
   }
+  bool split = g->nkb > 1;
+  /* the widened local panel holds one K block: row k - k0 */
+  const char *row = arena_printf(e->g->arena, g->widen && split ? "b + (k - k0) * %d" : "b + k * %d", pw);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
-    buf_printf(&ld, "%smemcpy(&b%d, %s, sizeof b%d);", v ? "\n" : "", v,
-               plus(e, arena_printf(e->g->arena, "b + k * %d", pw), v * vw), v);
+    if (g->q8 && !g->widen) /* int8 widened in registers */
+      buf_printf(&ld, "%sconst int8_t *q%d = %s;\nb%d = %s;", v ? "\n" : "", v, plus(e, row, v * vw), v,
+                 widen_expr(e, g, arena_printf(e->g->arena, "q%d", v)));
+    else
+      buf_printf(&ld, "%smemcpy(&b%d, %s, sizeof b%d);", v ? "\n" : "", v, plus(e, row, v * vw), v);
   }
-  bool split = g->nkb > 1;
   emit_tmpl(e, "gemm_f32_tile", "AROWS", bufstr(e, &rows), "ACC", bufstr(e, &acc), "K0",
             split ? "k0" : "0", "K1",
             split ? arena_printf(e->g->arena, "k0 + %lld", (long long)g->kc) : emit_int(e, s->k), "VT",
@@ -373,8 +434,26 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
  * then its row tiles. */
 static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col,
                        int pw, int valid) {
-  emit_line(e, "const float *b = bp + %s; /* [%lld][%d] */", boff, (long long)s->k, pw);
+  if (!g->q8) {
+    emit_line(e, "const float *b = bp + %s; /* [%lld][%d] */", boff, (long long)s->k, pw);
+  } else if (!g->widen) {
+    emit_line(e, "const int8_t *b = bp + %s; /* [%lld][%d] int8 */", boff, (long long)s->k, pw);
+  } else {
+    long long n = (long long)g->kc * pw;
+    const char *blk = g->nkb > 1 ? arena_printf(e->g->arena, " + k0 * %d", pw) : "";
+    emit_line(e, "const int8_t *bq = bp + %s%s; /* %s[%lld][%d] int8 */", boff, blk,
+              g->nkb > 1 ? "this K block of " : "", (long long)s->k, pw);
+    emit_line(e, "float b[%lld] __attribute__((aligned(64))); /* [%lld][%d]: the int8 block widened once, "
+                 "read by every row tile */", n, (long long)g->kc, pw);
+    emit_line(e, "for (int t = 0; t < %lld; t += %d) {", n, g->vw);
+    emit_line(e, "  const int8_t *q = bq + t;");
+    emit_line(e, "  %s f = %s;", g->vt, widen_expr(e, g, "q"));
+    emit_line(e, "  memcpy(b + t, &f, sizeof f);");
+    emit_line(e, "}");
+  }
   emit_line(e, "float *yp = y + %s;", col);
+  if (s->scale)
+    emit_line(e, "const float *scale_p = scale + %s;", col);
   if (s->bias)
     emit_line(e, "const float *bias_p = bias + %s;", col);
   if (s->residual)
@@ -427,7 +506,7 @@ static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
 static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   int vw = g->vw;
   emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
-  if (s->act == GEMM_ACT_RELU)
+  if (s->act == GEMM_ACT_RELU || g->q8)
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (g->nkb > 1) {
     emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks */", (long long)s->k,
@@ -456,7 +535,9 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
 
 /* The plain C path over the same panels. */
 static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
-  const char *bias = s->bias ? arena_printf(e->g->arena, " + bias[p * %d + j]", g->nr) : "";
+  const char *bias = arena_printf(e->g->arena, "%s%s",
+                                  s->scale ? arena_printf(e->g->arena, " * scale[p * %d + j]", g->nr) : "",
+                                  s->bias ? arena_printf(e->g->arena, " + bias[p * %d + j]", g->nr) : "");
   const char *epi = gemm_act_expr(e, s->act, "v");
   if (s->residual)
     epi = arena_printf(e->g->arena, "(%s) + res[i * %lld + p * %d + j]", epi, (long long)s->n, g->nr);
@@ -467,7 +548,7 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
       continue;
     if (g->par_panels || g->par_rows) /* the template starts with its loop over panels */
       emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
-    emit_tmpl(e, "gemm_f32_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
+    emit_tmpl(e, "gemm_f32_scalar", "BT", g->q8 ? "int8_t" : "float", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
               emit_int(e, s->k * g->nr), "K", emit_int(e, s->k), "PW", emit_int(e, pw), "M",
               emit_int(e, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
               emit_int(e, g->nr), "VALID", emit_int(e, valid), "BIAS", bias, "EPI", epi, NULL);
@@ -528,11 +609,11 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
 }
 
 bool emit_gemm(Emit *e, const GemmSpec *s) {
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !s->b)
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !(s->b || (s->bq && s->scale)))
     return false;
   if (s->m == 0 || s->n == 0)
     return true;
-  if (e->gemm == GEMM_OPENBLAS) {
+  if (e->gemm == GEMM_OPENBLAS && !s->bq) { /* BLAS has no int8 x f32 product: int8 stays packed */
     emit_gemm_cblas(e, s);
     return true;
   }
@@ -541,16 +622,17 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   Geo g;
   gemm_geo(e, s, t, &views[KILN_COUNT(views) - 1], &g);
   int64_t len;
-  float *pk = gemm_pack(e, s, &g, &len);
+  void *pk = gemm_pack(e, s, &g, &len);
   const char *bname = s->b_name ? arena_printf(a, " '%s'", s->b_name) : "";
   const char *what = arena_printf(
-      a, "B%s [%lld,%lld]%s packed for the GEMM kernel (--isa=%s): %lld panels [%lld][%d]%s", bname,
-      (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "", t->name,
+      a, "B%s [%lld,%lld]%s%s packed for the GEMM kernel (--isa=%s): %lld panels [%lld][%d]%s", bname,
+      (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "",
+      s->bq ? " int8 (times a scale per column)" : "", t->name,
       (long long)g.npf, (long long)s->k, g.nr,
       g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
                             g.pwe, g.nrem)
              : "");
-  const char *bp = emit_const_array(e, DT_F32, pk, len, what);
+  const char *bp = emit_const_array(e, s->bq ? DT_I8 : DT_F32, pk, len, what);
   emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
             (long long)s->n, s->bias ? " + bias" : "", s->act ? ", then " : "",
@@ -558,15 +640,21 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld], rows %lld apart */", s->a, (long long)s->m,
             (long long)s->k, (long long)s->a_rs);
-  emit_line(e, "const float *bp = %s; /* B packed: %lld panels of %d columns, K-major */", bp,
-            (long long)(g.npf + (g.nrem > 0)), g.nr);
+  emit_line(e, "const %s *bp = %s; /* B packed: %lld panels of %d columns, K-major */",
+            s->bq ? "int8_t" : "float", bp, (long long)(g.npf + (g.nrem > 0)), g.nr);
+  if (s->scale)
+    emit_line(e, "const float *scale = %s; /* [%lld]: B[k][n] = Bq[k][n] * scale[n] */", s->scale,
+              (long long)s->n);
   if (s->bias)
     emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, (long long)s->n);
   if (s->residual)
     emit_line(e, "const float *res = %s; /* the residual [%lld,%lld] */", s->residual, (long long)s->m,
               (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
-  const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
+  /* __builtin_convertvector (int8 panels): gcc 9, any clang */
+  const char *gnu = s->bq ? "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || "
+                            "__GNUC__ >= 9)"
+                          : "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
   bool first = true;
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
@@ -578,7 +666,8 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
       emit_line(e, "#%s %s && (defined(%s) || defined(%s))", first ? "if" : "elif", gnu, v->cpp, v->force);
     else
       emit_line(e, "#%s %s", first ? "if" : "elif", gnu);
-    emit_line(e, "/* %d-wide vectors: register tiles of %s */", v->vw, tile_sizes(e, &gv));
+    emit_line(e, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, &gv),
+              !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
     emit_vector_path(e, s, &gv);
     first = false;
   }

@@ -3,6 +3,9 @@
  *
  *   Y[M,N] = act(A[M,K] · B[K,N] + bias[N]) + R[M,N]
  *
+ * or, for an int8 weight (--quantize=int8), B[K,N] = Bq[K,N]·scale[N] with
+ * Bq packed as int8 panels and widened to f32 in the kernel.
+ *
  * B is packed at compile time into the panel layout the micro-kernel reads
  * (panel width from --isa) and emitted as its own weight array; the kernel
  * is register-blocked GNU C vector code for each vector width that can
@@ -22,6 +25,9 @@ typedef struct GemmSpec {
   const char *a;       /* C pointer expression of A (emit_ref): row i at a + i * a_rs */
   int64_t a_rs;        /* elements from one row of A to the next (>= k) */
   const float *b;      /* B's constant data: [k,n] row-major, or [n,k] when b_trans */
+  const int8_t *bq;    /* or B as int8 (b NULL), laid out as b: the weight is B[k,n]·scale[n] */
+  const char *scale;   /* with bq: C pointer expression of the per-column scale[n], applied
+                          to the sums before the bias */
   bool b_trans;
   const char *b_name;  /* B's name, for comments (may be NULL) */
   const char *bias;    /* C pointer expression of bias[n], or NULL */

@@ -183,6 +183,35 @@ static bool decompose_gelu(Graph *g, int node, Diag *d) {
   return lw_result(&l, tanh_form ? gelu_tanh(&l, x) : gelu_erf(&l, x), 0);
 }
 
+/* Cast(x, to=f32). */
+static int lw_cast_f32(Lowering *l, int x) {
+  if (x < 0 || l->failed)
+    return -1;
+  int idx = lw_node(l, OP_CAST, &x, 1, 1);
+  ir_attr_int(l->g, idx, "to", DT_F32);
+  return lw_finish(l, idx);
+}
+
+/* ---- DequantizeGather ------------------------------------------------------------ */
+
+/* DequantizeGather(Tq[V,D], idx, scale[V]): Cast(Gather(Tq, idx)) times
+ * Gather(scale as [V,1], idx), which broadcasts along the row. */
+static bool decompose_dequantize_gather(Graph *g, int node, Diag *d) {
+  const Node *n = &g->nodes[node];
+  int q = n->in[0], idx = n->in[1];
+  Value *sv = gval(g, n->in[2]);
+  if (!sv->data)
+    return diag_node(d, g, n, "export: the scale is not a constant; expected a constant scale[V]");
+  int64_t dims[2] = {sv->type.dims[0], 1};
+  int s2 = ir_const(g, arena_printf(g->arena, "%s_col", sv->name), DT_F32, 2, dims, gval(g, n->in[2])->data);
+  Lowering l = lw_start(g, node, DT_F32, d);
+  if (!lw_need_opset(&l, 7, "broadcasting Mul"))
+    return false;
+  int rows = lw_cast_f32(&l, lw_binary(&l, OP_GATHER, q, idx));
+  int scale = lw_binary(&l, OP_GATHER, s2, idx);
+  return lw_result(&l, lw_binary(&l, OP_MUL, rows, scale), 0);
+}
+
 /* ---- Linear -------------------------------------------------------------------- */
 
 /* Linear {act} (X[...,K], W[K,N], bias[N]?, R?): MatMul, Add bias,
@@ -196,6 +225,8 @@ static bool decompose_linear(Graph *g, int node, Diag *d) {
   Lowering l = lw_start(g, node, gval(g, x)->type.dt, d);
   if ((bias >= 0 || res >= 0 || strcmp(act, "none")) && !lw_need_opset(&l, 7, "broadcasting Add and Mul"))
     return false;
+  if (node_has_in(n, 4)) /* int8 W: Cast(W) · W_scale, the f32 weight it stands for */
+    w = lw_binary(&l, OP_MUL, lw_cast_f32(&l, w), n->in[4]);
   int y = lw_binary(&l, OP_MATMUL, x, w);
   if (bias >= 0)
     y = lw_binary(&l, OP_ADD, y, bias);
@@ -311,6 +342,7 @@ static const struct {
   DecomposeFn fn;
 } decompositions[] = {
     {OP_LINEAR, decompose_linear},
+    {OP_DEQUANTIZEGATHER, decompose_dequantize_gather},
     {OP_GELU, decompose_gelu},
     {OP_LAYERNORM, decompose_layernorm},
     {OP_ADDLAYERNORM, decompose_add_layernorm},

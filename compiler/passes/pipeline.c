@@ -10,6 +10,8 @@ const Pass pass_list[] = {
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
     {"simplify", pass_simplify, "remove Identity/Dropout, make Reshape-like ops free aliases"},
     {"fuse", pass_fuse, "fuse MatMul+bias+activation, GELU and LayerNorm patterns into single ops"},
+    {"quantize", pass_quantize, "with --quantize=int8: constant f32 weights of Linear and MatMul to int8 "
+                                "with a scale per output column, Gather tables with one per row"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
     {"plan", pass_plan, "place intermediate tensors in one workspace by liveness"},
 };

@@ -1,0 +1,216 @@
+/* quantize.c — the quantize pass (--quantize=int8): weight-only int8.
+ *
+ * Every constant f32 weight of a matrix product becomes an int8 constant
+ * with one f32 scale per output channel, symmetric (zero point 0):
+ *
+ *   Linear(X, W[K,N], ...)       -> Linear(X, Wq i8[K,N], ..., W_scale f32[N])
+ *   MatMul(X, W[K,N]) (unfused)  -> Linear(X, Wq, _, _, W_scale) {act="none"}
+ *   Gather(T[V,D], idx) (axis 0) -> DequantizeGather(Tq i8[V,D], idx, T_scale f32[V])
+ *
+ * scale[n] = max_k |W[k,n]| / 127 (rounded to f32), Wq = round-half-even
+ * (W / scale) clamped to [-127, 127]; a column of zeros gets scale 1 (its
+ * zeros are exact with any scale). Embedding tables get a scale per row:
+ * each gathered row is one token's vector. Activations, LayerNorm, softmax
+ * and attention stay f32; so do weights with a non-finite value.
+ *
+ * A weight read by several nodes is quantized once. It runs after fuse
+ * (so the Linear it rewrites already carries its bias and activation) and
+ * before plan; without --quantize=int8 it does nothing. Each weight's
+ * error (max and RMS of W - Wq·scale, against the weight's RMS) goes into
+ * o->quant_report for compile -v, info and check. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../build.h"
+#include "../ops.h"
+#include "../passes.h"
+
+/* One weight's quantized form: the int8 constant and its scales. */
+typedef struct QWeight {
+  int q, scale;
+} QWeight;
+
+typedef struct Quantizer {
+  Graph *g;
+  const PassOptions *o;
+  QWeight *done; /* per original value id: q = -1 until quantized */
+  int nvals;
+} Quantizer;
+
+/* Scale and int8 values of `len` weights at w[i * stride], i < len: the
+ * column n of W[K,N] (stride N) or row v of T[V,D] (stride 1). */
+static float quantize_line(const float *w, int64_t len, int64_t stride, int8_t *q, int64_t qstride) {
+  double amax = 0;
+  for (int64_t i = 0; i < len; i++)
+    amax = fmax(amax, fabs(w[i * stride]));
+  float s = (float)(amax / 127);
+  if (s == 0) /* zeros (or weights so tiny that the scale underflows) */
+    s = 1;
+  for (int64_t i = 0; i < len; i++) {
+    double r = nearbyint((double)w[i * stride] / s); /* ties to even: the default rounding mode */
+    q[i * qstride] = (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r);
+  }
+  return s;
+}
+
+static bool all_finite(const float *w, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(w[i]))
+      return false;
+  return true;
+}
+
+/* |W - Wq·scale| into l: max and RMS, and W's RMS. */
+static void measure(QuantLayer *l, const float *w, const int8_t *q, const float *scale, int64_t rows,
+                    int64_t cols, bool per_row) {
+  double se = 0, sw = 0, emax = 0;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int64_t i = r * cols + c;
+      double err = fabs((double)w[i] - (double)q[i] * scale[per_row ? r : c]);
+      emax = fmax(emax, err);
+      se += err * err;
+      sw += (double)w[i] * w[i];
+    }
+  double n = (double)(rows * cols > 0 ? rows * cols : 1);
+  l->rms = sqrt(sw / n);
+  l->err_max = emax;
+  l->err_rms = sqrt(se / n);
+}
+
+static void report(Quantizer *qz, const Node *n, int w, const QWeight *qw, bool per_row) {
+  QuantReport *r = qz->o->quant_report;
+  Graph *g = qz->g;
+  const Value *wv = gval(g, w);
+  int64_t rows = wv->type.dims[0], cols = wv->type.dims[1];
+  if (r) {
+    QuantLayer l = {.node = n->origin ? n->origin : n->name, .op = node_op_name(n), .weight = wv->name,
+                    .out = gval(g, n->out[0])->name, .type = wv->type, .per_row = per_row};
+    measure(&l, wv->data, gval(g, qw->q)->data, gval(g, qw->scale)->data, rows, cols, per_row);
+    r->layers = arena_grow(g->arena, r->layers, &r->cap, r->n + 1, sizeof *r->layers);
+    r->layers[r->n++] = l;
+    r->f32_bytes += (int64_t)type_bytes(&wv->type);
+    r->q_bytes += (int64_t)(type_bytes(&gval(g, qw->q)->type) + type_bytes(&gval(g, qw->scale)->type));
+  }
+}
+
+/* The int8 form of constant w (f32 [rows, cols]), made on first use. */
+static const QWeight *quantize_weight(Quantizer *qz, const Node *n, int w, bool per_row) {
+  Graph *g = qz->g;
+  QWeight *qw = &qz->done[w];
+  if (qw->q >= 0)
+    return qw;
+  Type t = gval(g, w)->type;
+  const float *data = gval(g, w)->data;
+  if (!all_finite(data, type_numel(&t))) {
+    if (qz->o->quant_report)
+      qz->o->quant_report->kept++;
+    if (qz->o->verbose)
+      fprintf(stderr, "quantize: %s '%s' stays f32: it holds inf or NaN\n", node_op_name(n), gval(g, w)->name);
+    return NULL;
+  }
+  int64_t rows = t.dims[0], cols = t.dims[1], lines = per_row ? rows : cols;
+  const char *name = gval(g, w)->name;
+  int q = ir_const(g, arena_printf(g->arena, "%s.int8", name), DT_I8, 2, t.dims, NULL);
+  int s = ir_const(g, arena_printf(g->arena, "%s.scale", name), DT_F32, 1, &lines, NULL);
+  int8_t *qd = gval(g, q)->data;
+  float *sd = gval(g, s)->data;
+  data = gval(g, w)->data; /* ir_const may move the value array, never the data */
+  for (int64_t i = 0; i < lines; i++)
+    sd[i] = per_row ? quantize_line(data + i * cols, cols, 1, qd + i * cols, 1)
+                    : quantize_line(data + i, rows, cols, qd + i, cols);
+  qw = &qz->done[w];
+  *qw = (QWeight){q, s};
+  report(qz, n, w, qw, per_row);
+  return qw;
+}
+
+/* A constant f32 matrix: what can be quantized. */
+static bool f32_matrix(const Graph *g, int v) {
+  const Value *x = v >= 0 ? gval(g, v) : NULL;
+  return x && x->data && !x->is_input && x->type.dt == DT_F32 && x->type.rank == 2;
+}
+
+static void set_inputs(Graph *g, Node *n, const int *in, int nin) {
+  n->in = arena_dup(g->arena, in, sizeof(int) * (size_t)nin);
+  n->nin = nin;
+}
+
+/* Linear with an f32 W, or MatMul by a constant f32 W (made a Linear). */
+static void quantize_product(Quantizer *qz, Node *n) {
+  Graph *g = qz->g;
+  int x = n->in[0], w = n->in[1];
+  if (x < 0 || gval(g, x)->type.dt != DT_F32 || !f32_matrix(g, w) || (n->op == OP_LINEAR && node_has_in(n, 4)))
+    return;
+  const QWeight *qw = quantize_weight(qz, n, w, false);
+  if (!qw)
+    return;
+  int in[5] = {x, qw->q, -1, -1, qw->scale};
+  for (int i = 2; i < 4 && n->op == OP_LINEAR; i++)
+    in[i] = node_has_in(n, i) ? n->in[i] : -1;
+  if (n->op == OP_MATMUL) {
+    n->op = OP_LINEAR;
+    Attr *a = node_add_attr(g, n, "act", ATTR_STRING);
+    a->s = "none";
+  }
+  set_inputs(g, n, in, 5);
+  Diag d = {0};
+  KILN_ASSERT(op_table[OP_LINEAR].infer(g, n, &d));
+}
+
+/* Gather(T, idx) on axis 0 of a constant f32 table T[V,D]. */
+static void quantize_table(Quantizer *qz, Node *n) {
+  Graph *g = qz->g;
+  int t = n->in[0];
+  int axis;
+  if (!f32_matrix(g, t) || !axis_norm(attr_int(n, "axis", 0), 2, &axis) || axis != 0)
+    return;
+  const QWeight *qw = quantize_weight(qz, n, t, true);
+  if (!qw)
+    return;
+  int in[3] = {qw->q, n->in[1], qw->scale};
+  n->op = OP_DEQUANTIZEGATHER;
+  n->nattr = 0;
+  n->attrs = NULL;
+  set_inputs(g, n, in, 3);
+  Diag d = {0};
+  KILN_ASSERT(op_table[OP_DEQUANTIZEGATHER].infer(g, n, &d));
+}
+
+bool pass_quantize(Graph *g, const PassOptions *o, Diag *d) {
+  (void)d;
+  if (o->quantize != QUANT_INT8)
+    return true;
+  Quantizer qz = {.g = g, .o = o, .nvals = g->nvals};
+  qz.done = arena_alloc(g->arena, sizeof(QWeight) * (size_t)(g->nvals + 1));
+  for (int v = 0; v < g->nvals; v++)
+    qz.done[v].q = -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    if (n->dead || n->nin < 2 || n->in[1] >= qz.nvals || n->in[0] >= qz.nvals)
+      continue;
+    if (n->op == OP_LINEAR || n->op == OP_MATMUL)
+      quantize_product(&qz, n);
+    else if (n->op == OP_GATHER)
+      quantize_table(&qz, n);
+  }
+  return true;
+}
+
+void quant_report_print(Buf *b, const QuantReport *r) {
+  buf_printf(b, "int8      %-14s %-8s %-10s %10s %10s  %s\n", "weight", "op", "scale per", "max err",
+             "RMS err", "(over the weight's RMS) node 'weight'");
+  char ts[160];
+  for (int i = 0; i < r->n; i++) {
+    const QuantLayer *l = &r->layers[i];
+    double rms = l->rms ? l->rms : 1;
+    buf_printf(b, "          %-14s %-8s %-10s %10.3g %10.3g  %s '%s'\n", type_str(&l->type, ts, sizeof ts),
+               l->op, l->per_row ? "row" : "column", l->err_max / rms, l->err_rms / rms, l->node, l->weight);
+  }
+  buf_printf(b, "          %d weights: %lld bytes f32 -> %lld bytes int8 + scales (%.2fx smaller)\n", r->n,
+             (long long)r->f32_bytes, (long long)r->q_bytes,
+             r->q_bytes ? (double)r->f32_bytes / (double)r->q_bytes : 0.0);
+  if (r->kept)
+    buf_printf(b, "          %d weights stay f32: they hold inf or NaN\n", r->kept);
+}
