@@ -28,12 +28,12 @@ rng = np.random.default_rng(7)
 ids = rng.integers(1, 1000, size=(1, 16)).astype(np.int64)
 seg = (np.arange(16) >= 9).astype(np.int64).reshape(1, 16)
 mask = (np.arange(16) < 13).astype(np.int64).reshape(1, 16)
-for k, a in enumerate([ids, seg, mask]):
+for k, a in enumerate([ids, mask, seg]):  # bert.lua's input order (Hugging Face's)
     with open(f"{sys.argv[1]}/input_{k}.pb", "wb") as f:
         f.write(numpy_helper.from_array(a).SerializeToString())
 PY
 "$kiln" run "$root/examples/bert.lua" "${args[@]}" --input input_ids="$d/input_0.pb" \
-  --input token_type_ids="$d/input_1.pb" --input attention_mask="$d/input_2.pb" --out "$d" >/dev/null
+  --input attention_mask="$d/input_1.pb" --input token_type_ids="$d/input_2.pb" --out "$d" >/dev/null
 "$kiln" check "$work" --model "$root/examples/bert.lua" "${args[@]}" --quantize=int8 --rtol=5e-2 \
   --atol=5e-2 | tee "$work/check.log"
 # the "outputs ... against the f32 model" lines: NAME max X RMS Y (of its RMS) cosine C
