@@ -79,7 +79,7 @@ real_minilm() {
     notes+=("$name: skipped: tools/minilm.py could not fetch or export the model (status $rc)")
     return
   fi
-  if [ "$name" = minilm_l6_v2_int8 ] && ! "$kiln" --help 2>&1 | grep -q -- '--quantize'; then
+  if [ "$name" = minilm_l6_v2_int8 ] && [[ "$("$kiln" --help 2>&1)" != *--quantize* ]]; then
     notes+=("$name: skipped: this kiln has no --quantize=int8 yet (issue 9)")
     return
   fi

@@ -148,7 +148,7 @@ embed)
 
   # 4. int8 (issue 9): once kiln has --quantize=int8, the quantized model's
   # embeddings must keep cosine >= 0.999 with PyTorch's f32 ones
-  if "$kiln" --help 2>&1 | grep -q -- '--quantize'; then
+  if [[ "$("$kiln" --help 2>&1)" == *--quantize* ]]; then
     build_embed int8 --quantize=int8
     "$work/int8/embed" --vocab "$vocab" --embeddings "${sentences[@]}" >"$work/embeddings_int8.txt"
     check_embeddings "$work/embeddings_int8.txt" 0.999
