@@ -96,6 +96,17 @@ endif()
 add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated/hostile_names)
 # unnamed optional outputs get names no model value has (make_private_names.py)
 add_test(NAME generated_private_names COMMAND ${KILN_BIN} check ${T}/generated/private_names)
+# linear quantization edge cases (tools/make_quant_cases.py, ONNX Runtime's
+# outputs, compared exactly for integer outputs): saturation, ties to even,
+# per-axis on rank 3, zero points of MatMulInteger, QLinearMatMul in int8
+file(GLOB KILN_QUANT_CASES LIST_DIRECTORIES true ${T}/generated/quant/*)
+foreach(dir ${KILN_QUANT_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME quant_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME quant_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
 # f16/bf16 models (tools/make_half_cases.py, ONNX Runtime's outputs): C and
 # interpreter. rtol 1e-3 is one f16 ulp (2^-10): ONNX Runtime rounds some
 # f16 ops (Div here) differently from f32-then-round by one ulp

@@ -15,6 +15,7 @@
 #include "../emit.h"
 #include "../ops.h"
 #include "gemm_kernel.h"
+#include "matgeom.h"
 
 /* MatMul and Gemm take f32, f64, i32, i64, u32, u64 (f16/bf16 kiln rejects). */
 static bool matmul_dtype_ok(DType dt) {
@@ -91,16 +92,6 @@ static void emit_matmul_kernel(Emit *e, DType dt, bool trb, int64_t m, int64_t n
 
 /* ---- MatMul --------------------------------------------------------------- */
 
-/* The geometry of a numpy matmul: a 1-D A is the row [1,K] and a 1-D B the
- * column [K,1] (that 1 is dropped from Y); leading dims broadcast. Batch
- * strides are in elements, 0 where the operand is broadcast. */
-typedef struct MatGeom {
-  int64_t m, n, k;
-  int nb;                     /* batch rank of Y */
-  int64_t bd[MAX_RANK];       /* batch dims of Y */
-  int64_t sa[MAX_RANK], sb[MAX_RANK], sy[MAX_RANK];
-} MatGeom;
-
 /* Batch dim d (of nb, right-aligned) of an operand with `nbx` batch dims:
  * its size, and its stride given the matrix size. */
 static int64_t batch_dim(const Type *t, int nbx, int nb, int d, int64_t mat, int64_t *stride) {
@@ -116,7 +107,7 @@ static int64_t batch_dim(const Type *t, int nbx, int nb, int d, int64_t mat, int
 }
 
 /* Fill mg from valid shapes (matmul_infer checked them) and set y's shape. */
-static void matmul_geom(const Type *a, const Type *b, MatGeom *mg, Type *y) {
+void matmul_geom(const Type *a, const Type *b, MatGeom *mg, Type *y) {
   int ra = a->rank, rb = b->rank;
   int nba = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
   mg->m = ra >= 2 ? a->dims[ra - 2] : 1;

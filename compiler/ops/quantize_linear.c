@@ -1,0 +1,482 @@
+/* quantize_linear.c — ONNX's linear quantization ops: QuantizeLinear,
+ * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul.
+ *
+ * One arithmetic everywhere (the reference _eval and the generated C do
+ * the same float operations in the same order, so they agree exactly):
+ *   quantize     q = saturate(rint(x / scale) + zero_point)   x / scale in f32
+ *   dequantize   y = (float)(q - zero_point) * scale            the difference in int32
+ *   requantize   y = saturate(rint((float)acc * (a_scale * b_scale / y_scale)) + y_zp)
+ * rint rounds half to even (C's default rounding mode, nearbyintf); NaN
+ * quantizes to the zero point. Integer products accumulate in int32, as
+ * ONNX defines them (products of 8-bit values: K up to 2^16 cannot
+ * overflow).
+ *
+ * Per-axis parameters: a 1-D scale / zero point of the size of x's `axis`
+ * dim applies along it; a scalar (or 1-element) one to all of x. The
+ * kernels view x as [outer, C, inner] around that axis. */
+#include <math.h>
+#include <string.h>
+
+#include "../emit.h"
+#include "../ops.h"
+#include "matgeom.h"
+
+static Arena *ar(Emit *e) { return e->g->arena; }
+
+static bool is_8bit(DType dt) { return dt == DT_U8 || dt == DT_I8; }
+
+static int64_t qmin(DType dt) { return dt == DT_U8 ? 0 : dt == DT_I8 ? -128 : dt == DT_U16 ? 0 : dt == DT_I16 ? -32768 : INT32_MIN; }
+static int64_t qmax(DType dt) { return dt == DT_U8 ? 255 : dt == DT_I8 ? 127 : dt == DT_U16 ? 65535 : dt == DT_I16 ? 32767 : INT32_MAX; }
+
+/* Element c of a per-axis parameter, or its only element. */
+static double param_f(const Tensor *t, int64_t c) {
+  return el_get_f(t->type.dt, t->data, type_numel(&t->type) == 1 ? 0 : c);
+}
+
+static int64_t param_i(const Tensor *t, int64_t c) {
+  if (!t->data)
+    return 0; /* an absent zero point */
+  return el_get_i(t->type.dt, t->data, type_numel(&t->type) == 1 ? 0 : c);
+}
+
+/* x's [outer, C, inner] around `axis`, for a parameter of `count` elements
+ * (C = 1 when it is per tensor). */
+typedef struct AxisView {
+  int64_t outer, c, inner;
+} AxisView;
+
+static AxisView axis_view(const Type *x, int axis, int64_t count) {
+  AxisView v = {1, 1, 1};
+  if (count == 1 || x->rank == 0) {
+    v.inner = type_numel(x);
+    return v;
+  }
+  for (int i = 0; i < x->rank; i++)
+    *(i < axis ? &v.outer : i == axis ? &v.c : &v.inner) *= x->dims[i];
+  return v;
+}
+
+/* Check a scale / zero-point input: a scalar or 1 element, or 1-D of x's
+ * axis dim. */
+static bool check_param(Graph *g, Node *n, int slot, const Type *x, int axis, const char *what, Diag *d) {
+  Value *p = node_in(g, n, slot);
+  if (!p)
+    return true;
+  int64_t cnt = type_numel(&p->type);
+  if (p->type.rank > 1 || (cnt != 1 && (x->rank == 0 || p->type.rank != 1 || cnt != x->dims[axis]))) {
+    char s[128], sx[128];
+    return diag_node(d, g, n, "%s '%s' is %s for x %s; expected a scalar, or 1-D of x's axis-%d dim "
+                     "(%lld)", what, p->name, type_str(&p->type, s, sizeof s), type_str(x, sx, sizeof sx),
+                     axis, x->rank ? (long long)x->dims[axis] : 1LL);
+  }
+  return true;
+}
+
+/* `axis`, checked only when the scale (input 1) is per axis: with one
+ * scale the attribute means nothing (its default, 1, is out of range for
+ * a 1-D x, and ONNX's own tests rely on that being fine). */
+static bool get_axis(Graph *g, Node *n, const Type *x, int *axis, Diag *d) {
+  int64_t a = attr_int(n, "axis", 1);
+  Value *s = node_in(g, n, 1);
+  if (x->rank == 0 || type_numel(&s->type) == 1) {
+    *axis = 0;
+    return true;
+  }
+  if (!axis_norm(a, x->rank, axis))
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected -%d..%d", (long long)a,
+                     x->rank, x->rank, x->rank - 1);
+  return true;
+}
+
+/* C expression: element c of parameter `ref` of `count` elements. */
+static const char *param_c(Emit *e, const char *ref, int64_t count) {
+  return arena_printf(ar(e), count == 1 ? "%s[0]" : "%s[c]", ref);
+}
+
+/* Open `for (o) for (c) for (i)` over an AxisView; the element index is
+ * `(o * C + c) * inner + i`, available as `k`. Closed by close_axis_loops. */
+static void open_axis_loops(Emit *e, AxisView v) {
+  emit_line(e, "for (int64_t o = 0; o < %lld; o++)", (long long)v.outer);
+  emit_line(e, "  for (int64_t c = 0; c < %lld; c++)", (long long)v.c);
+  emit_line(e, "    for (int64_t i = 0; i < %lld; i++) {", (long long)v.inner);
+  e->indent += 3;
+  emit_line(e, "const int64_t k = (o * %lld + c) * %lld + i;", (long long)v.c, (long long)v.inner);
+}
+
+static void close_axis_loops(Emit *e) {
+  e->indent -= 3;
+  emit_line(e, "    }");
+}
+
+/* ---- QuantizeLinear ---------------------------------------------------------- */
+
+bool quantize_linear_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0), *s = node_in(g, n, 1), *zp = node_in(g, n, 2);
+  int axis;
+  if (x->type.dt != DT_F32 && x->type.dt != DT_I32 && x->type.dt != DT_F16)
+    return diag_node(d, g, n, "x '%s' is %s; expected f32, f16 or i32", x->name, dt_name(x->type.dt));
+  if (s->type.dt != DT_F32)
+    return diag_node(d, g, n, "y_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
+  if (zp && !is_8bit(zp->type.dt))
+    return diag_node(d, g, n, "y_zero_point '%s' is %s; expected u8 or i8", zp->name, dt_name(zp->type.dt));
+  if (!get_axis(g, n, &x->type, &axis, d) || !check_param(g, n, 1, &x->type, axis, "y_scale", d) ||
+      !check_param(g, n, 2, &x->type, axis, "y_zero_point", d))
+    return false;
+  Type y = x->type;
+  y.dt = zp ? zp->type.dt : DT_U8;
+  node_out(g, n, 0)->type = y;
+  return true;
+}
+
+/* saturate(rint(x / s) + zp) as QuantizeLinear and DynamicQuantizeLinear do it. */
+static int64_t quantize_one(float x, float s, int64_t zp, DType dt) {
+  float r = nearbyintf(x / s);
+  if (r != r)
+    return zp;
+  double v = (double)r + (double)zp;
+  return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : (int64_t)v;
+}
+
+bool quantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  int axis = 0;
+  if (in[0].type.rank > 0)
+    axis_norm(attr_int(n, "axis", 1), in[0].type.rank, &axis);
+  AxisView v = axis_view(&in[0].type, axis, type_numel(&in[1].type));
+  DType dt = out[0].type.dt;
+  Tensor none = {{0}, NULL};
+  const Tensor *zp = node_has_in(n, 2) ? &in[2] : &none;
+  for (int64_t o = 0, k = 0; o < v.outer; o++)
+    for (int64_t c = 0; c < v.c; c++)
+      for (int64_t i = 0; i < v.inner; i++, k++)
+        el_set_i(dt, out[0].data, k,
+                 quantize_one((float)el_get_f(in[0].type.dt, in[0].data, k), (float)param_f(&in[1], c),
+                              param_i(zp, c), dt));
+  return true;
+}
+
+/* The C text of quantize_one for element expression x, scale s, zero point zp. */
+static void emit_quantize_store(Emit *e, const char *y, const char *x, const char *s, const char *zp, DType dt) {
+  emit_line(e, "const float r = nearbyintf(%s / %s); /* half to even */", x, s);
+  emit_line(e, "const float v = r != r ? (float)%s : r + (float)%s;", zp, zp);
+  emit_line(e, "%s = (%s)(v < %lld.0f ? %lld : v > %lld.0f ? %lld : (int32_t)v);", y, dt_ctype(dt),
+            (long long)qmin(dt), (long long)qmin(dt), (long long)qmax(dt), (long long)qmax(dt));
+}
+
+/* An element of x as float in C. */
+static const char *float_elem(Emit *e, int vid, const char *idx) {
+  DType dt = gval(e->g, vid)->type.dt;
+  const char *ref = emit_ref(e, vid);
+  if (dt_is_half(dt))
+    return arena_printf(ar(e), "kiln_%s_to_f32(%s[%s])", dt_name(dt), ref, idx);
+  return arena_printf(ar(e), "(float)%s[%s]", ref, idx);
+}
+
+bool quantize_linear_emit(Emit *e, const Node *n) {
+  const Type *xt = &gval(e->g, n->in[0])->type;
+  int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
+  int axis = 0;
+  if (xt->rank > 0)
+    axis_norm(attr_int(n, "axis", 1), xt->rank, &axis);
+  AxisView v = axis_view(xt, axis, ns);
+  DType dt = gval(e->g, n->out[0])->type.dt;
+  const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
+  emit_line(e, "/* y = saturate(rint(x / scale) + zero_point), per %s */", ns == 1 ? "tensor" : "axis");
+  open_axis_loops(e, v);
+  emit_quantize_store(e, arena_printf(ar(e), "%s[k]", emit_ref(e, n->out[0])), float_elem(e, n->in[0], "k"),
+                      param_c(e, emit_ref(e, n->in[1]), ns), zp, dt);
+  close_axis_loops(e);
+  return true;
+}
+
+/* ---- DequantizeLinear -------------------------------------------------------- */
+
+bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0), *s = node_in(g, n, 1), *zp = node_in(g, n, 2);
+  int axis;
+  if (!is_8bit(x->type.dt) && x->type.dt != DT_I32)
+    return diag_node(d, g, n, "x '%s' is %s; expected u8, i8 or i32", x->name, dt_name(x->type.dt));
+  if (s->type.dt != DT_F32)
+    return diag_node(d, g, n, "x_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
+  if (zp && zp->type.dt != x->type.dt)
+    return diag_node(d, g, n, "x_zero_point '%s' is %s; expected x's type, %s", zp->name,
+                     dt_name(zp->type.dt), dt_name(x->type.dt));
+  if (!get_axis(g, n, &x->type, &axis, d) || !check_param(g, n, 1, &x->type, axis, "x_scale", d) ||
+      !check_param(g, n, 2, &x->type, axis, "x_zero_point", d))
+    return false;
+  Type y = x->type;
+  y.dt = DT_F32;
+  node_out(g, n, 0)->type = y;
+  return true;
+}
+
+bool dequantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  int axis = 0;
+  if (in[0].type.rank > 0)
+    axis_norm(attr_int(n, "axis", 1), in[0].type.rank, &axis);
+  AxisView v = axis_view(&in[0].type, axis, type_numel(&in[1].type));
+  float *y = out[0].data;
+  Tensor none = {{0}, NULL};
+  const Tensor *zp = node_has_in(n, 2) ? &in[2] : &none;
+  for (int64_t o = 0, k = 0; o < v.outer; o++)
+    for (int64_t c = 0; c < v.c; c++)
+      for (int64_t i = 0; i < v.inner; i++, k++)
+        y[k] = (float)(int32_t)(el_get_i(in[0].type.dt, in[0].data, k) - param_i(zp, c)) *
+               (float)param_f(&in[1], c);
+  return true;
+}
+
+bool dequantize_linear_emit(Emit *e, const Node *n) {
+  const Type *xt = &gval(e->g, n->in[0])->type;
+  int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
+  int axis = 0;
+  if (xt->rank > 0)
+    axis_norm(attr_int(n, "axis", 1), xt->rank, &axis);
+  AxisView v = axis_view(xt, axis, ns);
+  const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
+  emit_line(e, "/* y = (x - zero_point) * scale, per %s */", ns == 1 ? "tensor" : "axis");
+  open_axis_loops(e, v);
+  emit_line(e, "%s[k] = (float)(int32_t)((int64_t)%s[k] - (int64_t)%s) * %s;", emit_ref(e, n->out[0]),
+            emit_ref(e, n->in[0]), zp, param_c(e, emit_ref(e, n->in[1]), ns));
+  close_axis_loops(e);
+  return true;
+}
+
+/* ---- DynamicQuantizeLinear ---------------------------------------------------
+ * uint8, per tensor: the range [min(0, min x), max(0, max x)] onto 0..255. */
+
+bool dynamic_quantize_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  if (x->type.dt != DT_F32)
+    return diag_node(d, g, n, "x '%s' is %s; expected f32", x->name, dt_name(x->type.dt));
+  Type y = x->type;
+  y.dt = DT_U8;
+  node_out(g, n, 0)->type = y;
+  node_out(g, n, 1)->type = (Type){.dt = DT_F32, .rank = 0};
+  node_out(g, n, 2)->type = (Type){.dt = DT_U8, .rank = 0};
+  return true;
+}
+
+bool dynamic_quantize_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)n;
+  (void)d;
+  const float *x = in[0].data;
+  int64_t cnt = type_numel(&in[0].type);
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < cnt; i++) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  float s = (hi - lo) / 255.0f;
+  int64_t zp = 0;
+  if (s > 0) {
+    float z = nearbyintf(0.0f - lo / s);
+    zp = z < 0 ? 0 : z > 255 ? 255 : (int64_t)z;
+  }
+  ((float *)out[1].data)[0] = s;
+  ((uint8_t *)out[2].data)[0] = (uint8_t)zp;
+  for (int64_t i = 0; i < cnt; i++)
+    ((uint8_t *)out[0].data)[i] = (uint8_t)(s > 0 ? quantize_one(x[i], s, zp, DT_U8) : zp);
+  return true;
+}
+
+bool dynamic_quantize_emit(Emit *e, const Node *n) {
+  int64_t cnt = type_numel(&gval(e->g, n->in[0])->type);
+  const char *x = emit_ref(e, n->in[0]), *y = emit_ref(e, n->out[0]);
+  emit_line(e, "/* the range [min(0, min x), max(0, max x)] onto 0..255 */");
+  emit_line(e, "float lo = 0.0f, hi = 0.0f;");
+  emit_line(e, "for (int64_t i = 0; i < %lld; i++) {", (long long)cnt);
+  emit_line(e, "  lo = %s[i] < lo ? %s[i] : lo;", x, x);
+  emit_line(e, "  hi = %s[i] > hi ? %s[i] : hi;", x, x);
+  emit_line(e, "}");
+  emit_line(e, "const float s = (hi - lo) / 255.0f;");
+  emit_line(e, "float zf = s > 0.0f ? nearbyintf(0.0f - lo / s) : 0.0f;");
+  emit_line(e, "const int32_t zp = zf < 0.0f ? 0 : zf > 255.0f ? 255 : (int32_t)zf;");
+  emit_line(e, "%s[0] = s;", emit_ref(e, n->out[1]));
+  emit_line(e, "%s[0] = (uint8_t)zp;", emit_ref(e, n->out[2]));
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++) {", (long long)cnt);
+  e->indent++;
+  emit_line(e, "if (!(s > 0.0f)) {");
+  emit_line(e, "  %s[k] = (uint8_t)zp;", y);
+  emit_line(e, "  continue;");
+  emit_line(e, "}");
+  emit_quantize_store(e, arena_printf(ar(e), "%s[k]", y), arena_printf(ar(e), "%s[k]", x), "s", "zp", DT_U8);
+  e->indent--;
+  emit_line(e, "}");
+  return true;
+}
+
+/* ---- MatMulInteger and QLinearMatMul ------------------------------------------
+ * Y[b][m][n] = sum_k (A[b][m][k] - a_zp[m]) (B[b][k][n] - b_zp[n]) in int32;
+ * zero points are scalars or per row of A ([M]) / per column of B ([N]).
+ * QLinearMatMul then requantizes with (a_scale · b_scale / y_scale). */
+
+/* Input slots: MatMulInteger (A, B, a_zp, b_zp); QLinearMatMul (a, a_scale,
+ * a_zp, b, b_scale, b_zp, y_scale, y_zp). */
+typedef struct IntMatSlots {
+  int a, b, azp, bzp, as, bs, ys, yzp; /* -1: none */
+} IntMatSlots;
+
+static IntMatSlots int_slots(const Node *n) {
+  if (n->op == OP_MATMULINTEGER)
+    return (IntMatSlots){0, 1, 2, 3, -1, -1, -1, -1};
+  return (IntMatSlots){0, 3, 2, 5, 1, 4, 6, 7};
+}
+
+/* A parameter along M (rows of A) or N (columns of B): a scalar or [len]. */
+static bool check_vec(Graph *g, Node *n, int slot, int64_t len, const char *what, Diag *d) {
+  Value *p = slot >= 0 ? node_in(g, n, slot) : NULL;
+  if (!p)
+    return true;
+  int64_t cnt = type_numel(&p->type);
+  if (p->type.rank > 1 || (cnt != 1 && cnt != len)) {
+    char s[128];
+    return diag_node(d, g, n, "%s '%s' is %s; expected a scalar or 1-D of %lld", what, p->name,
+                     type_str(&p->type, s, sizeof s), (long long)len);
+  }
+  return true;
+}
+
+bool int_matmul_infer(Graph *g, Node *n, Diag *d) {
+  IntMatSlots s = int_slots(n);
+  Value *a = node_in(g, n, s.a), *b = node_in(g, n, s.b);
+  char sa[128], sb[128];
+  if (!is_8bit(a->type.dt) || !is_8bit(b->type.dt))
+    return diag_node(d, g, n, "inputs are %s and %s; expected u8 or i8", dt_name(a->type.dt),
+                     dt_name(b->type.dt));
+  if (a->type.rank < 1 || b->type.rank < 1 ||
+      a->type.dims[a->type.rank - 1] != b->type.dims[b->type.rank >= 2 ? b->type.rank - 2 : 0])
+    return diag_node(d, g, n, "shapes %s and %s; expected A[..., M, K] and B[..., K, N]",
+                     type_str(&a->type, sa, sizeof sa), type_str(&b->type, sb, sizeof sb));
+  int nba = a->type.rank > 2 ? a->type.rank - 2 : 0, nbb = b->type.rank > 2 ? b->type.rank - 2 : 0;
+  for (int i = 1; i <= nba && i <= nbb; i++) {
+    int64_t da = a->type.dims[nba - i], db = b->type.dims[nbb - i];
+    if (da != db && da != 1 && db != 1)
+      return diag_node(d, g, n, "batch dims of %s and %s do not broadcast; expected equal dims or 1",
+                       type_str(&a->type, sa, sizeof sa), type_str(&b->type, sb, sizeof sb));
+  }
+  MatGeom mg;
+  Type y;
+  matmul_geom(&a->type, &b->type, &mg, &y);
+  for (int k = 0; k < n->nin; k++) { /* zero points: the type of their operand; scales: f32 */
+    Value *p = node_in(g, n, k);
+    bool zp_a = k == s.azp, zp_b = k == s.bzp, zp_y = k == s.yzp;
+    if (!p || k == s.a || k == s.b)
+      continue;
+    DType want = zp_a ? a->type.dt : zp_b ? b->type.dt : zp_y ? p->type.dt : DT_F32;
+    if (p->type.dt != want || (zp_y && !is_8bit(want)))
+      return diag_node(d, g, n, "input %d '%s' is %s; expected %s", k, p->name, dt_name(p->type.dt),
+                       zp_y ? "u8 or i8" : dt_name(want));
+  }
+  if (!check_vec(g, n, s.azp, mg.m, "a_zero_point", d) || !check_vec(g, n, s.bzp, mg.n, "b_zero_point", d) ||
+      !check_vec(g, n, s.as, mg.m, "a_scale", d) || !check_vec(g, n, s.bs, mg.n, "b_scale", d) ||
+      !check_vec(g, n, s.ys, 1, "y_scale", d) || !check_vec(g, n, s.yzp, 1, "y_zero_point", d))
+    return false;
+  y.dt = n->op == OP_MATMULINTEGER ? DT_I32 : gval(g, n->in[s.yzp])->type.dt;
+  node_out(g, n, 0)->type = y;
+  return true;
+}
+
+/* Flat batch index -> element offsets of A's and B's matrices. */
+static void batch_offsets(const MatGeom *mg, int64_t bi, int64_t *oa, int64_t *ob) {
+  *oa = *ob = 0;
+  for (int d = mg->nb - 1; d >= 0; d--) {
+    int64_t i = bi % mg->bd[d];
+    bi /= mg->bd[d];
+    *oa += i * mg->sa[d];
+    *ob += i * mg->sb[d];
+  }
+}
+
+static int64_t batch_count(const MatGeom *mg) {
+  int64_t nb = 1;
+  for (int d = 0; d < mg->nb; d++)
+    nb *= mg->bd[d];
+  return nb;
+}
+
+bool int_matmul_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  IntMatSlots s = int_slots(n);
+  const Tensor *A = &in[s.a], *B = &in[s.b];
+  Tensor none = {{0}, NULL};
+  const Tensor *azp = node_has_in(n, s.azp) ? &in[s.azp] : &none, *bzp = node_has_in(n, s.bzp) ? &in[s.bzp] : &none;
+  MatGeom mg;
+  Type y;
+  matmul_geom(&A->type, &B->type, &mg, &y);
+  int64_t nb = batch_count(&mg);
+  for (int64_t bi = 0; bi < nb; bi++) {
+    int64_t oa, ob;
+    batch_offsets(&mg, bi, &oa, &ob);
+    for (int64_t m = 0; m < mg.m; m++)
+      for (int64_t j = 0; j < mg.n; j++) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < mg.k; k++)
+          acc += (int32_t)(el_get_i(A->type.dt, A->data, oa + m * mg.k + k) - param_i(azp, m)) *
+                 (int32_t)(el_get_i(B->type.dt, B->data, ob + k * mg.n + j) - param_i(bzp, j));
+        int64_t at = (bi * mg.m + m) * mg.n + j;
+        if (n->op == OP_MATMULINTEGER) {
+          ((int32_t *)out[0].data)[at] = acc;
+          continue;
+        }
+        float mult = (float)param_f(&in[s.as], m) * (float)param_f(&in[s.bs], j) / (float)param_f(&in[s.ys], 0);
+        DType dt = out[0].type.dt;
+        int64_t zp = param_i(&in[s.yzp], 0);
+        float r = nearbyintf((float)acc * mult);
+        double v = (double)r + (double)zp;
+        el_set_i(dt, out[0].data, at, v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : (int64_t)v);
+      }
+  }
+  return true;
+}
+
+/* C expression of a zero point / scale along M ("m") or N ("j"), or "0". */
+static const char *vec_elem(Emit *e, const Node *n, int slot, const char *var) {
+  if (slot < 0 || !node_has_in(n, slot))
+    return "0";
+  int64_t cnt = type_numel(&gval(e->g, n->in[slot])->type);
+  return arena_printf(ar(e), "%s[%s]", emit_ref(e, n->in[slot]), cnt == 1 ? "0" : var);
+}
+
+bool int_matmul_emit(Emit *e, const Node *n) {
+  IntMatSlots s = int_slots(n);
+  MatGeom mg;
+  Type y;
+  matmul_geom(&gval(e->g, n->in[s.a])->type, &gval(e->g, n->in[s.b])->type, &mg, &y);
+  int64_t nb = batch_count(&mg);
+  int64_t *offs = arena_alloc(ar(e), sizeof(int64_t) * (size_t)(2 * nb));
+  for (int64_t bi = 0; bi < nb; bi++)
+    batch_offsets(&mg, bi, &offs[2 * bi], &offs[2 * bi + 1]);
+  const char *tab = emit_const_array(e, DT_I64, offs, 2 * nb,
+                                     arena_printf(ar(e), "offsets of A's and B's matrices per batch (%s)", n->name));
+  const char *A = emit_ref(e, n->in[s.a]), *B = emit_ref(e, n->in[s.b]), *Y = emit_ref(e, n->out[0]);
+  DType dt = gval(e->g, n->out[0])->type.dt;
+  emit_line(e, "/* Y = (A - a_zp)(B - b_zp) in int32%s: %lld batches of [%lld x %lld] x [%lld x %lld] */",
+            n->op == OP_QLINEARMATMUL ? ", requantized" : "", (long long)nb, (long long)mg.m, (long long)mg.k,
+            (long long)mg.k, (long long)mg.n);
+  emit_line(e, "for (int64_t bi = 0; bi < %lld; bi++)", (long long)nb);
+  emit_line(e, "  for (int64_t m = 0; m < %lld; m++)", (long long)mg.m);
+  emit_line(e, "    for (int64_t j = 0; j < %lld; j++) {", (long long)mg.n);
+  e->indent += 3;
+  emit_line(e, "const int32_t azp = (int32_t)%s, bzp = (int32_t)%s;", vec_elem(e, n, s.azp, "m"),
+            vec_elem(e, n, s.bzp, "j"));
+  emit_line(e, "int32_t acc = 0;");
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++)", (long long)mg.k);
+  emit_line(e, "  acc += ((int32_t)%s[%s[2 * bi] + m * %lld + k] - azp) * ((int32_t)%s[%s[2 * bi + 1] + k * %lld + j] - bzp);",
+            A, tab, (long long)mg.k, B, tab, (long long)mg.n);
+  const char *at = arena_printf(ar(e), "%s[(bi * %lld + m) * %lld + j]", Y, (long long)mg.m, (long long)mg.n);
+  if (n->op == OP_MATMULINTEGER) {
+    emit_line(e, "%s = acc;", at);
+  } else {
+    emit_line(e, "const float mult = %s * %s / %s;", vec_elem(e, n, s.as, "m"), vec_elem(e, n, s.bs, "j"),
+              vec_elem(e, n, s.ys, "0"));
+    emit_line(e, "const float r = nearbyintf((float)acc * mult); /* half to even */");
+    emit_line(e, "const float v = r + (float)%s;", vec_elem(e, n, s.yzp, "0"));
+    emit_line(e, "%s = (%s)(v < %lld.0f ? %lld : v > %lld.0f ? %lld : (int32_t)v);", at, dt_ctype(dt),
+              (long long)qmin(dt), (long long)qmin(dt), (long long)qmax(dt), (long long)qmax(dt));
+  }
+  e->indent -= 3;
+  emit_line(e, "    }");
+  return true;
+}
