@@ -107,6 +107,11 @@ foreach(dir ${KILN_QUANT_CASES})
     add_test(NAME quant_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
   endif()
 endforeach()
+# DequantizeLinear(int8 weight) -> MatMul compiles to the int8 Linear: no f32
+# copy of the weight, two int8 weight arrays in the blob-or-literals
+add_test(NAME quant_dq_matmul_fused
+         COMMAND sh -c "out=$(\"$0\" compile -v \"$1/model.onnx\" -o \"$2/m.c\" 2>&1) || exit 1; echo \"$out\"; echo \"$out\" | grep -q 'fuse: linear+relu <- DequantizeLinear_0 + MatMul_1 + Add_2 + Relu_3' && echo \"$out\" | grep -q 'fuse: linear <- DequantizeLinear_4 + MatMul_5' && grep -q 'int8_t' \"$2/m.c\""
+                 ${KILN_BIN} ${T}/generated/quant/dq_matmul_int8 ${CMAKE_BINARY_DIR})
 # f16/bf16 models (tools/make_half_cases.py, ONNX Runtime's outputs): C and
 # interpreter. rtol 1e-3 is one f16 ulp (2^-10): ONNX Runtime rounds some
 # f16 ops (Div here) differently from f32-then-round by one ulp

@@ -10,7 +10,15 @@ tests/generated/quant/). Run with the venv that has onnx and onnxruntime:
   on a rank-3 tensor, axis=-1 and axis=0, int8 zero points.
 - mmi_zero_points: MatMulInteger, u8 x i8, batched (2x3x4 by 4x5) with a
   per-column b_zero_point and a scalar a_zero_point.
-- qlmm_int8: QLinearMatMul, i8 in and out, per-column b_scale, batched."""
+- qlmm_int8: QLinearMatMul, i8 in and out, per-column b_scale, batched.
+- dq_matmul_int8: the weight form of quantized exports, DequantizeLinear of
+  a constant int8 [K,N] (per-column and per-tensor scale) into MatMul (+ bias
+  and Relu): kiln fuses it into its int8 Linear, which must compute the
+  same as the f32 graph.
+
+ONNX Runtime runs with its graph optimisations off: with them it rewrites
+DequantizeLinear -> MatMul into MatMulIntegerToFloat, which quantizes the
+activations too (1% off the model's own arithmetic here)."""
 import os
 import sys
 
@@ -28,7 +36,9 @@ def save(folder, name, nodes, inputs, outputs, inits, feeds, opset=13):
     d = os.path.join(folder, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     outs = sess.run(None, feeds)
     for k, (n, v) in enumerate(feeds.items()):
         with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
@@ -81,6 +91,19 @@ def main(folder):
           c(np.array([0.01, 0.03, 0.002, 0.05], np.float32), "bs"), c(np.array([0, 0, 0, 0], np.int8), "bz"),
           c(np.array(0.05, np.float32), "ys"), c(np.array(-5, np.int8), "yz")],
          {"a": qa})
+
+    k, n = 96, 80
+    wq = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    wq2 = rng.integers(-127, 128, (n, 64)).astype(np.int8)
+    save(folder, "dq_matmul_int8",
+         [helper.make_node("DequantizeLinear", ["wq", "s", "zp"], ["w"], axis=1),
+          helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["a"]),
+          helper.make_node("Relu", ["a"], ["y"]), helper.make_node("DequantizeLinear", ["wq2", "s2"], ["w2"]),
+          helper.make_node("MatMul", ["y", "w2"], ["z"])],
+         [vi("x", TensorProto.FLOAT, [2, 7, k])], [vi("z", TensorProto.FLOAT, [2, 7, 64])],
+         [c(wq, "wq"), c((rng.random(n) * 0.02 + 0.001).astype(np.float32), "s"), c(np.zeros(n, np.int8), "zp"),
+          c(rng.standard_normal(n).astype(np.float32), "b"), c(wq2, "wq2"), c(np.array(0.01, np.float32), "s2")],
+         {"x": rng.standard_normal((2, 7, k)).astype(np.float32)})
 
 
 if __name__ == "__main__":

@@ -7,8 +7,33 @@
 #include "../ops.h"
 #include "../passes.h"
 
+/* An int8 weight's DequantizeLinear (an i8 constant [K,N] of 4 KiB or
+ * more, read by one MatMul as its B) stays a node: fuse turns
+ * DequantizeLinear -> MatMul into the int8 Linear,
+ * which reads the int8 weight itself (a quarter of the f32 copy folding
+ * would make). When fuse does not run (--passes), it runs in the C. */
+static bool int8_weight_kept(const Graph *g, const Node *n) {
+  const Value *x = n->op == OP_DEQUANTIZELINEAR ? &g->vals[n->in[0]] : NULL;
+  if (!x || !x->data || x->type.dt != DT_I8 || x->type.rank != 2 || type_bytes(&x->type) < 4096)
+    return false;
+  int readers = 0; /* only a MatMul's B: a table DequantizeLinear -> Gather folds */
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++)
+      if (!g->nodes[i].dead && g->nodes[i].in[j] == n->out[0]) {
+        if (g->nodes[i].op != OP_MATMUL || j != 1)
+          return false;
+        readers++;
+      }
+  for (int k = 0; k < g->noutputs; k++)
+    if (g->outputs[k] == n->out[0])
+      return false;
+  return readers == 1;
+}
+
 bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d) {
   *folded = false;
+  if (int8_weight_kept(g, n))
+    return true;
   size_t bytes = 0;
   bool all_const = true;
   for (int j = 0; j < n->nout; j++) {
