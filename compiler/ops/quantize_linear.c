@@ -56,6 +56,20 @@ static AxisView axis_view(const Type *x, int axis, int64_t count) {
   return v;
 }
 
+/* axis_view of x for node n (its `axis`, when the parameters are per axis). */
+static AxisView node_view(const Node *n, const Type *x, int64_t count) {
+  int axis = 0;
+  if (x->rank > 0 && !axis_norm(attr_int(n, "axis", 1), x->rank, &axis))
+    axis = 0; /* only with a per-tensor parameter: infer checked the rest */
+  return axis_view(x, axis, count);
+}
+
+/* Input i of n in an _eval, or an empty tensor when the node has none. */
+static const Tensor *opt_in(const Node *n, const Tensor *in, int i) {
+  static const Tensor none = {{0}, NULL};
+  return node_has_in(n, i) ? &in[i] : &none;
+}
+
 /* Check a scale / zero-point input: a scalar or 1 element, or 1-D of x's
  * axis dim. */
 static bool check_param(Graph *g, Node *n, int slot, const Type *x, int axis, const char *what, Diag *d) {
@@ -139,13 +153,9 @@ static int64_t quantize_one(float x, float s, int64_t zp, DType dt) {
 
 bool quantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
-  int axis = 0;
-  if (in[0].type.rank > 0)
-    axis_norm(attr_int(n, "axis", 1), in[0].type.rank, &axis);
-  AxisView v = axis_view(&in[0].type, axis, type_numel(&in[1].type));
+  AxisView v = node_view(n, &in[0].type, type_numel(&in[1].type));
   DType dt = out[0].type.dt;
-  Tensor none = {{0}, NULL};
-  const Tensor *zp = node_has_in(n, 2) ? &in[2] : &none;
+  const Tensor *zp = opt_in(n, in, 2);
   for (int64_t o = 0, k = 0; o < v.outer; o++)
     for (int64_t c = 0; c < v.c; c++)
       for (int64_t i = 0; i < v.inner; i++, k++)
@@ -173,12 +183,8 @@ static const char *float_elem(Emit *e, int vid, const char *idx) {
 }
 
 bool quantize_linear_emit(Emit *e, const Node *n) {
-  const Type *xt = &gval(e->g, n->in[0])->type;
   int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
-  int axis = 0;
-  if (xt->rank > 0)
-    axis_norm(attr_int(n, "axis", 1), xt->rank, &axis);
-  AxisView v = axis_view(xt, axis, ns);
+  AxisView v = node_view(n, &gval(e->g, n->in[0])->type, ns);
   DType dt = gval(e->g, n->out[0])->type.dt;
   const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
   emit_line(e, "/* y = saturate(rint(x / scale) + zero_point), per %s */", ns == 1 ? "tensor" : "axis");
@@ -212,13 +218,9 @@ bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
 
 bool dequantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
-  int axis = 0;
-  if (in[0].type.rank > 0)
-    axis_norm(attr_int(n, "axis", 1), in[0].type.rank, &axis);
-  AxisView v = axis_view(&in[0].type, axis, type_numel(&in[1].type));
+  AxisView v = node_view(n, &in[0].type, type_numel(&in[1].type));
   float *y = out[0].data;
-  Tensor none = {{0}, NULL};
-  const Tensor *zp = node_has_in(n, 2) ? &in[2] : &none;
+  const Tensor *zp = opt_in(n, in, 2);
   for (int64_t o = 0, k = 0; o < v.outer; o++)
     for (int64_t c = 0; c < v.c; c++)
       for (int64_t i = 0; i < v.inner; i++, k++)
@@ -228,12 +230,8 @@ bool dequantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *
 }
 
 bool dequantize_linear_emit(Emit *e, const Node *n) {
-  const Type *xt = &gval(e->g, n->in[0])->type;
   int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
-  int axis = 0;
-  if (xt->rank > 0)
-    axis_norm(attr_int(n, "axis", 1), xt->rank, &axis);
-  AxisView v = axis_view(xt, axis, ns);
+  AxisView v = node_view(n, &gval(e->g, n->in[0])->type, ns);
   const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
   emit_line(e, "/* y = (x - zero_point) * scale, per %s */", ns == 1 ? "tensor" : "axis");
   open_axis_loops(e, v);
@@ -400,8 +398,7 @@ bool int_matmul_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
   IntMatSlots s = int_slots(n);
   const Tensor *A = &in[s.a], *B = &in[s.b];
-  Tensor none = {{0}, NULL};
-  const Tensor *azp = node_has_in(n, s.azp) ? &in[s.azp] : &none, *bzp = node_has_in(n, s.bzp) ? &in[s.bzp] : &none;
+  const Tensor *azp = opt_in(n, in, s.azp), *bzp = opt_in(n, in, s.bzp);
   MatGeom mg;
   Type y;
   matmul_geom(&A->type, &B->type, &mg, &y);
