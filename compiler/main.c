@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "driver.h"
 #include "info.h"
@@ -134,6 +135,19 @@ static bool is_c_ident(const char *s) {
   return true;
 }
 
+static bool is_c_keyword(const char *s) {
+  static const char *const words[] = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+      "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+      "volatile", "while", "_Bool", "_Complex", "_Imaginary", "_Alignas", "_Alignof", "_Atomic",
+      "_Generic", "_Noreturn", "_Static_assert", "_Thread_local", "bool", "true", "false"};
+  for (int i = 0; i < KILN_COUNT(words); i++)
+    if (!strcmp(s, words[i]))
+      return true;
+  return false;
+}
+
 static bool parse_dims(const char *s, ShapeBinding *b) {
   b->rank = 0;
   if (!*s)
@@ -191,13 +205,17 @@ static void parse_args(int argc, char **argv, Cli *c) {
       b->name = c->shape_names[c->nshapes++];
       if (!parse_dims(eq + 1, b))
         die("--shape %s: expected dims like 1x16x64", v);
+      for (int k = 0; k < c->nshapes - 1; k++) /* the same binding twice is fine, two different ones not */
+        if (!strcmp(c->shapes[k].name, b->name) &&
+            (c->shapes[k].rank != b->rank || memcmp(c->shapes[k].dims, b->dims, sizeof b->dims[0] * (size_t)b->rank)))
+          die("--shape %s: the name is already bound to other dims; expected one --shape per name", v);
     } else if ((v = opt_value(argc, argv, &i, "-o")) || (v = opt_value(argc, argv, &i, "--output"))) {
       c->out = v;
     } else if ((v = opt_value(argc, argv, &i, "--name"))) {
       c->name = v;
       c->name_given = true;
-      if (!is_c_ident(v))
-        die("--name %s: expected a C identifier", v);
+      if (!is_c_ident(v) || is_c_keyword(v))
+        die("--name %s: expected a C identifier that is not a C keyword", v);
     } else if ((v = opt_value(argc, argv, &i, "--input"))) {
       if (c->ninputs >= 64)
         die("%s: too many --input flags", v);
@@ -237,7 +255,12 @@ static void parse_args(int argc, char **argv, Cli *c) {
     } else if ((v = opt_value(argc, argv, &i, "--dump-before"))) {
       c->pipe.dump_before = v;
     } else if ((v = opt_value(argc, argv, &i, "--fold-limit"))) {
-      c->pipe.pass.fold_limit = (size_t)strtoull(v, NULL, 10);
+      char *end;
+      errno = 0;
+      unsigned long long lim = strtoull(v, &end, 10);
+      if (end == v || *end || *v == '-' || errno)
+        die("--fold-limit=%s: expected a byte count (0 or more)", v);
+      c->pipe.pass.fold_limit = (size_t)lim;
     } else if ((v = opt_value(argc, argv, &i, "--rtol"))) {
       c->check.rtol = atof(v);
     } else if ((v = opt_value(argc, argv, &i, "--atol"))) {
@@ -309,6 +332,27 @@ static int fail(Diag *d, Arena *a) {
   return 1;
 }
 
+/* True when path names the same file as the model (an existing one). */
+static bool same_file(const char *path, const char *model) {
+  struct stat a, b;
+  return stat(path, &a) == 0 && stat(model, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The files compile writes must be new files or kiln's own, never the
+ * model itself or a folder: a typo in -o must not destroy the input. */
+static void check_outputs(Arena *a, const char *out, const char *model) {
+  struct stat st;
+  if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+    die("-o %s: is a folder; expected a file name ending in .c", out);
+  size_t dir = strrchr(out, '/') ? (size_t)(strrchr(out, '/') - out + 1) : 0;
+  const char *stem = arena_printf(a, "%.*s", (int)(strlen(out) - 2), out);
+  const char *paths[] = {out, arena_printf(a, "%s.h", stem), arena_printf(a, "%.*skiln_rt.h", (int)dir, out),
+                         arena_printf(a, "%s.weights.bin", stem), arena_printf(a, "%s_weights.S", stem)};
+  for (int i = 0; i < KILN_COUNT(paths); i++)
+    if (same_file(paths[i], model))
+      die("-o: writing %s would overwrite the input model; expected another output name", paths[i]);
+}
+
 static int cmd_compile(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
@@ -316,6 +360,7 @@ static int cmd_compile(Cli *c) {
   size_t n = strlen(out);
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
+  check_outputs(a, out, c->model);
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
@@ -568,6 +613,13 @@ int main(int argc, char **argv) {
     die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
+  /* check DIR finds its model inside DIR (maybe a .lua): judge --model, or nothing */
+  const char *model = !strcmp(c.cmd, "check") ? c.check.model : c.model;
+  size_t ml = model ? strlen(model) : 0;
+  bool lua_model = !model || (ml > 4 && !strcmp(model + ml - 4, ".lua"));
+  if (!lua_model && (c.lua.weights || c.lua.nsets))
+    die("%s: --weights FILE and --set are for .lua models; expected a .lua model (ONNX and .kir "
+        "models carry their own weights and shapes: see --shape)", c.lua.weights ? "--weights" : "--set");
   if (!strcmp(c.cmd, "check")) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);

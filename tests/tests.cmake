@@ -89,6 +89,9 @@ endforeach()
 # bad input: one line, exit 1, no output file
 if(EXISTS ${T}/bad/run_bad.sh)
   add_test(NAME bad_input COMMAND ${T}/bad/run_bad.sh ${KILN_BIN})
+# hostile command lines: -o onto the input model or a folder, Lua-only
+# options on ONNX, --shape twice, a negative --fold-limit, a keyword --name
+add_test(NAME bad_cli COMMAND ${T}/bad/run_cli.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
 endif()
 
 # model names that are C keywords, libm functions or comment terminators

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# run_cli.sh KILN MODEL.onnx — hostile command lines (issue 12's "data
+# loss / silent acceptance" list): each must exit 1 with one "kiln: ..."
+# line holding the expected text, leave the input model byte-for-byte
+# intact, and write no output file. Cases run in a fresh folder holding
+# a copy of MODEL as m.onnx. Prints one line per case and
+# "N passed, N failed".
+set -u
+export LC_ALL=C
+kiln=$(realpath "$1") model=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-cli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+
+# case NAME EXPECTED ARGS...: (the copy of the model is m.onnx, as are its
+# aliases the case sets up with ln/cp before)
+case_() {
+  local name=$1 want=$2
+  shift 2
+  local dir=$work/$name
+  mkdir -p "$dir" && cp "$model" "$dir/m.onnx"
+  (cd "$dir" && eval "${SETUP:-true}")
+  local before
+  before=$(cd "$dir" && ls -A | sort)
+  local rc
+  rc=$( (cd "$dir" && "$kiln" "$@" >stdout.txt 2>stderr.txt; echo $?) )
+  local err lines after why=""
+  err=$(head -n 1 "$dir/stderr.txt")
+  lines=$(wc -l <"$dir/stderr.txt")
+  after=$(cd "$dir" && ls -A | grep -v '^std\(out\|err\)\.txt$' | sort)
+  [ "$rc" = 1 ] || why="exit status $rc, expected 1"
+  [ -z "$why" ] && [ "$lines" != 1 ] && why="$lines lines on stderr, expected 1"
+  [ -z "$why" ] && [[ "$err" != *"$want"* ]] && why="message lacks '$want': $err"
+  [ -z "$why" ] && ! cmp -s "$model" "$dir/m.onnx" && why="the input model was changed"
+  [ -z "$why" ] && [ "$before" != "$after" ] && why="files changed: $(echo $after)"
+  if [ -z "$why" ]; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name: $why"; fail=$((fail + 1)); fi
+}
+
+SETUP="cp m.onnx x.c" case_ o_is_input "would overwrite the input model" compile x.c -o x.c
+SETUP="cp m.onnx h.h" case_ header_is_input "would overwrite the input model" compile h.h -o h.c
+SETUP="cp m.onnx w.weights.bin" case_ blob_is_input "would overwrite the input model" compile w.weights.bin -o w.c
+SETUP="mkdir d.c" case_ o_is_folder "is a folder" compile m.onnx -o d.c
+SETUP= case_ set_for_onnx "are for .lua models" compile m.onnx --set seq=4 -o o.c
+SETUP= case_ weights_for_onnx "are for .lua models" compile m.onnx --weights w.safetensors -o o.c
+SETUP= case_ shape_twice "already bound to other dims" compile m.onnx --shape src=2x16x64 --shape src=1x16x64 -o o.c
+SETUP= case_ fold_limit_negative "expected a byte count" compile m.onnx --fold-limit=-1 -o o.c
+SETUP= case_ name_keyword "not a C keyword" compile m.onnx --name int -o o.c
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
