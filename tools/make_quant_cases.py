@@ -14,6 +14,8 @@ tests/generated/quant/). Run with the venv that has onnx and onnxruntime:
 - mmi_wrap: MatMulInteger with K = 33100 > 2^31 / 255²: the int32 sum
   wraps (ONNX Runtime's result), which kiln's C reaches through int64_t,
   without a signed overflow.
+- mmi_wide: MatMulInteger with N = 4100, too wide for a row of Y on the
+  stack: the C computes one dot product per element instead.
 - qlconv_int8_group: QLinearConv, i8, 2 groups, strides, dilations,
   asymmetric pads, per-channel w_scale, a runtime bias (so the C
   accumulates in int64_t), saturating at both ends.
@@ -126,6 +128,12 @@ def integer_conv_cases(folder):
     save(folder, "mmi_wrap", [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
          [vi("a", TensorProto.UINT8, [1, k]), vi("b", TensorProto.UINT8, [k, 1])], [vi("y", TensorProto.INT32, [1, 1])],
          [], {"a": np.full((1, k), 255, np.uint8), "b": np.full((k, 1), 255, np.uint8)})
+    wide = np.random.default_rng(6)
+    save(folder, "mmi_wide", [helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])],
+         [vi("a", TensorProto.UINT8, [2, 3])], [vi("y", TensorProto.INT32, [2, 4100])],
+         [c(wide.integers(-128, 128, (3, 4100)).astype(np.int8), "b"), c(np.array(100, np.uint8), "az"),
+          c(wide.integers(-128, 128, 4100).astype(np.int8), "bz")],
+         {"a": wide.integers(0, 256, (2, 3)).astype(np.uint8)})
     x = rng.integers(-128, 128, (1, 4, 7, 6)).astype(np.int8)
     w = rng.integers(-128, 128, (6, 2, 3, 2)).astype(np.int8)
     save(folder, "qlconv_int8_group",

@@ -483,43 +483,92 @@ static const char *vec_elem(Emit *e, const Node *n, int slot, const char *var) {
   return arena_printf(ar(e), "%s[%s]", emit_ref(e, n->in[slot]), cnt == 1 ? "0" : var);
 }
 
+/* Y's element (bi, m, j) from the sum in variable `acc` of C type acct:
+ * stored as int32 (MatMulInteger) or requantized (QLinearMatMul). */
+static void emit_int_store(Emit *e, const Node *n, const MatGeom *mg, const char *acc, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  const char *at = arena_printf(ar(e), "%s[(bi * %lld + m) * %lld + j]", emit_ref(e, n->out[0]), (long long)mg->m,
+                                (long long)mg->n);
+  const char *a32 = quant_emit_acc32(e, acc, acct);
+  if (n->op == OP_MATMULINTEGER) {
+    emit_line(e, "%s = %s;", at, a32);
+    return;
+  }
+  emit_line(e, "const float mult = %s * %s / %s;", vec_elem(e, n, s.as, "m"), vec_elem(e, n, s.bs, "j"),
+            vec_elem(e, n, s.ys, "0"));
+  quant_emit_requant(e, at, a32, "mult", vec_elem(e, n, s.yzp, "0"), gval(e->g, n->out[0])->type.dt);
+}
+
+#define ROW_ACC_MAX 4096 /* longest row of Y summed on the stack */
+
+/* One row of Y summed on the stack, k outside j: the inner loop runs
+ * along rows of B and Y (it vectorises). */
+static void emit_int_row(Emit *e, const Node *n, const MatGeom *mg, const char *tab, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  long long N = (long long)mg->n;
+  emit_line(e, "%s acc[%lld] = {0}; /* row m of Y */", acct, N);
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++) {", (long long)mg->k);
+  emit_line(e, "  const int32_t a = (int32_t)%s[%s[2 * bi] + m * %lld + k] - azp;", emit_ref(e, n->in[s.a]), tab,
+            (long long)mg->k);
+  emit_line(e, "  const %s *b = %s + %s[2 * bi + 1] + k * %lld;", dt_ctype(gval(e->g, n->in[s.b])->type.dt),
+            emit_ref(e, n->in[s.b]), tab, N);
+  emit_line(e, "  for (int64_t j = 0; j < %lld; j++)", N);
+  emit_line(e, "    acc[j] += a * ((int32_t)b[j] - (int32_t)%s);", vec_elem(e, n, s.bzp, "j"));
+  emit_line(e, "}");
+  emit_line(e, "for (int64_t j = 0; j < %lld; j++) {", N);
+  e->indent++;
+  emit_line(e, "const %s aj = acc[j];", acct);
+  emit_int_store(e, n, mg, "aj", acct);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* One dot product per element of Y (rows longer than ROW_ACC_MAX). */
+static void emit_int_dot(Emit *e, const Node *n, const MatGeom *mg, const char *tab, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  emit_line(e, "for (int64_t j = 0; j < %lld; j++) {", (long long)mg->n);
+  e->indent++;
+  emit_line(e, "const int32_t bzp = (int32_t)%s;", vec_elem(e, n, s.bzp, "j"));
+  emit_line(e, "%s acc = 0;", acct);
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++)", (long long)mg->k);
+  emit_line(e, "  acc += ((int32_t)%s[%s[2 * bi] + m * %lld + k] - azp) * ((int32_t)%s[%s[2 * bi + 1] + k * %lld + j] - bzp);",
+            emit_ref(e, n->in[s.a]), tab, (long long)mg->k, emit_ref(e, n->in[s.b]), tab, (long long)mg->n);
+  emit_int_store(e, n, mg, "acc", acct);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* For each matrix (offsets from a constant table) and row m of A: the row
+ * of Y summed on the stack (emit_int_row), or dot products when it is too
+ * long; the accumulator is int32_t unless K is large enough to wrap. */
 bool int_matmul_emit(Emit *e, const Node *n) {
   IntMatSlots s = int_slots(n);
   MatGeom mg;
   Type y;
   matmul_geom(&gval(e->g, n->in[s.a])->type, &gval(e->g, n->in[s.b])->type, &mg, &y);
+  if (type_numel(&y) == 0) {
+    emit_line(e, "/* empty output: nothing to compute */");
+    return true;
+  }
   int64_t nb = batch_count(&mg);
   int64_t *offs = arena_alloc(ar(e), sizeof(int64_t) * (size_t)(2 * nb));
   for (int64_t bi = 0; bi < nb; bi++)
     batch_offsets(&mg, bi, &offs[2 * bi], &offs[2 * bi + 1]);
   const char *tab = emit_const_array(e, DT_I64, offs, 2 * nb,
                                      arena_printf(ar(e), "offsets of A's and B's matrices per batch (%s)", n->name));
-  const char *A = emit_ref(e, n->in[s.a]), *B = emit_ref(e, n->in[s.b]), *Y = emit_ref(e, n->out[0]);
-  DType dt = gval(e->g, n->out[0])->type.dt;
+  const char *acct = quant_acc_ctype(mg.k, 0);
   emit_line(e, "/* Y = (A - a_zp)(B - b_zp) in int32%s: %lld batches of [%lld x %lld] x [%lld x %lld] */",
             n->op == OP_QLINEARMATMUL ? ", requantized" : "", (long long)nb, (long long)mg.m, (long long)mg.k,
             (long long)mg.k, (long long)mg.n);
   emit_line(e, "for (int64_t bi = 0; bi < %lld; bi++)", (long long)nb);
-  emit_line(e, "  for (int64_t m = 0; m < %lld; m++)", (long long)mg.m);
-  emit_line(e, "    for (int64_t j = 0; j < %lld; j++) {", (long long)mg.n);
-  e->indent += 3;
-  emit_line(e, "const int32_t azp = (int32_t)%s, bzp = (int32_t)%s;", vec_elem(e, n, s.azp, "m"),
-            vec_elem(e, n, s.bzp, "j"));
-  const char *acct = quant_acc_ctype(mg.k, 0);
-  emit_line(e, "%s acc = 0;", acct);
-  emit_line(e, "for (int64_t k = 0; k < %lld; k++)", (long long)mg.k);
-  emit_line(e, "  acc += ((int32_t)%s[%s[2 * bi] + m * %lld + k] - azp) * ((int32_t)%s[%s[2 * bi + 1] + k * %lld + j] - bzp);",
-            A, tab, (long long)mg.k, B, tab, (long long)mg.n);
-  const char *at = arena_printf(ar(e), "%s[(bi * %lld + m) * %lld + j]", Y, (long long)mg.m, (long long)mg.n);
-  const char *acc = quant_emit_acc32(e, "acc", acct);
-  if (n->op == OP_MATMULINTEGER) {
-    emit_line(e, "%s = %s;", at, acc);
-  } else {
-    emit_line(e, "const float mult = %s * %s / %s;", vec_elem(e, n, s.as, "m"), vec_elem(e, n, s.bs, "j"),
-              vec_elem(e, n, s.ys, "0"));
-    quant_emit_requant(e, at, acc, "mult", vec_elem(e, n, s.yzp, "0"), dt);
-  }
-  e->indent -= 3;
-  emit_line(e, "    }");
+  emit_line(e, "  for (int64_t m = 0; m < %lld; m++) {", (long long)mg.m);
+  e->indent += 2;
+  emit_line(e, "const int32_t azp = (int32_t)%s;", vec_elem(e, n, s.azp, "m"));
+  if (mg.n <= ROW_ACC_MAX)
+    emit_int_row(e, n, &mg, tab, acct);
+  else
+    emit_int_dot(e, n, &mg, tab, acct);
+  e->indent -= 2;
+  emit_line(e, "  }");
   return true;
 }
