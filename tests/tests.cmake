@@ -100,7 +100,8 @@ add_test(NAME generated_private_names COMMAND ${KILN_BIN} check ${T}/generated/p
 # outputs, compared exactly for integer outputs): saturation, ties to even,
 # per-axis on rank 3, zero points of MatMulInteger, QLinearMatMul in int8,
 # an int32 sum that wraps, ConvInteger and QLinearConv (groups, strides,
-# dilations, pads, per-channel zero points and scales, bias)
+# dilations, pads, per-channel zero points and scales, bias), and a whole
+# quantize_dynamic export of a transformer fixture
 file(GLOB KILN_QUANT_CASES LIST_DIRECTORIES true ${T}/generated/quant/*)
 foreach(dir ${KILN_QUANT_CASES})
   if(IS_DIRECTORY ${dir})

@@ -23,6 +23,10 @@ tests/generated/quant/). Run with the venv that has onnx and onnxruntime:
   (a padded tap reads x's zero point), a constant bias.
 - convint_same_upper: ConvInteger on a rank-3 x (1-D convolution), batch 2,
   SAME_UPPER padding, stride 2, a large x zero point.
+- encoder_dynamic_int8: a whole dynamically quantized export, ONNX
+  Runtime's quantize_dynamic of the encoder_2l_op14 fixture (its 8 MatMuls
+  become DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul), on the
+  fixture's input.
 - dq_matmul_int8: the weight form of quantized exports, DequantizeLinear of
   a constant int8 [K,N] (per-column and per-tensor scale) into MatMul (+ bias
   and Relu): kiln fuses it into its int8 Linear, which must compute the
@@ -118,6 +122,7 @@ def main(folder):
          {"x": rng.standard_normal((2, 7, k)).astype(np.float32)})
 
     integer_conv_cases(folder)
+    dynamic_export_case(folder)
 
 
 def integer_conv_cases(folder):
@@ -161,6 +166,24 @@ def integer_conv_cases(folder):
          [c(rng.integers(0, 256, (4, 3, 4)).astype(np.uint8), "w"), c(np.array(200, np.uint8), "xz"),
           c(np.array(7, np.uint8), "wz")],
          {"x": rng.integers(0, 256, (2, 3, 9)).astype(np.uint8)})
+
+
+def dynamic_export_case(folder):
+    """quantize_dynamic's rewrite of a transformer fixture, run by ONNX Runtime."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models", "encoder_2l_op14")
+    d = os.path.join(folder, "encoder_dynamic_int8")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    quantize_dynamic(os.path.join(src, "model.onnx"), os.path.join(d, "model.onnx"), weight_type=QuantType.QInt8)
+    x = numpy_helper.to_array(onnx.load_tensor(os.path.join(src, "test_data_set_0", "input_0.pb")))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    for name, v in (("input_0", numpy_helper.from_array(x, sess.get_inputs()[0].name)),
+                    ("output_0", numpy_helper.from_array(y, sess.get_outputs()[0].name))):
+        with open(os.path.join(d, "test_data_set_0", name + ".pb"), "wb") as f:
+            f.write(v.SerializeToString())
 
 
 if __name__ == "__main__":
