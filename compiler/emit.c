@@ -300,7 +300,15 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
       buf_put(&x, p, 1);
     }
   }
-  if (dt_is_half(ot->dt)) /* computed in float, rounded to nearest even on the store */
+  bool wide = false; /* an operand float cannot hold exactly: f64, 32- and 64-bit integers */
+  for (int k = 0; k < nin; k++) {
+    DType dt = g->vals[ins[k]].type.dt;
+    wide = wide || dt == DT_F64 || (dt_is_int(dt) && dt_size(dt) >= 4);
+  }
+  if (dt_is_half(ot->dt) && wide) /* one rounding from double: through float "to odd" */
+    emit_line(e, "%s[%s] = kiln_f32_to_%s(kiln_f64_to_f32_odd((double)(%s)));", emit_ref(e, out), idx[nin],
+              dt_name(ot->dt), x.s ? x.s : "");
+  else if (dt_is_half(ot->dt)) /* computed in float, rounded to nearest even on the store */
     emit_line(e, "%s[%s] = kiln_f32_to_%s((float)(%s));", emit_ref(e, out), idx[nin], dt_name(ot->dt),
               x.s ? x.s : "");
   else

@@ -216,6 +216,20 @@ KILN_MATH uint16_t kiln_f32_to_f16(float f) {
   return (uint16_t)(sign | (q + (rest > half || (rest == half && (q & 1u)))));
 }
 
+/* A double rounded to float "to odd" (toward zero, then the last bit set
+ * when anything was lost): rounding that float to a 16-bit format then
+ * gives the double correctly rounded, which a plain (float) conversion
+ * followed by a second rounding would not always do (f64 -> f16 Cast). */
+KILN_MATH float kiln_f64_to_f32_odd(double x) {
+  const float f = (float)x;
+  if (!((double)f < x || (double)f > x)) /* exact, or NaN */
+    return f;
+  uint32_t u = kiln_bits_of_float(f);
+  if ((double)f < 0.0 ? (double)f < x : (double)f > x) /* rounded away from zero */
+    u -= 1u;
+  return kiln_float_of_bits(u | 1u);
+}
+
 KILN_MATH float kiln_bf16_to_f32(uint16_t h) { return kiln_float_of_bits((uint32_t)h << 16); }
 
 KILN_MATH uint16_t kiln_f32_to_bf16(float f) {

@@ -252,6 +252,8 @@ bool gather_emit(Emit *e, const Node *n) {
 bool dequantize_gather_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *ix = node_in(g, n, 1), *s = node_in(g, n, 2);
   char sx[128], ss[128], err[256];
+  if (!x || !ix || !s)
+    return diag_node(d, g, n, "input %s is absent; expected a tensor", !x ? "data" : !ix ? "indices" : "scale");
   if (x->type.dt != DT_I8 || x->type.rank != 2 || s->type.dt != DT_F32 || s->type.rank != 1 ||
       s->type.dims[0] != x->type.dims[0])
     return diag_node(d, g, n, "data is %s and scale %s; expected data i8[V,D] and scale f32[V]",

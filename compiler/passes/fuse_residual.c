@@ -240,8 +240,10 @@ bool fuse_linear_residual(Fuser *f, Node *add) {
       continue;
     fm_take(&m, g, add);
     const char *act = attr_str(lin, "act", "none");
-    int in[4] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r};
-    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, 4);
+    /* an int8 W keeps its W_scale (slot 4) */
+    int in[5] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r,
+                 node_has_in(lin, 4) ? lin->in[4] : -1};
+    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, node_has_in(lin, 4) ? 5 : 4);
     fm_set_str(g, n, "act", act);
     fm_fuse_done(f, n, "linear+residual");
     return true;

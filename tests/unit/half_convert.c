@@ -70,9 +70,29 @@ static void narrow_range(uint32_t from, uint32_t n) {
   }
 }
 
+/* Doubles between two f16 (and bf16) neighbours, near their halfway
+ * point: kiln_f64_to_f32_odd then the 16-bit rounding must round once. */
+static void narrow_double(void) {
+  for (uint32_t h = 0; h < 0x7c00; h += 7) {
+    double a = half_to_double(DT_F16, (uint16_t)h), b = half_to_double(DT_F16, (uint16_t)(h + 1));
+    double mid = (a + b) / 2, eps = (b - a) * 0x1p-20;
+    double xs[] = {mid, mid - eps, mid + eps, nextafter(mid, 0), nextafter(mid, 1e9)};
+    for (int i = 0; i < 5; i++) {
+      uint16_t got = kiln_f32_to_f16(kiln_f64_to_f32_odd(xs[i])), want = half_from_double(DT_F16, xs[i]);
+      if (got != want)
+        fail("f64 -> f16", h, got, want);
+      got = kiln_f32_to_bf16(kiln_f64_to_f32_odd(xs[i]));
+      want = half_from_double(DT_BF16, xs[i]);
+      if (got != want)
+        fail("f64 -> bf16", h, got, want);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   uint32_t stride = argc > 1 ? (uint32_t)atoi(argv[1]) : 61;
   widen_all();
+  narrow_double();
   for (uint64_t u = 0; u <= 0xffffffffu; u += stride)
     narrow((uint32_t)u);
   narrow_range(0x33000000u - 4096, 8192);  /* f16: around 2^-25, the tie with zero */

@@ -59,7 +59,7 @@ static void test_dtypes(void) {
   int64_t big[1] = {INT64_MAX};
   CHECK(el_get_i(DT_I64, big, 0) == INT64_MAX);
   CHECK(dt_from_name("f32") == DT_F32 && strcmp(dt_ctype(DT_U16), "uint16_t") == 0);
-  CHECK(!dt_supported(DT_F16) && !dt_supported(DT_STRING));
+  CHECK(dt_supported(DT_F16) && dt_supported(DT_BF16) && !dt_supported(DT_STRING));
 }
 
 static void test_broadcast(void) {
