@@ -101,7 +101,10 @@ add_test(NAME generated_c_hostile_names COMMAND ${KILN_BIN} check ${T}/generated
 add_test(NAME generated_private_names COMMAND ${KILN_BIN} check ${T}/generated/private_names)
 # linear quantization edge cases (tools/make_quant_cases.py, ONNX Runtime's
 # outputs, compared exactly for integer outputs): saturation, ties to even,
-# per-axis on rank 3, zero points of MatMulInteger, QLinearMatMul in int8
+# per-axis on rank 3, zero points of MatMulInteger, QLinearMatMul in int8,
+# an int32 sum that wraps, ConvInteger and QLinearConv (groups, strides,
+# dilations, pads, per-channel zero points and scales, bias), and a whole
+# quantize_dynamic export of a transformer fixture
 file(GLOB KILN_QUANT_CASES LIST_DIRECTORIES true ${T}/generated/quant/*)
 foreach(dir ${KILN_QUANT_CASES})
   if(IS_DIRECTORY ${dir})
@@ -110,6 +113,10 @@ foreach(dir ${KILN_QUANT_CASES})
     add_test(NAME quant_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
   endif()
 endforeach()
+# the wrapping int32 sum without a signed overflow in the C (int64_t, narrowed)
+add_test(NAME quant_mmi_wrap_ubsan
+         COMMAND ${KILN_BIN} check -q --cflags=-O1\ -fsanitize=undefined\ -fno-sanitize-recover=all
+                 ${T}/generated/quant/mmi_wrap)
 # DequantizeLinear(int8 weight) -> MatMul compiles to the int8 Linear: no f32
 # copy of the weight, two int8 weight arrays in the blob-or-literals
 add_test(NAME quant_dq_matmul_fused

@@ -441,6 +441,27 @@ def _():
     return model([n], [vi("X"), vi("S", I64, (2,))], [vi("Y", F32, (3, 2))])
 
 
+def qlinearconv(w_scale, w_zp):
+    """QLinearConv of a u8 x [1,2,3,3] by a u8 w [3,2,2,2], all parameters
+    constants but the two given."""
+    n = helper.make_node("QLinearConv", ["X", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["Y"], name="qconv")
+    u8 = TensorProto.UINT8
+    return model([n], [vi("X", u8, (1, 2, 3, 3))], [vi("Y", u8, (1, 3, 2, 2))],
+                 [const("xs", np.array(0.5, np.float32)), const("xz", np.array(3, np.uint8)),
+                  const("w", np.zeros((3, 2, 2, 2), np.uint8)), const("ws", w_scale), const("wz", w_zp),
+                  const("ys", np.array(0.25, np.float32)), const("yz", np.array(9, np.uint8))])
+
+
+@case("qlinearconv_w_scale_len", expect="expected a scalar or 1-D of the 3 output channels")
+def _():
+    return qlinearconv(np.ones(2, np.float32), np.array(0, np.uint8))
+
+
+@case("qlinearconv_w_zero_point_type", expect="w_zero_point 'wz' is i8; expected u8")
+def _():
+    return qlinearconv(np.ones(3, np.float32), np.array(0, np.int8))
+
+
 # ---- the command line around a good model --------------------------------------
 
 @case("output_not_c", args="compile @ -o @OUT.txt", expect="expected a file name ending in .c")

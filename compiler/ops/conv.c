@@ -27,20 +27,10 @@
 
 #include "../emit.h"
 #include "../ops.h"
+#include "convgeom.h"
 #include "window.h"
 
 #define ROW_MAX 4096                /* longest row of x copied to the stack */
-
-typedef struct Geom {
-  bool transpose;
-  int nsp; /* spatial dims */
-  int64_t batch, cin, cout, group;
-  int64_t in[MAX_RANK], out[MAX_RANK], k[MAX_RANK];
-  int64_t stride[MAX_RANK], dil[MAX_RANK];
-  int64_t pad[MAX_RANK]; /* pad before each spatial dim */
-} Geom;
-
-
 
 typedef enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } AutoPad;
 
@@ -65,7 +55,7 @@ static int64_t pad_before(AutoPad ap, int64_t total) {
 }
 
 /* Channels, kernel and the attributes shared by both ops. */
-static bool geom_common(const Node *n, const Type *x, const Type *w, Geom *c, char *why) {
+static bool geom_common(const Node *n, const Type *x, const Type *w, ConvGeom *c, char *why) {
   if (x->rank < 3)
     return window_fail(why, "input X has rank %d; expected [N, C, spatial...] of rank >= 3", x->rank);
   if (w->rank != x->rank)
@@ -111,7 +101,7 @@ static bool geom_common(const Node *n, const Type *x, const Type *w, Geom *c, ch
 
 /* Output size and begin pads of a Conv: floor((in + pads - dk) / s) + 1,
  * dk the dilated kernel; SAME_* keeps ceil(in / s) outputs. */
-static bool geom_conv(const Node *n, Geom *c, char *why) {
+static bool geom_conv(const Node *n, ConvGeom *c, char *why) {
   int ns = c->nsp;
   int64_t pads[2 * MAX_RANK];
   AutoPad ap;
@@ -139,7 +129,7 @@ static bool geom_conv(const Node *n, Geom *c, char *why) {
 /* Output size and begin pads of a ConvTranspose: the full output is
  * s * (in - 1) + output_padding + dk; output_shape (or SAME_*, in * s)
  * fixes the size and so the pads, else the pads crop the full output. */
-static bool geom_transpose(const Node *n, Geom *c, char *why) {
+static bool geom_transpose(const Node *n, ConvGeom *c, char *why) {
   int ns = c->nsp;
   int64_t pads[2 * MAX_RANK], opad[MAX_RANK], oshape[MAX_RANK + 2];
   AutoPad ap;
@@ -169,7 +159,7 @@ static bool geom_transpose(const Node *n, Geom *c, char *why) {
   return true;
 }
 
-static bool conv_geom(const Node *n, const Type *x, const Type *w, Geom *c, char *why) {
+bool conv_geom(const Node *n, const Type *x, const Type *w, ConvGeom *c, char *why) {
   memset(c, 0, sizeof *c);
   c->transpose = n->op == OP_CONVTRANSPOSE;
   if (!geom_common(n, x, w, c, why))
@@ -184,7 +174,7 @@ bool conv_infer(Graph *g, Node *n, Diag *d) {
   if (w->type.dt != x->type.dt)
     return diag_node(d, g, n, "input '%s' is %s; expected %s like X", w->name, dt_name(w->type.dt),
                      dt_name(x->type.dt));
-  Geom c;
+  ConvGeom c;
   char why[WHY];
   if (!conv_geom(n, &x->type, &w->type, &c, why))
     return diag_node(d, g, n, "%s", why);
@@ -209,7 +199,7 @@ bool conv_infer(Graph *g, Node *n, Diag *d) {
 /* Flat offset in X's plane of the input that tap t of output position o
  * reads; false when it falls in the padding (or, for ConvTranspose,
  * between strides). */
-static bool source(const Geom *c, const int64_t *o, const int64_t *t, int64_t *off) {
+bool conv_source(const ConvGeom *c, const int64_t *o, const int64_t *t, int64_t *off) {
   *off = 0;
   for (int j = 0; j < c->nsp; j++) {
     int64_t i;
@@ -230,7 +220,7 @@ static bool source(const Geom *c, const int64_t *o, const int64_t *t, int64_t *o
 
 bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
-  Geom c;
+  ConvGeom c;
   char why[WHY];
   KILN_ASSERT(conv_geom(n, &in[0].type, &in[1].type, &c, why));
   DType dt = in[0].type.dt;
@@ -248,7 +238,7 @@ bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
           for (int64_t ki = 0; ki < ksz; ki++) {
             int64_t xoff;
             window_unflatten(ki, c.k, c.nsp, t);
-            if (!source(&c, o, t, &xoff))
+            if (!conv_source(&c, o, t, &xoff))
               continue;
             int64_t xi = (nb * c.cin + gr * cg + ci) * isz + xoff;
             int64_t wi = c.transpose ? ((gr * cg + ci) * mg + m % mg) * ksz + ki : (m * cg + ci) * ksz + ki;
@@ -288,7 +278,7 @@ static void close_block(Emit *e) {
 /* Box of tap t along dim j: the positions b (outputs for Conv, inputs for
  * ConvTranspose) with 0 <= b*s + t*d - pad < limit, limit the extent of
  * the other tensor. */
-static void box(const Geom *c, int j, int64_t t, int64_t *lo, int64_t *hi) {
+static void box(const ConvGeom *c, int j, int64_t t, int64_t *lo, int64_t *hi) {
   bool tr = c->transpose;
   int64_t count = tr ? c->in[j] : c->out[j], limit = tr ? c->out[j] : c->in[j];
   int64_t off = c->pad[j] - t * c->dil[j];
@@ -301,7 +291,7 @@ static void box(const Geom *c, int j, int64_t t, int64_t *lo, int64_t *hi) {
 
 /* The box bounds of dim j as C: numbers when one tap or the box is the
  * whole dim for every tap, else a static table indexed by the tap. */
-static void box_bounds(Emit *e, const Geom *c, int j, const char *bv, const char *kv, const char **lo,
+static void box_bounds(Emit *e, const ConvGeom *c, int j, const char *bv, const char *kv, const char **lo,
                        const char **hi) {
   Arena *a = e->g->arena;
   int64_t count = c->transpose ? c->in[j] : c->out[j], l, h;
@@ -331,7 +321,7 @@ static void box_bounds(Emit *e, const Geom *c, int j, const char *bv, const char
 }
 
 /* "oh * 2 + kh - 1": where box position bv of tap kv lands along dim j. */
-static const char *landing(Arena *a, const Geom *c, int j, const char *bv, const char *kv) {
+const char *conv_landing(Arena *a, const ConvGeom *c, int j, const char *bv, const char *kv) {
   const char *s = c->stride[j] == 1 ? bv : arena_printf(a, "%s * %lld", bv, (long long)c->stride[j]);
   if (c->k[j] > 1)
     s = c->dil[j] == 1 ? arena_printf(a, "%s + %s", s, kv)
@@ -342,7 +332,7 @@ static const char *landing(Arena *a, const Geom *c, int j, const char *bv, const
 }
 
 /* A comment saying what the loops compute, in the names the code uses. */
-static void describe(Emit *e, const Geom *c, const char **bv, const char **kv, const char **land, bool bias,
+static void describe(Emit *e, const ConvGeom *c, const char **bv, const char **kv, const char **land, bool bias,
                      bool rows) {
   Arena *a = e->g->arena;
   int64_t cg = c->cin / c->group, mg = c->cout / c->group;
@@ -372,11 +362,11 @@ static void describe(Emit *e, const Geom *c, const char **bv, const char **kv, c
 }
 
 /* The tap-major form (ConvTranspose, and Conv rows too long to copy). */
-static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
+static void emit_tap_major(Emit *e, const Node *n, const ConvGeom *cp) {
   Graph *g = e->g;
   Arena *a = g->arena;
   const Value *x = node_in(g, n, 0), *b = node_in(g, n, 2);
-  Geom c = *cp;
+  ConvGeom c = *cp;
   DType dt = x->type.dt;
   const char *T = dt_ctype(dt);
   int ns = c.nsp;
@@ -388,7 +378,7 @@ static void emit_tap_major(Emit *e, const Node *n, const Geom *cp) {
     const char *sx = window_dim_sfx(a, ns, j);
     bv[j] = arena_printf(a, "%s%s", tr ? "i" : "o", sx);
     kv[j] = arena_printf(a, "k%s", sx);
-    land[j] = landing(a, &c, j, bv[j], kv[j]);
+    land[j] = conv_landing(a, &c, j, bv[j], kv[j]);
   }
   describe(e, &c, bv, kv, land, b != NULL, false);
   for (int j = 0; j < ns; j++)
@@ -456,7 +446,7 @@ static const char *scaled(Arena *a, const char *s, int64_t k) {
 }
 
 /* Taps [lo, hi) of Conv window o along dim j that land inside x. */
-static void window(const Geom *c, int j, int64_t o, int64_t *lo, int64_t *hi) {
+static void window(const ConvGeom *c, int j, int64_t o, int64_t *lo, int64_t *hi) {
   int64_t start = o * c->stride[j] - c->pad[j], d = c->dil[j];
   *lo = start >= 0 ? 0 : cdiv(-start, d);
   *hi = c->in[j] - start <= 0 ? 0 : cdiv(c->in[j] - start, d);
@@ -467,7 +457,7 @@ static void window(const Geom *c, int j, int64_t o, int64_t *lo, int64_t *hi) {
 
 /* Static tables of the taps of each window along outer dim j, when some
  * window has taps outside x; false (and nothing emitted) when none has. */
-static bool window_table(Emit *e, const Geom *c, int j, const char *ov, const char *kv) {
+bool conv_window_table(Emit *e, const ConvGeom *c, int j, const char *ov, const char *kv) {
   Arena *a = e->g->arena;
   int64_t no = c->out[j], lo, hi;
   bool whole = true;
@@ -492,7 +482,7 @@ static bool window_table(Emit *e, const Geom *c, int j, const char *ov, const ch
  * of the group: y_row[ow] += sum over kw of w[kw] * x_row[ow * s + kw * d].
  * The inner loops have constant bounds and read a row with no padding
  * test. */
-static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t iwp) {
+static void emit_rows(Emit *e, const Node *n, const ConvGeom *c, bool copy, int64_t iwp) {
   Graph *g = e->g;
   Arena *a = g->arena;
   const Value *b = node_in(g, n, 2);
@@ -506,14 +496,14 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
     const char *sx = window_dim_sfx(a, ns, j);
     ov[j] = arena_printf(a, "o%s", sx);
     kv[j] = arena_printf(a, "k%s", sx);
-    land[j] = landing(a, c, j, ov[j], kv[j]);
+    land[j] = conv_landing(a, c, j, ov[j], kv[j]);
   }
   describe(e, c, ov, kv, land, b != NULL, true);
   for (int j = 0; j < last; j++) {
-    tab[j] = window_table(e, c, j, ov[j], kv[j]);
+    tab[j] = conv_window_table(e, c, j, ov[j], kv[j]);
     loop[j] = tab[j] || c->k[j] > 1;
     if (!loop[j]) /* one tap, always inside */
-      land[j] = landing(a, c, j, ov[j], "0");
+      land[j] = conv_landing(a, c, j, ov[j], "0");
   }
   if (copy)
     emit_line(e, "%s xr[%lld] = {0}; /* a row of x between its pads */", T, (long long)iwp);
@@ -611,7 +601,7 @@ static void emit_rows(Emit *e, const Node *n, const Geom *c, bool copy, int64_t 
 bool conv_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1);
-  Geom c;
+  ConvGeom c;
   char why[WHY];
   KILN_ASSERT(conv_geom(n, &x->type, &w->type, &c, why));
   if (type_numel(&node_out(g, n, 0)->type) == 0) {

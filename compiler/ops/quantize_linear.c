@@ -1,5 +1,7 @@
 /* quantize_linear.c — ONNX's linear quantization ops: QuantizeLinear,
- * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul.
+ * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+ * and the arithmetic the integer ops share (quant.h; conv_integer.c has
+ * ConvInteger and QLinearConv).
  *
  * One arithmetic everywhere (the reference _eval and the generated C do
  * the same float operations in the same order, so they agree exactly):
@@ -7,9 +9,9 @@
  *   dequantize   y = (float)(q - zero_point) * scale            the difference in int32
  *   requantize   y = saturate(rint((float)acc * (a_scale * b_scale / y_scale)) + y_zp)
  * rint rounds half to even (C's default rounding mode, nearbyintf); NaN
- * quantizes to the zero point. Integer products accumulate in int32, as
- * ONNX defines them (products of 8-bit values: K up to 2^16 cannot
- * overflow).
+ * quantizes to the zero point. Integer products accumulate as ONNX's int32
+ * (wrapping mod 2^32), in int32_t where K proves no overflow, else in
+ * int64_t narrowed at the end (quant.h).
  *
  * Per-axis parameters: a 1-D scale / zero point of the size of x's `axis`
  * dim applies along it; a scalar (or 1-element) one to all of x. The
@@ -20,23 +22,73 @@
 #include "../emit.h"
 #include "../ops.h"
 #include "matgeom.h"
+#include "quant.h"
 
 static Arena *ar(Emit *e) { return e->g->arena; }
 
-static bool is_8bit(DType dt) { return dt == DT_U8 || dt == DT_I8; }
+bool quant_is_8bit(DType dt) { return dt == DT_U8 || dt == DT_I8; }
 
-static int64_t qmin(DType dt) { return dt == DT_U8 ? 0 : dt == DT_I8 ? -128 : dt == DT_U16 ? 0 : dt == DT_I16 ? -32768 : INT32_MIN; }
-static int64_t qmax(DType dt) { return dt == DT_U8 ? 255 : dt == DT_I8 ? 127 : dt == DT_U16 ? 65535 : dt == DT_I16 ? 32767 : INT32_MAX; }
+int64_t quant_min(DType dt) {
+  return dt == DT_U8 ? 0 : dt == DT_I8 ? -128 : dt == DT_U16 ? 0 : dt == DT_I16 ? -32768 : INT32_MIN;
+}
 
-/* Element c of a per-axis parameter, or its only element. */
-static double param_f(const Tensor *t, int64_t c) {
+int64_t quant_max(DType dt) {
+  return dt == DT_U8 ? 255 : dt == DT_I8 ? 127 : dt == DT_U16 ? 65535 : dt == DT_I16 ? 32767 : INT32_MAX;
+}
+
+double quant_param_f(const Tensor *t, int64_t c) {
   return el_get_f(t->type.dt, t->data, type_numel(&t->type) == 1 ? 0 : c);
 }
 
-static int64_t param_i(const Tensor *t, int64_t c) {
+int64_t quant_param_i(const Tensor *t, int64_t c) {
   if (!t->data)
     return 0; /* an absent zero point */
   return el_get_i(t->type.dt, t->data, type_numel(&t->type) == 1 ? 0 : c);
+}
+
+/* ---- accumulate and requantize (quant.h) ------------------------------------- */
+
+int32_t quant_wrap32(uint64_t acc) {
+  uint32_t u = (uint32_t)acc;
+  return u > INT32_MAX ? -(int32_t)~u - 1 : (int32_t)u;
+}
+
+/* saturate(r + zp): r a float already rounded to an integer; NaN -> zp. */
+static int64_t saturate_q(float r, int64_t zp, DType dt) {
+  if (r != r)
+    return zp;
+  double v = (double)r + (double)zp;
+  return v < quant_min(dt) ? quant_min(dt) : v > quant_max(dt) ? quant_max(dt) : (int64_t)v;
+}
+
+int64_t quant_requant(int32_t acc, float mult, int64_t zp, DType dt) {
+  return saturate_q(nearbyintf((float)acc * mult), zp, dt);
+}
+
+const char *quant_acc_ctype(int64_t terms, int64_t maxbias) {
+  return terms <= ((int64_t)INT32_MAX - maxbias) / QUANT_MAX_PRODUCT ? "int32_t" : "int64_t";
+}
+
+const char *quant_emit_acc32(Emit *e, const char *acc, const char *ctype) {
+  if (!strcmp(ctype, "int32_t"))
+    return acc;
+  emit_line(e, "const uint32_t %s_u = (uint32_t)%s; /* int32 accumulation wraps mod 2^32 */", acc, acc);
+  emit_line(e, "const int32_t %s32 = %s_u > 2147483647u ? -(int32_t)~%s_u - 1 : (int32_t)%s_u;", acc, acc, acc,
+            acc);
+  return arena_printf(ar(e), "%s32", acc);
+}
+
+/* The C of saturate_q: y = saturate(r + zp) for a rounded float expression r. */
+static void emit_saturate(Emit *e, const char *y, const char *r, const char *zp, DType dt) {
+  emit_line(e, "const float r = %s; /* half to even */", r);
+  emit_line(e, "const float v = r != r ? (float)%s : r + (float)%s;", zp, zp);
+  emit_line(e, "%s = (%s)(v < %lld.0f ? %lld : v > %lld.0f ? %lld : (int32_t)v);", y, dt_ctype(dt),
+            (long long)quant_min(dt), (long long)quant_min(dt), (long long)quant_max(dt),
+            (long long)quant_max(dt));
+}
+
+void quant_emit_requant(Emit *e, const char *y, const char *acc, const char *mult, const char *zp, DType dt) {
+  emit_saturate(e, y, arena_printf(ar(e), "nearbyintf((float)%s * %s)", acc, mult), zp, dt);
 }
 
 /* x's [outer, C, inner] around `axis`, for a parameter of `count` elements
@@ -131,7 +183,7 @@ bool quantize_linear_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "x '%s' is %s; expected f32, f16 or i32", x->name, dt_name(x->type.dt));
   if (s->type.dt != DT_F32)
     return diag_node(d, g, n, "y_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
-  if (zp && !is_8bit(zp->type.dt))
+  if (zp && !quant_is_8bit(zp->type.dt))
     return diag_node(d, g, n, "y_zero_point '%s' is %s; expected u8 or i8", zp->name, dt_name(zp->type.dt));
   if (!get_axis(g, n, &x->type, &axis, d) || !check_param(g, n, 1, &x->type, axis, "y_scale", d) ||
       !check_param(g, n, 2, &x->type, axis, "y_zero_point", d))
@@ -144,11 +196,7 @@ bool quantize_linear_infer(Graph *g, Node *n, Diag *d) {
 
 /* saturate(rint(x / s) + zp) as QuantizeLinear and DynamicQuantizeLinear do it. */
 static int64_t quantize_one(float x, float s, int64_t zp, DType dt) {
-  float r = nearbyintf(x / s);
-  if (r != r)
-    return zp;
-  double v = (double)r + (double)zp;
-  return v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : (int64_t)v;
+  return saturate_q(nearbyintf(x / s), zp, dt);
 }
 
 bool quantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
@@ -160,17 +208,14 @@ bool quantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d)
     for (int64_t c = 0; c < v.c; c++)
       for (int64_t i = 0; i < v.inner; i++, k++)
         el_set_i(dt, out[0].data, k,
-                 quantize_one((float)el_get_f(in[0].type.dt, in[0].data, k), (float)param_f(&in[1], c),
-                              param_i(zp, c), dt));
+                 quantize_one((float)el_get_f(in[0].type.dt, in[0].data, k), (float)quant_param_f(&in[1], c),
+                              quant_param_i(zp, c), dt));
   return true;
 }
 
 /* The C text of quantize_one for element expression x, scale s, zero point zp. */
 static void emit_quantize_store(Emit *e, const char *y, const char *x, const char *s, const char *zp, DType dt) {
-  emit_line(e, "const float r = nearbyintf(%s / %s); /* half to even */", x, s);
-  emit_line(e, "const float v = r != r ? (float)%s : r + (float)%s;", zp, zp);
-  emit_line(e, "%s = (%s)(v < %lld.0f ? %lld : v > %lld.0f ? %lld : (int32_t)v);", y, dt_ctype(dt),
-            (long long)qmin(dt), (long long)qmin(dt), (long long)qmax(dt), (long long)qmax(dt));
+  emit_saturate(e, y, arena_printf(ar(e), "nearbyintf(%s / %s)", x, s), zp, dt);
 }
 
 /* An element of x as float in C. */
@@ -200,7 +245,7 @@ bool quantize_linear_emit(Emit *e, const Node *n) {
 bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *s = node_in(g, n, 1), *zp = node_in(g, n, 2);
   int axis;
-  if (!is_8bit(x->type.dt) && x->type.dt != DT_I32)
+  if (!quant_is_8bit(x->type.dt) && x->type.dt != DT_I32)
     return diag_node(d, g, n, "x '%s' is %s; expected u8, i8 or i32", x->name, dt_name(x->type.dt));
   if (s->type.dt != DT_F32)
     return diag_node(d, g, n, "x_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
@@ -224,8 +269,8 @@ bool dequantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *
   for (int64_t o = 0, k = 0; o < v.outer; o++)
     for (int64_t c = 0; c < v.c; c++)
       for (int64_t i = 0; i < v.inner; i++, k++)
-        y[k] = (float)(int32_t)(el_get_i(in[0].type.dt, in[0].data, k) - param_i(zp, c)) *
-               (float)param_f(&in[1], c);
+        y[k] = (float)(int32_t)(el_get_i(in[0].type.dt, in[0].data, k) - quant_param_i(zp, c)) *
+               (float)quant_param_f(&in[1], c);
   return true;
 }
 
@@ -340,7 +385,7 @@ bool int_matmul_infer(Graph *g, Node *n, Diag *d) {
   IntMatSlots s = int_slots(n);
   Value *a = node_in(g, n, s.a), *b = node_in(g, n, s.b);
   char sa[128], sb[128];
-  if (!is_8bit(a->type.dt) || !is_8bit(b->type.dt))
+  if (!quant_is_8bit(a->type.dt) || !quant_is_8bit(b->type.dt))
     return diag_node(d, g, n, "inputs are %s and %s; expected u8 or i8", dt_name(a->type.dt),
                      dt_name(b->type.dt));
   if (a->type.rank < 1 || b->type.rank < 1 ||
@@ -363,7 +408,7 @@ bool int_matmul_infer(Graph *g, Node *n, Diag *d) {
     if (!p || k == s.a || k == s.b)
       continue;
     DType want = zp_a ? a->type.dt : zp_b ? b->type.dt : zp_y ? p->type.dt : DT_F32;
-    if (p->type.dt != want || (zp_y && !is_8bit(want)))
+    if (p->type.dt != want || (zp_y && !quant_is_8bit(want)))
       return diag_node(d, g, n, "input %d '%s' is %s; expected %s", k, p->name, dt_name(p->type.dt),
                        zp_y ? "u8 or i8" : dt_name(want));
   }
@@ -408,21 +453,20 @@ bool int_matmul_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     batch_offsets(&mg, bi, &oa, &ob);
     for (int64_t m = 0; m < mg.m; m++)
       for (int64_t j = 0; j < mg.n; j++) {
-        int32_t acc = 0;
+        uint64_t sum = 0; /* wrapping: the int32 accumulation mod 2^32 */
         for (int64_t k = 0; k < mg.k; k++)
-          acc += (int32_t)(el_get_i(A->type.dt, A->data, oa + m * mg.k + k) - param_i(azp, m)) *
-                 (int32_t)(el_get_i(B->type.dt, B->data, ob + k * mg.n + j) - param_i(bzp, j));
+          sum += (uint64_t)((el_get_i(A->type.dt, A->data, oa + m * mg.k + k) - quant_param_i(azp, m)) *
+                            (el_get_i(B->type.dt, B->data, ob + k * mg.n + j) - quant_param_i(bzp, j)));
+        int32_t acc = quant_wrap32(sum);
         int64_t at = (bi * mg.m + m) * mg.n + j;
         if (n->op == OP_MATMULINTEGER) {
           ((int32_t *)out[0].data)[at] = acc;
           continue;
         }
-        float mult = (float)param_f(&in[s.as], m) * (float)param_f(&in[s.bs], j) / (float)param_f(&in[s.ys], 0);
+        float mult = (float)quant_param_f(&in[s.as], m) * (float)quant_param_f(&in[s.bs], j) /
+                     (float)quant_param_f(&in[s.ys], 0);
         DType dt = out[0].type.dt;
-        int64_t zp = param_i(&in[s.yzp], 0);
-        float r = nearbyintf((float)acc * mult);
-        double v = (double)r + (double)zp;
-        el_set_i(dt, out[0].data, at, v < qmin(dt) ? qmin(dt) : v > qmax(dt) ? qmax(dt) : (int64_t)v);
+        el_set_i(dt, out[0].data, at, quant_requant(acc, mult, quant_param_i(&in[s.yzp], 0), dt));
       }
   }
   return true;
@@ -436,44 +480,92 @@ static const char *vec_elem(Emit *e, const Node *n, int slot, const char *var) {
   return arena_printf(ar(e), "%s[%s]", emit_ref(e, n->in[slot]), cnt == 1 ? "0" : var);
 }
 
+/* Y's element (bi, m, j) from the sum in variable `acc` of C type acct:
+ * stored as int32 (MatMulInteger) or requantized (QLinearMatMul). */
+static void emit_int_store(Emit *e, const Node *n, const MatGeom *mg, const char *acc, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  const char *at = arena_printf(ar(e), "%s[(bi * %lld + m) * %lld + j]", emit_ref(e, n->out[0]), (long long)mg->m,
+                                (long long)mg->n);
+  const char *a32 = quant_emit_acc32(e, acc, acct);
+  if (n->op == OP_MATMULINTEGER) {
+    emit_line(e, "%s = %s;", at, a32);
+    return;
+  }
+  emit_line(e, "const float mult = %s * %s / %s;", vec_elem(e, n, s.as, "m"), vec_elem(e, n, s.bs, "j"),
+            vec_elem(e, n, s.ys, "0"));
+  quant_emit_requant(e, at, a32, "mult", vec_elem(e, n, s.yzp, "0"), gval(e->g, n->out[0])->type.dt);
+}
+
+#define ROW_ACC_MAX 4096 /* longest row of Y summed on the stack */
+
+/* One row of Y summed on the stack, k outside j: the inner loop runs
+ * along rows of B and Y (it vectorises). */
+static void emit_int_row(Emit *e, const Node *n, const MatGeom *mg, const char *tab, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  long long N = (long long)mg->n;
+  emit_line(e, "%s acc[%lld] = {0}; /* row m of Y */", acct, N);
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++) {", (long long)mg->k);
+  emit_line(e, "  const int32_t a = (int32_t)%s[%s[2 * bi] + m * %lld + k] - azp;", emit_ref(e, n->in[s.a]), tab,
+            (long long)mg->k);
+  emit_line(e, "  const %s *b = %s + %s[2 * bi + 1] + k * %lld;", dt_ctype(gval(e->g, n->in[s.b])->type.dt),
+            emit_ref(e, n->in[s.b]), tab, N);
+  emit_line(e, "  for (int64_t j = 0; j < %lld; j++)", N);
+  emit_line(e, "    acc[j] += a * ((int32_t)b[j] - (int32_t)%s);", vec_elem(e, n, s.bzp, "j"));
+  emit_line(e, "}");
+  emit_line(e, "for (int64_t j = 0; j < %lld; j++) {", N);
+  e->indent++;
+  emit_line(e, "const %s aj = acc[j];", acct);
+  emit_int_store(e, n, mg, "aj", acct);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* One dot product per element of Y (rows longer than ROW_ACC_MAX). */
+static void emit_int_dot(Emit *e, const Node *n, const MatGeom *mg, const char *tab, const char *acct) {
+  IntMatSlots s = int_slots(n);
+  emit_line(e, "for (int64_t j = 0; j < %lld; j++) {", (long long)mg->n);
+  e->indent++;
+  emit_line(e, "const int32_t bzp = (int32_t)%s;", vec_elem(e, n, s.bzp, "j"));
+  emit_line(e, "%s acc = 0;", acct);
+  emit_line(e, "for (int64_t k = 0; k < %lld; k++)", (long long)mg->k);
+  emit_line(e, "  acc += ((int32_t)%s[%s[2 * bi] + m * %lld + k] - azp) * ((int32_t)%s[%s[2 * bi + 1] + k * %lld + j] - bzp);",
+            emit_ref(e, n->in[s.a]), tab, (long long)mg->k, emit_ref(e, n->in[s.b]), tab, (long long)mg->n);
+  emit_int_store(e, n, mg, "acc", acct);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* For each matrix (offsets from a constant table) and row m of A: the row
+ * of Y summed on the stack (emit_int_row), or dot products when it is too
+ * long; the accumulator is int32_t unless K is large enough to wrap. */
 bool int_matmul_emit(Emit *e, const Node *n) {
   IntMatSlots s = int_slots(n);
   MatGeom mg;
   Type y;
   matmul_geom(&gval(e->g, n->in[s.a])->type, &gval(e->g, n->in[s.b])->type, &mg, &y);
+  if (type_numel(&y) == 0) {
+    emit_line(e, "/* empty output: nothing to compute */");
+    return true;
+  }
   int64_t nb = batch_count(&mg);
   int64_t *offs = arena_alloc(ar(e), sizeof(int64_t) * (size_t)(2 * nb));
   for (int64_t bi = 0; bi < nb; bi++)
     batch_offsets(&mg, bi, &offs[2 * bi], &offs[2 * bi + 1]);
   const char *tab = emit_const_array(e, DT_I64, offs, 2 * nb,
                                      arena_printf(ar(e), "offsets of A's and B's matrices per batch (%s)", n->name));
-  const char *A = emit_ref(e, n->in[s.a]), *B = emit_ref(e, n->in[s.b]), *Y = emit_ref(e, n->out[0]);
-  DType dt = gval(e->g, n->out[0])->type.dt;
+  const char *acct = quant_acc_ctype(mg.k, 0);
   emit_line(e, "/* Y = (A - a_zp)(B - b_zp) in int32%s: %lld batches of [%lld x %lld] x [%lld x %lld] */",
             n->op == OP_QLINEARMATMUL ? ", requantized" : "", (long long)nb, (long long)mg.m, (long long)mg.k,
             (long long)mg.k, (long long)mg.n);
   emit_line(e, "for (int64_t bi = 0; bi < %lld; bi++)", (long long)nb);
-  emit_line(e, "  for (int64_t m = 0; m < %lld; m++)", (long long)mg.m);
-  emit_line(e, "    for (int64_t j = 0; j < %lld; j++) {", (long long)mg.n);
-  e->indent += 3;
-  emit_line(e, "const int32_t azp = (int32_t)%s, bzp = (int32_t)%s;", vec_elem(e, n, s.azp, "m"),
-            vec_elem(e, n, s.bzp, "j"));
-  emit_line(e, "int32_t acc = 0;");
-  emit_line(e, "for (int64_t k = 0; k < %lld; k++)", (long long)mg.k);
-  emit_line(e, "  acc += ((int32_t)%s[%s[2 * bi] + m * %lld + k] - azp) * ((int32_t)%s[%s[2 * bi + 1] + k * %lld + j] - bzp);",
-            A, tab, (long long)mg.k, B, tab, (long long)mg.n);
-  const char *at = arena_printf(ar(e), "%s[(bi * %lld + m) * %lld + j]", Y, (long long)mg.m, (long long)mg.n);
-  if (n->op == OP_MATMULINTEGER) {
-    emit_line(e, "%s = acc;", at);
-  } else {
-    emit_line(e, "const float mult = %s * %s / %s;", vec_elem(e, n, s.as, "m"), vec_elem(e, n, s.bs, "j"),
-              vec_elem(e, n, s.ys, "0"));
-    emit_line(e, "const float r = nearbyintf((float)acc * mult); /* half to even */");
-    emit_line(e, "const float v = r + (float)%s;", vec_elem(e, n, s.yzp, "0"));
-    emit_line(e, "%s = (%s)(v < %lld.0f ? %lld : v > %lld.0f ? %lld : (int32_t)v);", at, dt_ctype(dt),
-              (long long)qmin(dt), (long long)qmin(dt), (long long)qmax(dt), (long long)qmax(dt));
-  }
-  e->indent -= 3;
-  emit_line(e, "    }");
+  emit_line(e, "  for (int64_t m = 0; m < %lld; m++) {", (long long)mg.m);
+  e->indent += 2;
+  emit_line(e, "const int32_t azp = (int32_t)%s;", vec_elem(e, n, s.azp, "m"));
+  if (mg.n <= ROW_ACC_MAX)
+    emit_int_row(e, n, &mg, tab, acct);
+  else
+    emit_int_dot(e, n, &mg, tab, acct);
+  e->indent -= 2;
+  emit_line(e, "  }");
   return true;
 }
