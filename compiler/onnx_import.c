@@ -38,7 +38,7 @@ static bool escapes_folder(const char *loc) {
   return false;
 }
 
-static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want, void *dst,
+static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want, void **dst,
                           const char *what) {
   const char *loc = NULL;
   long long off = 0, len = -1;
@@ -67,7 +67,14 @@ static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want,
   FILE *f = fopen(path, "rb");
   if (!f)
     return diag_error(im->d, "%s: cannot open external data file '%s'", what, path);
-  bool ok = off >= 0 && fseek(f, (long)off, SEEK_SET) == 0 && fread(dst, 1, want, f) == want;
+  /* the file's size first: a lying shape must not size an allocation */
+  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  bool ok = off >= 0 && size >= 0 && (unsigned long long)size >= (unsigned long long)off &&
+            (unsigned long long)size - (unsigned long long)off >= want;
+  if (ok) {
+    *dst = arena_alloc(im->a, want ? want : 1);
+    ok = fseek(f, (long)off, SEEK_SET) == 0 && fread(*dst, 1, want, f) == want;
+  }
   fclose(f);
   if (!ok)
     return diag_error(im->d, "%s: external data file '%s' is too short; expected %zu bytes at "
@@ -117,9 +124,9 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
   if (!external && !tp->has_raw_data && have != (size_t)numel)
     return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape", what, field,
                       have, (long long)numel);
+  if (external) /* allocated once the file is known to hold the bytes */
+    return read_external(im, tp, bytes, &t->data, what);
   t->data = arena_alloc(im->a, bytes ? bytes : 1);
-  if (external)
-    return read_external(im, tp, bytes, t->data, what);
   if (tp->has_raw_data) {
     if (bytes)
       memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
