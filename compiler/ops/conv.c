@@ -159,6 +159,15 @@ static bool geom_transpose(const Node *n, ConvGeom *c, char *why) {
   return true;
 }
 
+Type conv_out_type(const ConvGeom *c, DType dt, int rank) {
+  Type t = {.dt = dt, .rank = rank};
+  t.dims[0] = c->batch;
+  t.dims[1] = c->cout;
+  for (int j = 0; j < c->nsp; j++)
+    t.dims[2 + j] = c->out[j];
+  return t;
+}
+
 bool conv_geom(const Node *n, const Type *x, const Type *w, ConvGeom *c, char *why) {
   memset(c, 0, sizeof *c);
   c->transpose = n->op == OP_CONVTRANSPOSE;
@@ -183,12 +192,7 @@ bool conv_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "bias '%s' is %s; expected %s[%lld], one per output channel", b->name,
                      type_str(&b->type, ts, sizeof ts), dt_name(x->type.dt), (long long)c.cout);
   }
-  Type t = {.dt = x->type.dt, .rank = x->type.rank};
-  t.dims[0] = c.batch;
-  t.dims[1] = c.cout;
-  for (int j = 0; j < c.nsp; j++)
-    t.dims[2 + j] = c.out[j];
-  node_out(g, n, 0)->type = t;
+  node_out(g, n, 0)->type = conv_out_type(&c, x->type.dt, x->type.rank);
   return true;
 }
 

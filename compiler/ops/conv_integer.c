@@ -80,12 +80,7 @@ bool int_conv_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "bias '%s' is %s; expected i32[%lld], one per output channel", b->name,
                      type_str(&b->type, ts, sizeof ts), (long long)c.cout);
   }
-  Type t = {.dt = s.yzp < 0 ? DT_I32 : node_in(g, n, s.yzp)->type.dt, .rank = x->type.rank};
-  t.dims[0] = c.batch;
-  t.dims[1] = c.cout;
-  for (int j = 0; j < c.nsp; j++)
-    t.dims[2 + j] = c.out[j];
-  node_out(g, n, 0)->type = t;
+  node_out(g, n, 0)->type = conv_out_type(&c, s.yzp < 0 ? DT_I32 : node_in(g, n, s.yzp)->type.dt, x->type.rank);
   return true;
 }
 

@@ -20,6 +20,8 @@ typedef struct ConvGeom {
 /* Fill c from X [N, C, in...], W and n's attributes (ConvTranspose when
  * n is one); false with the reason in why (WHY bytes, window.h). */
 bool conv_geom(const Node *n, const Type *x, const Type *w, ConvGeom *c, char *why);
+/* Y's type: [batch, cout, out...] of dtype dt. */
+Type conv_out_type(const ConvGeom *c, DType dt, int rank);
 /* Flat offset in X's plane of the input that tap t of output position o
  * reads; false when it falls in the padding. */
 bool conv_source(const ConvGeom *c, const int64_t *o, const int64_t *t, int64_t *off);
