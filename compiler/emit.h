@@ -16,17 +16,25 @@ typedef struct EmitArray {
   DType dt;
   const void *data;
   int64_t n;
+  const char *stem;    /* what its C name is made from */
   const char *comment;
 } EmitArray;
 
+struct NameSet;
+struct KernelSet;
+
 typedef struct Emit {
   Graph *g;
-  Buf *out;           /* the run function's body */
+  Buf *out;           /* where emit_line writes: the kernel being generated */
   int indent;         /* in units of two spaces */
   const char *prefix; /* --name: prefix of every exported symbol */
-  const char **refs;  /* per value: its C pointer expression */
+  const char **refs;  /* per value: its C expression in the run function
+                         (set once names are given, emit_file.c) */
   int *const_order;   /* weights in order of first use: a value id, or
                          -1 - i for arrays[i] (emit_const_array) */
+  const char **const_names; /* C name of weight k (in blob mode, its struct member) */
+  int capnames;
+  bool *const_used;   /* per value: a constant already in const_order */
   int nconsts, capconsts;
   EmitArray *arrays;
   int narrays, caparrays;
@@ -35,21 +43,28 @@ typedef struct Emit {
   EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
   struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
-  int ntemps;         /* workspace tensors named so far (t0, t1, ...) */
-  int tmp;            /* counter for unique local names */
+  int tmp;            /* counter for unique local names (per kernel) */
+  struct NameSet *names;    /* every identifier the generated file uses */
+  struct KernelSet *ks;     /* the kernels (emit_kernel.h); while one is
+                               generated, emit_ref gives its parameters */
 } Emit;
 
-/* C expression of value vid's pointer (typed: `const float *` etc.). A
- * weight is an array `cN`, or in blob mode, when larger than
- * EMIT_BLOB_INLINE_MAX bytes, the member `weights->cN` of the blob. */
+/* C expression of value vid's pointer (typed: `const float *` etc.). Inside
+ * an op's _emit it is a parameter of the kernel function being generated
+ * (in0.. for the node's input slots, out0.. for its outputs: emit_kernel.h);
+ * outside, the run function's name for the value: a parameter, a weight
+ * array (in blob mode, when larger than EMIT_BLOB_INLINE_MAX bytes, the
+ * member `weights->NAME` of the blob), or a workspace tensor. */
 const char *emit_ref(Emit *e, int vid);
 /* Register an extra weight array of n elements of dt (data must outlive
- * the emission: arena memory) and return its C name. It is emitted with
- * the graph's weights — same naming (cN, in order of first use), exact
- * literals — but 64-byte aligned, with `comment` above it. For data the
- * compiler derives from constants, such as a GEMM's B packed into the
- * panel layout its kernel reads (compiler/ops/gemm_kernel.c). */
-const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, const char *comment);
+ * the emission: arena memory) and return its C expression (inside an
+ * _emit, a kernel parameter arr0, arr1, ...). It is emitted with the
+ * graph's weights — named after `stem` (a model name: made C-safe and
+ * unique), exact literals — but 64-byte aligned, with `comment` above it.
+ * For data the compiler derives from constants, such as a GEMM's B packed
+ * into the panel layout its kernel reads (compiler/ops/gemm_kernel.c). */
+const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, const char *stem,
+                             const char *comment);
 /* One line at the current indentation (a newline is appended). */
 void emit_line(Emit *e, const char *fmt, ...) KILN_PRINTF(2, 3);
 /* Instantiate template `name` (templates/NAME.c.in). The variadic arguments
@@ -57,7 +72,7 @@ void emit_line(Emit *e, const char *fmt, ...) KILN_PRINTF(2, 3);
  * in the template must be given. A value may span lines: each line after
  * its first gets the indentation of the line the ${KEY} stands in. */
 void emit_tmpl(Emit *e, const char *name, ...);
-/* A fresh identifier "stem_N" in the arena. */
+/* A fresh local identifier "stem_N" (numbered per kernel). */
 const char *emit_tmpname(Emit *e, const char *stem);
 /* Decimal / C literal helpers (arena strings). */
 const char *emit_int(Emit *e, int64_t v);

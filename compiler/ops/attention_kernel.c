@@ -224,12 +224,12 @@ static int64_t emit_block_table(Emit *e, Plan *p, const Value *m) {
   first[p->nqt] = (int32_t)n;
   const char *who = arena_printf(ar(e), "Attention '%s'", p->n->name);
   p->first = emit_const_array(
-      e, DT_I32, first, p->nqt + 1,
+      e, DT_I32, first, p->nqt + 1, arena_printf(ar(e), "%s_tiles_first", p->n->name),
       arena_printf(ar(e), "%s: %s mask '%s', query tiles of %d rows: tile qt visits entries first[qt] .. "
                    "first[qt + 1] - 1 of the list below", who, attn_mask_name(p->sp.mask),
                    gval(e->g, p->n->in[3])->name, p->mr));
   p->list = emit_const_array(
-      e, DT_I32, list, n,
+      e, DT_I32, list, n, arena_printf(ar(e), "%s_tiles", p->n->name),
       arena_printf(ar(e), "%s: key tiles (of %lld keys) to visit, each 2 * tile + (1 if its mask must be "
                    "applied): %lld of %lld blocks, %lld with mask work", who, (long long)p->kt, (long long)n,
                    (long long)(p->nqt * p->nkt), (long long)mixed));

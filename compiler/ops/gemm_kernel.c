@@ -576,7 +576,7 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
   if (k == 0) { /* BLAS rejects a leading dimension of 0 */
     emit_line(e, "memset(y, 0, %lld); /* K = 0: the empty sums */", 4 * m * n);
   } else {
-    const char *b = emit_const_array(e, DT_F32, s->b, k * n,
+    const char *b = emit_const_array(e, DT_F32, s->b, k * n, s->b_name ? s->b_name : "b",
                                      arena_printf(a, "B%s [%lld,%lld]%s for cblas_sgemm (--gemm=openblas)",
                                                   bname, s->b_trans ? n : k, s->b_trans ? k : n,
                                                   s->b_trans ? " (transposed)" : ""));
@@ -632,7 +632,8 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
       g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
                             g.pwe, g.nrem)
              : "");
-  const char *bp = emit_const_array(e, s->bq ? DT_I8 : DT_F32, pk, len, what);
+  const char *bp = emit_const_array(e, s->bq ? DT_I8 : DT_F32, pk, len,
+                                    arena_printf(a, "%s_packed", s->b_name ? s->b_name : "b"), what);
   emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
             (long long)s->n, s->bias ? " + bias" : "", s->act ? ", then " : "",

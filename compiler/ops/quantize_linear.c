@@ -551,7 +551,7 @@ bool int_matmul_emit(Emit *e, const Node *n) {
   int64_t *offs = arena_alloc(ar(e), sizeof(int64_t) * (size_t)(2 * nb));
   for (int64_t bi = 0; bi < nb; bi++)
     batch_offsets(&mg, bi, &offs[2 * bi], &offs[2 * bi + 1]);
-  const char *tab = emit_const_array(e, DT_I64, offs, 2 * nb,
+  const char *tab = emit_const_array(e, DT_I64, offs, 2 * nb, arena_printf(ar(e), "%s_batch_offsets", n->name),
                                      arena_printf(ar(e), "offsets of A's and B's matrices per batch (%s)", n->name));
   const char *acct = quant_acc_ctype(mg.k, 0);
   emit_line(e, "/* Y = (A - a_zp)(B - b_zp) in int32%s: %lld batches of [%lld x %lld] x [%lld x %lld] */",
