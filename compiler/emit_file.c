@@ -505,7 +505,7 @@ static const char *origin_comment(Arena *a, const Node *n) {
   }
   if (count == 1)
     return cm(a, o);
-  return cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)strcspn(o, " "), o, last, count));
+  return cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)(strstr(o, " + ") - o), o, last, count));
 }
 
 /* Bytes of the constants the nodes read (what --weights=auto weighs). */
