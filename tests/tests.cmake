@@ -333,6 +333,14 @@ add_test(NAME info_peak_in_place COMMAND ${KILN_BIN} info ${T}/passes/plan_in_pl
 set_tests_properties(info_peak_in_place PROPERTIES
   PASS_REGULAR_EXPRESSION "workspace 4096 bytes; peak of live tensors 4096 bytes")
 
+# `kiln info`'s FLOP counts are each op's flops function (ops.def): exact
+# for Attention (Q·Kᵀ, scale, mask, softmax, P·V) and Conv (grouped, with
+# bias) on small models whose figures tests/info/*.kir work out by hand
+add_test(NAME info_flops_attention COMMAND ${KILN_BIN} info ${T}/info/attention_flops.kir)
+set_tests_properties(info_flops_attention PROPERTIES PASS_REGULAR_EXPRESSION "flops +59904 total")
+add_test(NAME info_flops_conv COMMAND ${KILN_BIN} info ${T}/info/conv_flops.kir)
+set_tests_properties(info_flops_conv PROPERTIES PASS_REGULAR_EXPRESSION "flops +29600 total")
+
 # kiln's vector math (kiln_expf, kiln_erff, kiln_tanhf in runtime/kiln_rt.h)
 # against double-precision libm on every float where they compute anything
 # and every 61st bit pattern besides, built plain and with -march=native

@@ -299,3 +299,12 @@ bool layernorm_emit(Emit *e, const Node *n) {
             "STORE_INV_STD", store_inv, NULL);
   return true;
 }
+
+/* ---- FLOP counts (ops.def's flops column) -------------------------------------- */
+
+/* Per element: max, subtract, exp, sum, scale. */
+int64_t softmax_flops(const Graph *g, const Node *n) { return 5 * type_numel(&gval(g, n->out[0])->type); }
+
+/* Per element: mean, subtract, square, sum, normalise, scale, bias, and one
+ * for the row's statistics. */
+int64_t layernorm_flops(const Graph *g, const Node *n) { return 8 * type_numel(&gval(g, n->out[0])->type); }
