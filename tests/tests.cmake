@@ -134,6 +134,21 @@ foreach(mode c interp)
   add_test(NAME half_bf16_cast_${mode} COMMAND ${KILN_BIN} check ${flag} ${T}/generated/half/bf16_cast)
 endforeach()
 
+# RMSNormalization against numpy (tools/make_rmsnorm_cases.py): ONNX
+# Runtime's SimplifiedLayerNormalization spelling, a .kir with f64 and a
+# broadcast scale, the Lua method x:rms_norm; C and interpreter
+foreach(mode c interp)
+  set(flag "")
+  if(mode STREQUAL "interp")
+    set(flag "--interp")
+  endif()
+  foreach(case ort_last ort_axis1 native_f64)
+    add_test(NAME rmsnorm_${case}_${mode} COMMAND ${KILN_BIN} check -q ${flag} ${T}/generated/rmsnorm/${case})
+  endforeach()
+  add_test(NAME rmsnorm_lua_method_${mode} COMMAND ${KILN_BIN} check -q ${flag} ${T}/generated/rmsnorm/lua_method
+           --model ${T}/generated/rmsnorm/lua_method/model.lua)
+endforeach()
+
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})
 
