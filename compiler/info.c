@@ -14,68 +14,8 @@
 
 /* ---- FLOPs ---------------------------------------------------------------- */
 
-static int64_t numel_of(const Graph *g, int vid) {
-  return vid >= 0 ? type_numel(&g->vals[vid].type) : 0;
-}
-
-/* Einsum: 2 x product of every letter's size (output letters and summed). */
-static int64_t einsum_flops(const Graph *g, const Node *n) {
-  const char *eq = attr_str(n, "equation", "");
-  int64_t size[128] = {0};
-  int k = 0, pos = 0;
-  for (const char *p = eq; *p && *p != '-'; p++) {
-    if (*p == ',') {
-      k++, pos = 0;
-      continue;
-    }
-    const Value *v = node_in(g, n, k);
-    if (!v || *p == '.' || *p == ' ' || (unsigned char)*p >= 128)
-      continue;
-    if (pos < v->type.rank)
-      size[(int)*p] = v->type.dims[pos];
-    pos++;
-  }
-  int64_t f = 2;
-  for (int c = 0; c < 128; c++)
-    if (size[c] > 0)
-      f *= size[c];
-  return f;
-}
-
-int64_t node_flops(const Graph *g, const Node *n) {
-  int64_t out = numel_of(g, n->out[0]), in0 = n->nin ? numel_of(g, n->in[0]) : 0;
-  const Value *a = node_in(g, n, 0);
-  switch (n->op) {
-  case OP_MATMUL: {
-    int64_t k = a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
-    return 2 * out * k;
-  }
-  case OP_GEMM: {
-    int64_t k = a && a->type.rank == 2 ? a->type.dims[attr_int(n, "transA", 0) ? 0 : 1] : 1;
-    return 2 * out * k + (node_has_in(n, 2) ? out : 0);
-  }
-  case OP_LINEAR: { /* the matmul, then one op each for the bias and the activation */
-    int64_t k = a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
-    return 2 * out * k + (node_has_in(n, 2) ? out : 0) + (strcmp(attr_str(n, "act", "none"), "none") ? out : 0);
-  }
-  case OP_EINSUM: return einsum_flops(g, n);
-  case OP_SOFTMAX: case OP_LOGSOFTMAX: return 5 * out; /* max, sub, exp, sum, scale */
-  case OP_LAYERNORM: return 8 * out;
-  case OP_MAX: case OP_MIN: case OP_SUM: case OP_MEAN: return out * (n->nin > 1 ? n->nin - 1 : 1);
-  case OP_REDUCEL1: case OP_REDUCEL2: case OP_REDUCELOGSUM: case OP_REDUCELOGSUMEXP:
-  case OP_REDUCEMAX: case OP_REDUCEMEAN: case OP_REDUCEMIN: case OP_REDUCEPROD:
-  case OP_REDUCESUM: case OP_REDUCESUMSQUARE: case OP_ARGMAX: case OP_ARGMIN: case OP_TOPK:
-  case OP_CUMSUM: case OP_HARDMAX:
-    return in0;
-  case OP_TRANSPOSE: case OP_RESHAPE: case OP_FLATTEN: case OP_SQUEEZE: case OP_UNSQUEEZE:
-  case OP_CONCAT: case OP_SPLIT: case OP_SLICE: case OP_PAD: case OP_EXPAND: case OP_TILE:
-  case OP_TRILU: case OP_GATHER: case OP_GATHERELEMENTS: case OP_CONSTANT:
-  case OP_CONSTANTOFSHAPE: case OP_RANGE: case OP_SHAPE: case OP_SIZE: case OP_IDENTITY:
-  case OP_DROPOUT: case OP_CAST: case OP_CASTLIKE:
-    return 0;
-  default: return out; /* elementwise: one op per output element */
-  }
-}
+/* Each op's count is a fact of its row in ops.def (its flops column). */
+int64_t node_flops(const Graph *g, const Node *n) { return op_table[n->op].flops(g, n); }
 
 /* ---- workspace peak -------------------------------------------------------- */
 

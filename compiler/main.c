@@ -577,7 +577,8 @@ static int cmd_ops(void) {
   printf("kiln supports these %d ONNX ops (default domain, up to opset 17):\n", onnx);
   for (int i = 0; i < OP_COUNT_; i++)
     if (op_table[i].since > 0)
-      printf("  %-20s since opset %d\n", op_table[i].name, op_table[i].since);
+      printf("  %-20s since opset %d%s\n", op_table[i].name, op_table[i].since,
+             op_table[i].since > 17 ? " (newer than kiln reads: from Lua, .kir or another spelling)" : "");
   if (onnx < OP_COUNT_)
     printf("and these kiln ops, made by fusion (not read from ONNX files):\n");
   for (int i = 0; i < OP_COUNT_; i++)

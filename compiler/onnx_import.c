@@ -337,22 +337,31 @@ static const char *arity_str(Arena *a, int lo, int hi) {
   return arena_printf(a, "%d to %d", lo, hi);
 }
 
+/* ONNX Runtime's contrib SimplifiedLayerNormalization (which it registers
+ * in the default domain, opset 1 on; what its transformer optimizer writes
+ * for T5 and Llama norms) is RMSNormalization under another name, with the
+ * same inputs, attributes and first output. */
+static bool is_ort_rmsnorm(const char *dom, const char *op_type) {
+  return !strcmp(op_type, "SimplifiedLayerNormalization") && (!*dom || !strcmp(dom, "ai.onnx"));
+}
+
 static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   Graph *g = im->g;
   const char *op_type = np->op_type ? np->op_type : "";
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
+  bool ort_rms = is_ort_rmsnorm(dom, op_type);
   if (*dom && strcmp(dom, "ai.onnx") != 0)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);
-  int op = op_lookup(op_type);
+  int op = ort_rms ? OP_RMSNORM : op_lookup(op_type);
   if (op >= 0 && op_table[op].since == 0)
     op = -1; /* a kiln op, not an ONNX one */
   if (op < 0)
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
   const OpInfo *oi = &op_table[op];
-  if (im->g->opset < oi->since)
+  if (im->g->opset < oi->since && !ort_rms)
     return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
                       nname, op_type, op_type, oi->since, im->g->opset);
   int nin = (int)np->n_input, nout = (int)np->n_output;

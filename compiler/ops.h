@@ -1,5 +1,6 @@
 /* ops.h — the op table: for each op in ops.def, its ONNX name, arity, the
- * inputs that must be compile-time constants, and its three functions:
+ * inputs that must be compile-time constants, the facts passes and reports
+ * ask of it (flags, FLOP count), and its three functions:
  *
  *   _infer  set output dtypes and shapes from inputs and attributes; reject
  *           bad input with diag_node (never assert on model content)
@@ -14,7 +15,7 @@
 #include "ir.h"
 
 typedef enum OpId {
-#define OP(id, name, fn, a, b, c, d, k, since) OP_##id,
+#define OP(id, name, fn, a, b, c, d, k, since, flags, fl) OP_##id,
 #include "ops.def"
 #undef OP
   OP_COUNT_
@@ -25,6 +26,30 @@ struct Emit;
 typedef bool (*InferFn)(Graph *g, Node *n, Diag *d);
 typedef bool (*EvalFn)(const Node *n, const Tensor *in, Tensor *out, Diag *d);
 typedef bool (*EmitFn)(struct Emit *e, const Node *n);
+typedef int64_t (*FlopsFn)(const Graph *g, const Node *n);
+
+/* Op flags: facts of an op's kernels (its _emit and _eval alike).
+ *   OPF_INPLACE       elementwise: each element of every input is read
+ *                     before the same element of the output is written, so
+ *                     the output may take over any input's storage
+ *   OPF_INPLACE_ROW   row-wise: a whole row of input 0 is read before that
+ *                     row of output 0 is written; output 0 may take over
+ *                     input 0 (and no other output or input)
+ *   OPF_INPLACE_PAIR  as ROW, for inputs 0 and 1 and every output
+ *                     (AddLayerNorm's residual pair and its two outputs)
+ *   OPF_VIEW          output 0 holds input 0's bytes in the same order
+ *                     (Reshape and friends): simplify makes it an alias
+ *   OPF_HALF          computes f16/bf16 (in f32, or as bit patterns); ops
+ *                     without it refuse them (op_check_half)
+ * Ops that accumulate into their output input by input (Max, Sum, ...) or
+ * write before they read (GEMMs and their epilogues) have no INPLACE flag. */
+enum {
+  OPF_INPLACE = 1 << 0,
+  OPF_INPLACE_ROW = 1 << 1,
+  OPF_INPLACE_PAIR = 1 << 2,
+  OPF_VIEW = 1 << 3,
+  OPF_HALF = 1 << 4,
+};
 
 typedef struct OpInfo {
   const char *name;
@@ -34,6 +59,8 @@ typedef struct OpInfo {
   int min_in, max_in, min_out, max_out;
   unsigned const_in;
   int since;          /* first opset defining the op */
+  unsigned flags;     /* OPF_* */
+  FlopsFn flops;      /* floating-point (or integer) operations of one run of n */
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT_];
@@ -42,15 +69,17 @@ int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
 
 /* f16 and bf16 tensors are computed in f32 by the elementwise kernels
  * (emit_elementwise reads them through kiln_f16_to_f32 and friends) and
- * copied as bit patterns by the data-movement ops; every other op refuses
- * them. False, with a message naming the node, when n reads or writes one
- * and its op is not among those. Called after _infer and before _emit. */
+ * copied as bit patterns by the data-movement ops: the ops flagged
+ * OPF_HALF. False, with a message naming the node, when n reads or writes
+ * one and its op is not flagged. Called after _infer and before _emit. */
 bool op_check_half(const Graph *g, const Node *n, Diag *d);
 
-#define OP(id, name, fn, a, b, c, d, k, since)                                    \
+/* Multiply-adds count 2; a family's count says what else it counts. */
+#define OP(id, name, fn, a, b, c, d, k, since, flags, fl)                  \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
   bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \
-  bool fn##_emit(struct Emit *e, const Node *n);
+  bool fn##_emit(struct Emit *e, const Node *n);                           \
+  int64_t fl##_flops(const Graph *g, const Node *n);
 #include "ops.def"
 #undef OP
 

@@ -86,6 +86,8 @@ bool attention_decompose(Graph *g, int node, Diag *d);
 /* ElementwiseChain (ops/elementwise_chain.c), PermutedMatMul (ops/permuted_matmul.c) */
 bool elementwise_chain_decompose(Graph *g, int node, Diag *d);
 bool permuted_matmul_decompose(Graph *g, int node, Diag *d);
+/* RMSNormalization below opset 23 (ops/normalize.c) */
+bool rmsnorm_decompose(Graph *g, int node, Diag *d);
 
 /* Structural checks (SSA, order, arity, types known after infer). */
 bool graph_verify(Graph *g, bool typed, Diag *d);

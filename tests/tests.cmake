@@ -134,6 +134,21 @@ foreach(mode c interp)
   add_test(NAME half_bf16_cast_${mode} COMMAND ${KILN_BIN} check ${flag} ${T}/generated/half/bf16_cast)
 endforeach()
 
+# RMSNormalization against numpy (tools/make_rmsnorm_cases.py): ONNX
+# Runtime's SimplifiedLayerNormalization spelling, a .kir with f64 and a
+# broadcast scale, the Lua method x:rms_norm; C and interpreter
+foreach(mode c interp)
+  set(flag "")
+  if(mode STREQUAL "interp")
+    set(flag "--interp")
+  endif()
+  foreach(case ort_last ort_axis1 native_f64)
+    add_test(NAME rmsnorm_${case}_${mode} COMMAND ${KILN_BIN} check -q ${flag} ${T}/generated/rmsnorm/${case})
+  endforeach()
+  add_test(NAME rmsnorm_lua_method_${mode} COMMAND ${KILN_BIN} check -q ${flag} ${T}/generated/rmsnorm/lua_method
+           --model ${T}/generated/rmsnorm/lua_method/model.lua)
+endforeach()
+
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})
 
@@ -332,6 +347,14 @@ add_test(NAME attention_verbose COMMAND ${T}/attention/verbose.sh ${KILN_BIN})
 add_test(NAME info_peak_in_place COMMAND ${KILN_BIN} info ${T}/passes/plan_in_place_peak.kir)
 set_tests_properties(info_peak_in_place PROPERTIES
   PASS_REGULAR_EXPRESSION "workspace 4096 bytes; peak of live tensors 4096 bytes")
+
+# `kiln info`'s FLOP counts are each op's flops function (ops.def): exact
+# for Attention (Q·Kᵀ, scale, mask, softmax, P·V) and Conv (grouped, with
+# bias) on small models whose figures tests/info/*.kir work out by hand
+add_test(NAME info_flops_attention COMMAND ${KILN_BIN} info ${T}/info/attention_flops.kir)
+set_tests_properties(info_flops_attention PROPERTIES PASS_REGULAR_EXPRESSION "flops +59904 total")
+add_test(NAME info_flops_conv COMMAND ${KILN_BIN} info ${T}/info/conv_flops.kir)
+set_tests_properties(info_flops_conv PROPERTIES PASS_REGULAR_EXPRESSION "flops +29600 total")
 
 # kiln's vector math (kiln_expf, kiln_erff, kiln_tanhf in runtime/kiln_rt.h)
 # against double-precision libm on every float where they compute anything

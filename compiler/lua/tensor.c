@@ -493,6 +493,21 @@ static int layer_norm(lua_State *L) {
   return lt_op(L, "layer_norm", OP_LAYERNORM, in, in[2] < 0 ? 2 : 3, 1, 1);
 }
 
+/* x:rms_norm(scale [, eps [, axis]]) */
+static int rms_norm(lua_State *L) {
+  int x = lt_check(L, 1);
+  int in[2] = {x, lt_check_like(L, 2, ltype(L, x)->dt)};
+  double eps = lua_isnoneornil(L, 3) ? 1e-5 : luaL_checknumber(L, 3);
+  int64_t axis = opt_int(L, 4, -1);
+  lua_settop(L, 0);
+  lua_newtable(L);
+  lua_pushnumber(L, eps);
+  lua_setfield(L, -2, "epsilon");
+  lua_pushinteger(L, axis);
+  lua_setfield(L, -2, "axis");
+  return lt_op(L, "rms_norm", OP_RMSNORM, in, 2, 1, 1);
+}
+
 /* x:gelu([approximate]): "none" (erf, the default) or "tanh" */
 static int gelu(lua_State *L) {
   const char *approx = luaL_optstring(L, 2, "none");
@@ -620,8 +635,8 @@ static const luaL_Reg methods[] = {
     {"unsqueeze", unsqueeze}, {"flatten", flatten}, {"narrow", narrow}, {"slice", slice},
     {"sum", sum}, {"mean", mean}, {"max", max_}, {"min", min_}, {"prod", prod},
     {"argmax", argmax}, {"topk", topk}, {"gather", gather}, {"cast", cast},
-    {"layer_norm", layer_norm}, {"gelu", gelu}, {"clip", clip}, {"cumsum", cumsum},
-    {"triu", triu}, {"tril", tril}, {"split", split}, {NULL, NULL},
+    {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"gelu", gelu}, {"clip", clip},
+    {"cumsum", cumsum}, {"triu", triu}, {"tril", tril}, {"split", split}, {NULL, NULL},
 };
 
 /* ---- globals: op, where, cat ---------------------------------------------------- */

@@ -128,3 +128,8 @@ bool add_layernorm_emit(Emit *e, const Node *n) {
             "SQRT", emit_mathfn(e, dt, "sqrt"), "Y_K", y_k, NULL);
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* The residual add, one op per element, then LayerNormalization's 8. */
+int64_t add_layernorm_flops(const Graph *g, const Node *n) { return 9 * type_numel(&gval(g, n->out[0])->type); }

@@ -396,3 +396,21 @@ bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 /* ---- _emit ------------------------------------------------------------------------ */
 
 bool attention_emit(Emit *e, const Node *n) { return attn_emit_kernel(e, n); }
+
+/* ---- FLOP count (ops.def's flops column) --------------------------------------------- */
+
+/* Per head, with S queries, T keys, head sizes Dh and Dv: Q·Kᵀ is 2·S·T·Dh
+ * and P·V 2·S·T·Dv (multiply-adds count 2); each of the S·T scores then
+ * costs 1 for the scale, 1 for the mask when there is one (the add, or the
+ * select of a bool mask), 1 for top-k when on (the compare with the row's
+ * k-th largest; finding it is not counted) and Softmax's 5 (max, subtract,
+ * exp, sum, normalise). Every score counts, masked or not: the op's
+ * arithmetic, not what the kernel skips (blocks above a causal diagonal,
+ * all-masked blocks of a static mask). */
+int64_t attention_flops(const Graph *g, const Node *n) {
+  AttnSpec sp;
+  AttnGeom ge;
+  attn_read(g, n, &sp, &ge);
+  int64_t per_score = 2 * ge.dh + 2 * ge.dv + 1 + (ge.has_mask ? 1 : 0) + (sp.topk > 0 ? 1 : 0) + 5;
+  return ge.nb * ge.s * ge.t * per_score;
+}

@@ -624,3 +624,19 @@ bool conv_emit(Emit *e, const Node *n) {
     emit_rows(e, n, &c, copy, iwp);
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* Conv: 2·N·Cout·(output spatial)·(Cin/group)·(kernel) — each output element
+ * is a dot product of W's row of Cin/group·kernel weights — and one op per
+ * output element for the bias. ConvTranspose: each input element meets its
+ * W row of Cout/group·kernel weights, so 2·numel(X)·that, and the bias. */
+int64_t conv_flops(const Graph *g, const Node *n) {
+  const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1);
+  int64_t out = type_numel(&gval(g, n->out[0])->type);
+  if (!x || !w || w->type.rank < 1 || w->type.dims[0] <= 0)
+    return out;
+  int64_t row = type_numel(&w->type) / w->type.dims[0];
+  int64_t macs = n->op == OP_CONVTRANSPOSE ? type_numel(&x->type) * row : out * row;
+  return 2 * macs + (node_has_in(n, 2) ? out : 0);
+}

@@ -267,3 +267,16 @@ bool int_conv_emit(Emit *e, const Node *n) {
   }
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* ConvInteger, QLinearConv: Conv's 2·N·Cout·(output spatial)·(Cin/group)·
+ * (kernel) integer multiply-adds, plus QLinearConv's bias; the zero points
+ * and the requantization are not counted. */
+int64_t int_conv_flops(const Graph *g, const Node *n) {
+  const Value *w = node_in(g, n, n->op == OP_QLINEARCONV ? 3 : 1);
+  int64_t out = type_numel(&gval(g, n->out[0])->type);
+  if (!w || w->type.rank < 1 || w->type.dims[0] <= 0)
+    return out;
+  return 2 * out * (type_numel(&w->type) / w->type.dims[0]) + (n->op == OP_QLINEARCONV && node_has_in(n, 8) ? out : 0);
+}

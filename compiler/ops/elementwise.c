@@ -514,3 +514,10 @@ bool dropout_emit(Emit *e, const Node *n) {
   }
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* Max, Min, Sum, Mean: one op per output element per input after the first. */
+int64_t variadic_flops(const Graph *g, const Node *n) {
+  return type_numel(&gval(g, n->out[0])->type) * (n->nin > 1 ? n->nin - 1 : 1);
+}

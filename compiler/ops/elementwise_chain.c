@@ -401,3 +401,11 @@ bool elementwise_chain_decompose(Graph *g, int node, Diag *d) {
   gval(g, want)->producer = p;
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* One op per step per output element. */
+int64_t elementwise_chain_flops(const Graph *g, const Node *n) {
+  const Attr *a = attr_get(n, "steps");
+  return type_numel(&gval(g, n->out[0])->type) * (a && a->n > 0 ? a->n : 1);
+}

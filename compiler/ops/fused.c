@@ -283,3 +283,13 @@ bool linear_emit(Emit *e, const Node *nd) {
     emit_linear_epilogue(e, dt, act, m, n, bias, res, y);
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* The matmul (2·M·N·K), then one op per element each for the bias and the
+ * activation. */
+int64_t linear_flops(const Graph *g, const Node *n) {
+  const Value *a = node_in(g, n, 0);
+  int64_t out = type_numel(&gval(g, n->out[0])->type), k = a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
+  return 2 * out * k + (node_has_in(n, 2) ? out : 0) + (strcmp(attr_str(n, "act", "none"), "none") ? out : 0);
+}

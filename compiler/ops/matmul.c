@@ -835,3 +835,58 @@ bool einsum_emit(Emit *e, const Node *n) {
   buf_free(&prod);
   return true;
 }
+
+/* ---- FLOP counts (ops.def's flops column) ------------------------------------ */
+
+/* A's last dim: the summed length K of a MatMul or Linear. */
+static int64_t k_of(const Graph *g, const Node *n) {
+  const Value *a = node_in(g, n, 0);
+  return a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
+}
+
+static int64_t out_numel(const Graph *g, const Node *n) { return type_numel(&gval(g, n->out[0])->type); }
+
+/* 2·M·N·K per matrix. */
+int64_t matmul_flops(const Graph *g, const Node *n) { return 2 * out_numel(g, n) * k_of(g, n); }
+
+/* 2·M·N·K, and one op per element for C. */
+int64_t gemm_flops(const Graph *g, const Node *n) {
+  const Value *a = node_in(g, n, 0);
+  int64_t out = out_numel(g, n), k = a && a->type.rank == 2 ? a->type.dims[attr_int(n, "transA", 0) ? 0 : 1] : 1;
+  return 2 * out * k + (node_has_in(n, 2) ? out : 0);
+}
+
+/* PermutedMatMul (permuted_matmul.c): MatMul's count, K read through
+ * perm_a (A's last axis after the perm). */
+int64_t permuted_matmul_flops(const Graph *g, const Node *n) {
+  const Value *a = node_in(g, n, 0);
+  const Attr *p = attr_get(n, "perm_a");
+  int r = a ? a->type.rank : 0;
+  if (!p || p->kind != ATTR_INTS || p->n != r || r == 0 || p->ints[r - 1] < 0 || p->ints[r - 1] >= r)
+    return matmul_flops(g, n);
+  return 2 * out_numel(g, n) * a->type.dims[p->ints[r - 1]];
+}
+
+/* Einsum: 2 x product of every letter's size (output letters and summed). */
+int64_t einsum_flops(const Graph *g, const Node *n) {
+  const char *eq = attr_str(n, "equation", "");
+  int64_t size[128] = {0};
+  int k = 0, pos = 0;
+  for (const char *p = eq; *p && *p != '-'; p++) {
+    if (*p == ',') {
+      k++, pos = 0;
+      continue;
+    }
+    const Value *v = node_in(g, n, k);
+    if (!v || *p == '.' || *p == ' ' || (unsigned char)*p >= 128)
+      continue;
+    if (pos < v->type.rank)
+      size[(int)*p] = v->type.dims[pos];
+    pos++;
+  }
+  int64_t f = 2;
+  for (int c = 0; c < 128; c++)
+    if (size[c] > 0)
+      f *= size[c];
+  return f;
+}

@@ -1,5 +1,7 @@
 /* normalize.c — normalisations along an axis: Softmax, LogSoftmax and
- * Hardmax (family `softmax`), and LayerNormalization (family `layernorm`).
+ * Hardmax (family `softmax`), LayerNormalization (family `layernorm`) and
+ * RMSNormalization (family `rmsnorm`; also ONNX Runtime's
+ * SimplifiedLayerNormalization, which the importer maps onto it).
  *
  * Each sees its input as rows: `outer * inner` rows of `len` elements,
  * element k of a row `inner` apart. Softmax-family ops before opset 13
@@ -10,12 +12,16 @@
  *
  * Softmax subtracts the row max before exp; LayerNorm takes the mean, then
  * the variance of the deviations (two passes), in the stash type (f32 by
- * default), so both stay accurate for large or offset inputs. */
+ * default), so both stay accurate for large or offset inputs. RMSNorm
+ * normalises the same rows by the root of their mean square (no mean
+ * subtracted, no bias): one pass for the statistic, one for the output. */
 #include <math.h>
 #include <string.h>
 
+#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
+#include "../passes.h"
 #include "rows.h"
 
 /* ---- rows ------------------------------------------------------------------ */
@@ -299,3 +305,177 @@ bool layernorm_emit(Emit *e, const Node *n) {
             "STORE_INV_STD", store_inv, NULL);
   return true;
 }
+
+/* ---- RMSNormalization ------------------------------------------------------ */
+
+/* RMSNormalization {axis=-1, epsilon=1e-5, stash_type=1} (X, Scale) -> Y:
+ *   Y = X / sqrt(mean(X² over the dims from axis) + epsilon) · Scale
+ * Scale as LayerNormalization's (param_fits). */
+bool rmsnorm_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  const Value *p = node_in(g, n, 1);
+  const Type *xt = &x->type;
+  if (!dt_is_float(xt->dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(xt->dt));
+  if (xt->rank < 1)
+    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
+  int64_t axis = attr_int(n, "axis", -1), st = attr_int(n, "stash_type", 1);
+  int a;
+  if (!axis_norm(axis, xt->rank, &a))
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]", (long long)axis,
+                     xt->rank, -xt->rank, xt->rank - 1);
+  if (st != 1 && st != 11)
+    return diag_node(d, g, n, "stash_type is %lld; expected 1 (f32) or 11 (f64)", (long long)st);
+  if (p->type.dt != xt->dt)
+    return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
+                     dt_name(xt->dt));
+  if (!param_fits(&p->type, xt, a)) {
+    char ps[128], xs[128];
+    return diag_node(d, g, n, "input '%s' has shape %s; expected the normalised dims of %s from "
+                     "axis %d (or as many elements, or a shape that broadcasts to them)",
+                     p->name, type_str(&p->type, ps, sizeof ps), type_str(xt, xs, sizeof xs), a);
+  }
+  node_out(g, n, 0)->type = *xt;
+  return true;
+}
+
+/* The statistic in double (see layernorm_eval); Y rounds to its type. */
+bool rmsnorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  const Type *xt = &in[0].type;
+  DType dt = xt->dt;
+  int a;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
+  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
+  double eps = attr_float(n, "epsilon", 1e-5);
+  for (int64_t o = 0; o < outer; o++) {
+    const int64_t base = o * len;
+    double ms = 0;
+    for (int64_t k = 0; k < len; k++) {
+      double v = el_get_f(dt, in[0].data, base + k);
+      ms += v * v;
+    }
+    double inv_rms = 1 / sqrt(ms / (double)len + eps);
+    for (int64_t k = 0; k < len; k++)
+      el_set_f(dt, out[0].data, base + k,
+               el_get_f(dt, in[0].data, base + k) * inv_rms *
+                   el_get_f(dt, in[1].data, param_index(&in[1].type, xt, a, k)));
+  }
+  return true;
+}
+
+/* templates/rmsnorm.c.in over the rows, the statistic in the stash type. */
+bool rmsnorm_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Type *xt = &node_in(g, n, 0)->type, *st = &node_in(g, n, 1)->type;
+  DType dt = xt->dt, ut = stash_dtype(n);
+  int a;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
+  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
+  if (outer == 0)
+    return true;
+  Arena *ar = g->arena;
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]);
+  const char *U = dt_ctype(ut), *T = dt_ctype(dt);
+  bool cast = dt != ut;
+  const char *row = outer == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)len);
+  const char *term = arena_printf(ar, "xr[k] * inv_rms * %s%s", cast ? arena_printf(ar, "(%s)", U) : "",
+                                  param_elem(e, emit_ref(e, n->in[1]), st, xt, a));
+  emit_parallel_for(e, outer, 1.5 * (double)(outer * len));
+  emit_tmpl(e, "rmsnorm", "T", T, "U", U, "ROWS", emit_int(e, outer), "LEN", emit_int(e, len), "L",
+            emit_int(e, row_sum_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
+            arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
+            emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
+            emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),
+            "Y_K", cast ? arena_printf(ar, "(%s)(%s)", T, term) : term, NULL);
+  return true;
+}
+
+/* RMSNormalization's lowering for kiln export: standard nodes added one by
+ * one, each inferred at once; after the first failure every step gives -1. */
+typedef struct RmsLower {
+  Graph *g;
+  const char *origin;
+  Diag *d;
+  bool ok;
+} RmsLower;
+
+static int rl_begin(RmsLower *l, int op, const int *in, int nin) {
+  for (int i = 0; i < nin; i++)
+    l->ok = l->ok && in[i] >= 0;
+  return l->ok ? ir_op(l->g, op, l->origin, in, nin, 1) : -1;
+}
+
+static int rl_end(RmsLower *l, int node) {
+  l->ok = l->ok && node >= 0 && ir_finish(l->g, node, l->d);
+  return l->ok ? ir_out(l->g, node, 0) : -1;
+}
+
+static int rl_op(RmsLower *l, int op, const int *in, int nin) { return rl_end(l, rl_begin(l, op, in, nin)); }
+
+static int rl_cast(RmsLower *l, int x, DType to) {
+  if (x >= 0 && l->g->vals[x].type.dt == to)
+    return x;
+  int node = rl_begin(l, OP_CAST, &x, 1);
+  if (node >= 0)
+    ir_attr_int(l->g, node, "to", to);
+  return rl_end(l, node);
+}
+
+/* kiln export (passes/decompose.c) below opset 23: Cast to the stash type,
+ * Mul(x, x), ReduceMean over the dims from axis (the axes attribute, as
+ * opsets up to 17 have it), Add epsilon, Sqrt, Div, Cast back, Mul by the
+ * scale (reshaped to the normalised dims when it has their element count
+ * in another shape: kiln reads it flat). The last node writes the node's
+ * own output. */
+bool rmsnorm_decompose(Graph *g, int node, Diag *d) {
+  const Node *n = &g->nodes[node];
+  int x = n->in[0], scale = n->in[1], want = n->out[0], a;
+  Type xt = g->vals[x].type;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt.rank, &a));
+  double eps = attr_float(n, "epsilon", 1e-5);
+  DType ut = stash_dtype(n);
+  if (g->opset < 7)
+    return diag_node(d, g, n, "export: no ONNX form at opset %d; expected opset 7 or later "
+                     "(broadcasting Add and Div)", g->opset);
+  RmsLower l = {g, n->origin, d, true};
+  int xs = rl_cast(&l, x, ut);
+  int sq = rl_op(&l, OP_MUL, (int[]){xs, xs}, 2);
+  int mean = rl_begin(&l, OP_REDUCEMEAN, &sq, 1);
+  if (mean >= 0) {
+    int64_t axes[MAX_RANK];
+    for (int i = a; i < xt.rank; i++)
+      axes[i - a] = i;
+    ir_attr_ints(g, mean, "axes", axes, xt.rank - a);
+    ir_attr_int(g, mean, "keepdims", 1);
+  }
+  int ms = rl_end(&l, mean);
+  int eps_c = ir_const_scalar(g, "epsilon", ut, eps);
+  int root = rl_op(&l, OP_SQRT, (int[]){rl_op(&l, OP_ADD, (int[]){ms, eps_c}, 2)}, 1);
+  int y = rl_cast(&l, rl_op(&l, OP_DIV, (int[]){xs, root}, 2), xt.dt);
+  Type nt = norm_type(&xt, a);
+  const Type *st = &g->vals[scale].type;
+  if (type_numel(st) == type_numel(&nt) && !type_equal(st, &nt))
+    scale = rl_op(&l, OP_RESHAPE, (int[]){scale, ir_const_i64(g, "scale_shape", nt.dims, nt.rank)}, 2);
+  int last = rl_op(&l, OP_MUL, (int[]){y, scale}, 2);
+  if (!l.ok)
+    return false;
+  int p = g->vals[last].producer;
+  KILN_ASSERT(p >= 0 && type_equal(&g->vals[last].type, &g->vals[want].type));
+  g->nodes[p].out[0] = want;
+  g->vals[last].producer = -1;
+  g->vals[want].producer = p;
+  return true;
+}
+
+/* ---- FLOP counts (ops.def's flops column) -------------------------------------- */
+
+/* Per element: max, subtract, exp, sum, scale. */
+int64_t softmax_flops(const Graph *g, const Node *n) { return 5 * type_numel(&gval(g, n->out[0])->type); }
+
+/* Per element: mean, subtract, square, sum, normalise, scale, bias, and one
+ * for the row's statistics. */
+int64_t layernorm_flops(const Graph *g, const Node *n) { return 8 * type_numel(&gval(g, n->out[0])->type); }
+
+/* Per element: square, sum, normalise, scale. */
+int64_t rmsnorm_flops(const Graph *g, const Node *n) { return 4 * type_numel(&gval(g, n->out[0])->type); }

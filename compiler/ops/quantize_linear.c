@@ -569,3 +569,13 @@ bool int_matmul_emit(Emit *e, const Node *n) {
   emit_line(e, "  }");
   return true;
 }
+
+/* ---- FLOP count (ops.def's flops column) -------------------------------------- */
+
+/* MatMulInteger, QLinearMatMul: the integer multiply-adds, 2·M·N·K (the zero
+ * points and the requantization are not counted). */
+int64_t int_matmul_flops(const Graph *g, const Node *n) {
+  const Value *a = node_in(g, n, 0);
+  int64_t k = a && a->type.rank > 0 ? a->type.dims[a->type.rank - 1] : 1;
+  return 2 * type_numel(&gval(g, n->out[0])->type) * k;
+}

@@ -345,6 +345,7 @@ static const struct {
     {OP_DEQUANTIZEGATHER, decompose_dequantize_gather},
     {OP_GELU, decompose_gelu},
     {OP_LAYERNORM, decompose_layernorm},
+    {OP_RMSNORM, rmsnorm_decompose},
     {OP_ADDLAYERNORM, decompose_add_layernorm},
     {OP_SPARSEMAX, sparsemax_decompose},
     {OP_ENTMAX15, entmax15_decompose},

@@ -6,8 +6,9 @@
  * the workspace (except states' next values, see below); aliases (Reshape
  * and friends) share their root's bytes.
  *
- * In place: an elementwise node (and the row-wise norms, the fused chains)
- * writes its output over an input that dies at that node — same type, so
+ * In place: an elementwise node (and the row-wise norms, the fused chains:
+ * the OPF_INPLACE flags of ops.h) writes its output over an input that dies
+ * at that node — same type, so
  * element i is read before element i is written and nothing else reads
  * those bytes later. The two then form one storage group, planned as one
  * buffer from the first member's birth to the last member's death; each
@@ -50,22 +51,12 @@ static void plan_state_outputs(Graph *g, bool *next_of_state, int *last) {
   }
 }
 
-/* Node n may write output `out` over input slot `slot`: every kernel of
- * these families reads an element (or a whole row) of its inputs before it
- * writes the same element (row) of its output, and reads nothing of that
- * input afterwards. Variadic ops (Max, Sum, ...) accumulate into their
- * output input by input, and GEMMs write before their epilogue reads: not
- * in place. */
+/* Node n may write output `out` over input slot `slot`: what its op's
+ * in-place flag (ops.h) says of its kernels. */
 static bool writes_in_place(const Node *n, int out, int slot) {
-  EmitFn f = op_table[n->op].emit;
-  if (f == unary_emit || f == binary_emit || f == where_emit || f == clip_emit || f == gelu_emit ||
-      f == elementwise_chain_emit)
-    return out == 0;
-  if (f == add_layernorm_emit)
-    return slot < 2;
-  if (f == layernorm_emit || f == softmax_emit)
-    return out == 0 && slot == 0;
-  return false;
+  unsigned f = op_table[n->op].flags;
+  return ((f & OPF_INPLACE) && out == 0) || ((f & OPF_INPLACE_ROW) && out == 0 && slot == 0) ||
+         ((f & OPF_INPLACE_PAIR) && slot < 2);
 }
 
 /* The storage group of value v (itself unless it took over another's). */

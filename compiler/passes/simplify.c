@@ -1,7 +1,7 @@
 /* simplify.c — remove what costs nothing to remove: Identity and
  * inference-mode Dropout vanish (their users read the input directly), and
- * Reshape/Squeeze/Unsqueeze/Flatten become aliases: the output shares the
- * input's storage, so no copy is emitted. */
+ * the ops flagged OPF_VIEW (Reshape, Squeeze, Unsqueeze, Flatten) become
+ * aliases: the output shares the input's storage, so no copy is emitted. */
 #include <string.h>
 
 #include "../ops.h"
@@ -59,13 +59,9 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
       forward_value(g, n, n->in[0], n->out[0]);
       graph_count_uses(g);
       break;
-    case OP_RESHAPE: case OP_SQUEEZE: case OP_UNSQUEEZE: case OP_FLATTEN: {
-      Value *y = node_out(g, n, 0);
-      if (!y->is_output)
-        y->alias_of = n->in[0];
-      break;
-    }
     default:
+      if ((op_table[n->op].flags & OPF_VIEW) && !node_out(g, n, 0)->is_output)
+        node_out(g, n, 0)->alias_of = n->in[0];
       break;
     }
   }

@@ -34,6 +34,7 @@ out(x:sparsemax(-1) + x:entmax15(-1))
 local g = param{"gamma", {cfg.d}, init = "ones"}
 local bt = param{"beta", {cfg.d}, init = "uniform", seed = 7}
 out(x:layer_norm(g, bt) + x:layer_norm(g, nil, 1e-3))
+out(x:rms_norm(bt) + x:rms_norm(g, 1e-3, 1))
 -- layout
 out(x:permute(2, 0, 1):reshape(cfg.d, -1))
 out(x:reshape{cfg.b * cfg.s, cfg.d}:flatten(0))
