@@ -24,6 +24,7 @@
 #include "../emit.h"
 #include "../ops.h"
 #include "../passes.h"
+#include "elementwise_chain.h"
 
 #define CHAIN_MAX_STEPS 32
 #define CHAIN_MAX_INPUTS 32

@@ -6,7 +6,7 @@
  * export each such node is replaced by a chain of standard ops valid at
  * g->opset that computes the same thing, in the order the unfused export
  * computed it (Linear: MatMul, then the bias Add, then the activation), so
- * the rounding matches kiln's _eval and the fuse pass recognises the chain
+ * the rounding matches kiln's _eval and the fusion passes recognise the chain
  * again when the file is read back.
  *
  * The replacement keeps the node's output value ids (its last new node
