@@ -1,6 +1,6 @@
 /* attention_export.c — Attention back into standard ONNX ops, for `kiln
  * export` (a row of compiler/passes/decompose.c's table): the chain the
- * fuse pass recognises again, in the order Attention's _eval rounds —
+ * fuse_attention pass recognises again, in the order Attention's _eval rounds —
  *
  *   [Slice q_slice] [Transpose q_perm] Q, [Slice k_slice] [Transpose k_perm] Kᵀ
  *   -> MatMul -> Mul scale
