@@ -1,5 +1,5 @@
 /* build.c — adding values, constants and inferred nodes to a Graph from
- * code (see build.h). */
+ * code, and the chain builder of export's lowerings (see build.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,18 +7,18 @@
 #include "ops.h"
 #include "passes.h"
 
-int ir_value(Graph *g, const char *hint) {
-  if (!hint || !*hint)
-    hint = "t";
+/* hint, or hint_2, hint_3, ... : the first no value of g has. */
+static const char *unique_name(Graph *g, const char *hint) {
   if (graph_find_value(g, hint) < 0)
-    return graph_add_value(g, hint);
+    return hint;
   for (int k = 2;; k++) {
-    char name[256];
-    snprintf(name, sizeof name, "%.200s_%d", hint, k);
+    const char *name = arena_printf(g->arena, "%s_%d", hint, k);
     if (graph_find_value(g, name) < 0)
-      return graph_add_value(g, name);
+      return name;
   }
 }
+
+int ir_value(Graph *g, const char *hint) { return graph_add_value(g, unique_name(g, hint && *hint ? hint : "t")); }
 
 int ir_const(Graph *g, const char *hint, DType dt, int rank, const int64_t *dims, const void *data) {
   int vid = ir_const_in_place(g, hint, dt, rank, dims, NULL);
@@ -115,4 +115,81 @@ bool ir_finish(Graph *g, int node, Diag *d) {
     return false;
   bool folded;
   return fold_node(g, &g->nodes[node], (size_t)4 << 20, &folded, d);
+}
+
+/* ---- a node replaced by a chain of ops ------------------------------------------ */
+
+Lowering lw_start(Graph *g, int node, DType dt, Diag *d) {
+  const Node *n = &g->nodes[node];
+  return (Lowering){.g = g, .node = node, .name = n->name, .origin = n->origin, .dt = dt,
+                    .first = g->nnodes, .d = d};
+}
+
+bool lw_need_opset(Lowering *l, int need, const char *why) {
+  if (l->g->opset >= need)
+    return true;
+  l->failed = true;
+  return diag_node(l->d, l->g, &l->g->nodes[l->node],
+                   "export: no ONNX form at opset %d; expected opset %d or later (%s)", l->g->opset,
+                   need, why);
+}
+
+int lw_node(Lowering *l, int op, const int *in, int nin, int nout) {
+  Graph *g = l->g;
+  int idx = ir_op(g, op, l->origin, in, nin, nout); /* g->nodes may move */
+  const char *base = arena_printf(g->arena, "%s/%s", l->name, op_table[op].name);
+  g->nodes[idx].name = base;
+  for (int j = 0; j < nout; j++)
+    gval(g, g->nodes[idx].out[j])->name = arena_strdup(g->arena, unique_name(g, base));
+  return idx;
+}
+
+int lw_finish(Lowering *l, int idx) {
+  if (l->failed || !ir_finish(l->g, idx, l->d)) {
+    l->failed = true;
+    return -1;
+  }
+  return ir_out(l->g, idx, 0);
+}
+
+int lw_op(Lowering *l, int op, const int *in, int nin) {
+  for (int i = 0; i < nin; i++)
+    if (in[i] < 0)
+      return -1;
+  return l->failed ? -1 : lw_finish(l, lw_node(l, op, in, nin, 1));
+}
+
+int lw_unary(Lowering *l, int op, int x) { return lw_op(l, op, (int[]){x}, 1); }
+int lw_binary(Lowering *l, int op, int a, int b) { return lw_op(l, op, (int[]){a, b}, 2); }
+
+int lw_cast(Lowering *l, int x, DType to) {
+  if (x < 0 || l->failed || gval(l->g, x)->type.dt == to)
+    return l->failed ? -1 : x;
+  int idx = lw_node(l, OP_CAST, &x, 1, 1);
+  ir_attr_int(l->g, idx, "to", to);
+  return lw_finish(l, idx);
+}
+
+const char *lw_name(Lowering *l, const char *hint) { return arena_printf(l->g->arena, "%s/%s", l->name, hint); }
+
+int lw_scalar(Lowering *l, const char *hint, double x) { return ir_const_scalar(l->g, lw_name(l, hint), l->dt, x); }
+
+int lw_i64(Lowering *l, const char *hint, int64_t v) { return ir_const_i64(l->g, lw_name(l, hint), &v, 1); }
+
+bool lw_result(Lowering *l, int v, int slot) {
+  if (l->failed || v < 0)
+    return false;
+  Graph *g = l->g;
+  int want = g->nodes[l->node].out[slot], p = gval(g, v)->producer;
+  KILN_ASSERT(p >= l->first && type_equal(&gval(g, v)->type, &gval(g, want)->type));
+  for (int i = l->first; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    for (int j = 0; j < n->nin; j++)
+      n->in[j] = n->in[j] == v ? want : n->in[j];
+    for (int j = 0; j < n->nout; j++)
+      n->out[j] = n->out[j] == v ? want : n->out[j];
+  }
+  gval(g, v)->producer = -1;
+  gval(g, want)->producer = p;
+  return true;
 }

@@ -1,7 +1,9 @@
 /* build.h — building IR in code: what the Lua frontend, the decompositions
  * kiln export needs, and tests use to add values, constants and nodes to a
  * Graph. Every node added through ir_op is type-inferred on the spot, so a
- * bad call fails where it is made, with the op's own message. */
+ * bad call fails where it is made, with the op's own message. Lowering
+ * (lw_*) builds the chain of standard ops that replaces one node, the one
+ * builder every export decomposition uses. */
 #ifndef KILN_BUILD_H
 #define KILN_BUILD_H
 
@@ -38,5 +40,47 @@ void ir_attr_floats(Graph *g, int node, const char *name, const double *v, int n
 bool ir_finish(Graph *g, int node, Diag *d);
 /* Output i of node `node`. */
 static inline int ir_out(const Graph *g, int node, int i) { return g->nodes[node].out[i]; }
+
+/* ---- a node replaced by a chain of ops (kiln export, passes/decompose.c) ----
+ *
+ * lw_start, then append the chain with lw_* and end with lw_result for each
+ * of the node's outputs. New nodes are named NAME/Op (their outputs alike,
+ * made unique), constants NAME/hint, and keep the node's origin. Every call
+ * returns -1 once anything failed (an input of -1 included), so a chain of
+ * nested calls stops at its first failure and the diag says where. */
+typedef struct Lowering {
+  Graph *g;
+  int node;            /* the node being replaced (still live) */
+  const char *name;    /* its name */
+  const char *origin;  /* its origin, kept on every new node */
+  DType dt;            /* dtype of lw_scalar's constants */
+  int first;           /* index of the first new node */
+  Diag *d;
+  bool failed;
+} Lowering;
+
+Lowering lw_start(Graph *g, int node, DType dt, Diag *d);
+/* Fails (with a message naming the node) unless g->opset >= need. */
+bool lw_need_opset(Lowering *l, int need, const char *why);
+/* A new node op(in[0..nin)) with nout outputs, not yet inferred: add
+ * attributes with ir_attr_*, then lw_finish. Check l->failed first. */
+int lw_node(Lowering *l, int op, const int *in, int nin, int nout);
+/* Infer node idx; its first output, or -1 (and l->failed) when that fails. */
+int lw_finish(Lowering *l, int idx);
+/* op(in[0..nin)) with one output and no attributes. */
+int lw_op(Lowering *l, int op, const int *in, int nin);
+int lw_unary(Lowering *l, int op, int x);
+int lw_binary(Lowering *l, int op, int a, int b);
+/* Cast(x, to), or x when it is of dtype `to` already. */
+int lw_cast(Lowering *l, int x, DType to);
+/* The name NAME/hint, for a constant of the chain. */
+const char *lw_name(Lowering *l, const char *hint);
+/* A rank-0 constant of dtype l->dt; a [1] i64 constant. */
+int lw_scalar(Lowering *l, const char *hint, double x);
+int lw_i64(Lowering *l, const char *hint, int64_t v);
+/* Make the new node that produced v write the replaced node's output
+ * `slot` instead (and the new nodes that read v read that), so the node's
+ * users are unchanged; v is left unused. */
+bool lw_result(Lowering *l, int v, int slot);
 
 #endif

@@ -449,7 +449,7 @@ static int cmd_dot(Cli *c) {
 }
 
 /* kiln export MODEL -o OUT.onnx: by default the passes that keep the
- * model's own ops (no fuse, so the file reads like the source; --passes=
+ * model's own ops (no fusion, so the file reads like the source; --passes=
  * to change), then kiln ops lowered to standard ONNX ops, always last. */
 static int cmd_export(Cli *c) {
   if (!c->out)
@@ -587,9 +587,14 @@ static int cmd_ops(void) {
   return 0;
 }
 
+/* kiln passes: pass_list's names and descriptions, in a column as wide as
+ * the longest name. */
 static int cmd_passes(void) {
+  int w = 0;
   for (int i = 0; i < pass_count; i++)
-    printf("  %-10s %s\n", pass_list[i].name, pass_list[i].what);
+    w = (int)strlen(pass_list[i].name) > w ? (int)strlen(pass_list[i].name) : w;
+  for (int i = 0; i < pass_count; i++)
+    printf("  %-*s %s\n", w, pass_list[i].name, pass_list[i].what);
   return 0;
 }
 

@@ -61,7 +61,16 @@ bool pass_bind(Graph *g, const PassOptions *o, Diag *d);
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fold(Graph *g, const PassOptions *o, Diag *d);
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
-bool pass_fuse(Graph *g, const PassOptions *o, Diag *d);
+/* The fusions, one pass each (passes/fuse_*.c, the rules in fuse_match.h) */
+bool pass_fuse_normalize(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_attention(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_gelu(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_layernorm(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_linear(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_addnorm(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_residual(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_transpose(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_chain(Graph *g, const PassOptions *o, Diag *d);
 bool pass_quantize(Graph *g, const PassOptions *o, Diag *d);
 /* The report as text: one line per weight, then the totals. */
 void quant_report_print(Buf *b, const QuantReport *r);

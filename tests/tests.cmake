@@ -49,7 +49,7 @@ add_test(NAME generated_c_deterministic
 # 8-wide built with their -m flags where this CPU has them, else forced
 # (-DKILN_GEMM_V16/V8: wide GNU vectors lowered for the baseline ISA, slow
 # but the same generated code), 4-wide with plain -O2; then the plain C
-# path, and MatMul/Gemm as themselves (no fuse pass, so no Linear).
+# path, and MatMul/Gemm as themselves (no fusion passes, so no Linear).
 set(KILN_V8 "-O2 -DKILN_GEMM_V8")
 set(KILN_V16 "-O2 -DKILN_GEMM_V16")
 if(EXISTS /proc/cpuinfo)
@@ -151,6 +151,8 @@ endforeach()
 
 # passes: text IR in, text IR out (tests/passes/*.kir)
 add_test(NAME passes COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN})
+# README's pass list is exactly what `kiln passes` prints
+add_test(NAME passes_readme COMMAND ${T}/passes/readme_pass_list.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/README.md)
 
 # the text IR round-trips exactly on every dump of every fixture, and a
 # compiled dump gives the same C as the model it came from

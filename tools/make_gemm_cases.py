@@ -105,7 +105,7 @@ def gelu_tanh_nodes(v, out):
 
 
 def linear(name, a_shape, k, n, act):
-    """MatMul + Add bias + act, which the fuse pass makes one Linear."""
+    """MatMul + Add bias + act, which the fuse_linear pass makes one Linear."""
     x, w, b = rand(*a_shape), weight(k, k, n), rand(n)
     y = np.matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.float32) + b
     nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),

@@ -57,7 +57,7 @@ const char *attn_mask_name(AttnMask k);
 
 /* The largest Kᵀ of one head (bytes, keys padded to 16) the kernel packs on
  * the stack when its keys are not contiguous; beyond, it copies each key
- * tile, and the fuse pass leaves the Transpose in front of Kᵀ instead. */
+ * tile, and the fuse_attention pass leaves the Transpose in front of Kᵀ instead. */
 #define ATTN_KPACK_BYTES 262144
 
 /* The op's attributes, read once. */

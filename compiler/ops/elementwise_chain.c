@@ -24,6 +24,7 @@
 #include "../emit.h"
 #include "../ops.h"
 #include "../passes.h"
+#include "elementwise_chain.h"
 
 #define CHAIN_MAX_STEPS 32
 #define CHAIN_MAX_INPUTS 32
@@ -382,24 +383,14 @@ bool elementwise_chain_decompose(Graph *g, int node, Diag *d) {
   int ns, t[CHAIN_MAX_STEPS];
   char err[256];
   KILN_ASSERT(chain_steps(&g->nodes[node], st, &ns, err, sizeof err));
-  const char *name = g->nodes[node].name, *origin = g->nodes[node].origin;
-  int want = g->nodes[node].out[0];
+  Lowering l = lw_start(g, node, gval(g, g->nodes[node].out[0])->type.dt, d);
   for (int s = 0; s < ns; s++) {
     int in[3];
     for (int a = 0; a < st[s].narg; a++)
       in[a] = st[s].arg[a] >= 0 ? g->nodes[node].in[st[s].arg[a]] : t[-1 - st[s].arg[a]];
-    int idx = ir_op(g, st[s].op, origin, in, st[s].narg, 1); /* g->nodes may move */
-    g->nodes[idx].name = arena_printf(g->arena, "%s/%s", name, op_table[st[s].op].name);
-    if (!ir_finish(g, idx, d))
-      return false;
-    t[s] = ir_out(g, idx, 0);
+    t[s] = lw_op(&l, st[s].op, in, st[s].narg);
   }
-  int p = gval(g, t[ns - 1])->producer;
-  KILN_ASSERT(type_equal(&gval(g, t[ns - 1])->type, &gval(g, want)->type));
-  g->nodes[p].out[0] = want;
-  gval(g, t[ns - 1])->producer = -1;
-  gval(g, want)->producer = p;
-  return true;
+  return lw_result(&l, t[ns - 1], 0);
 }
 
 /* ---- FLOP count (ops.def's flops column) -------------------------------------- */

@@ -1,4 +1,4 @@
-/* fused.c — kiln's own ops, made by the fuse pass (compiler/passes/fuse.c)
+/* fused.c — kiln's own ops, made by the fusion passes (compiler/passes/fuse_*.c)
  * from the patterns PyTorch exports; never read from an ONNX file.
  *
  *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]) + R, bias and R optional,

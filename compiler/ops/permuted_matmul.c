@@ -234,35 +234,22 @@ bool permuted_matmul_emit(Emit *e, const Node *n) {
 
 /* ---- kiln export ------------------------------------------------------------ */
 
-/* A new node NAME/Op of op over in[0..nin), with perm `perm` when the
- * PermutedMatMul has that attribute; its output, or -1. */
-static int lower_node(Graph *g, int node, int op, const int *in, int nin, const char *perm, Diag *d) {
-  const char *name = g->nodes[node].name, *origin = g->nodes[node].origin;
-  const Attr *a = perm ? attr_get(&g->nodes[node], perm) : NULL;
-  if (perm && !a)
-    return in[0];
-  int idx = ir_op(g, op, origin, in, nin, 1); /* g->nodes may move */
-  g->nodes[idx].name = arena_printf(g->arena, "%s/%s", name, op_table[op].name);
-  if (a)
-    ir_attr_ints(g, idx, "perm", a->ints, a->n);
-  return ir_finish(g, idx, d) ? ir_out(g, idx, 0) : -1;
+/* Transpose(x) by the node's perm attribute `perm`, or x without one. */
+static int transpose_by(Lowering *l, int x, const char *perm) {
+  const Attr *a = attr_get(&l->g->nodes[l->node], perm);
+  if (!a || x < 0 || l->failed)
+    return x;
+  int idx = lw_node(l, OP_TRANSPOSE, &x, 1, 1); /* g->nodes may move: a lives in the arena */
+  ir_attr_ints(l->g, idx, "perm", a->ints, a->n);
+  return lw_finish(l, idx);
 }
 
 /* Lower node `node` (compiler/passes/decompose.c): Transpose A and B by
  * their perms, MatMul, Transpose the product by perm_y — the ops the
  * fusion took — the last writing the node's output. */
 bool permuted_matmul_decompose(Graph *g, int node, Diag *d) {
-  int want = g->nodes[node].out[0], b = g->nodes[node].in[1];
-  int a = lower_node(g, node, OP_TRANSPOSE, &g->nodes[node].in[0], 1, "perm_a", d);
-  b = a < 0 ? -1 : lower_node(g, node, OP_TRANSPOSE, &b, 1, "perm_b", d);
-  int ab[2] = {a, b}, p = b < 0 ? -1 : lower_node(g, node, OP_MATMUL, ab, 2, NULL, d);
-  int y = p < 0 ? -1 : lower_node(g, node, OP_TRANSPOSE, &p, 1, "perm_y", d);
-  if (y < 0)
-    return false;
-  int pn = gval(g, y)->producer;
-  KILN_ASSERT(pn >= 0 && type_equal(&gval(g, y)->type, &gval(g, want)->type));
-  g->nodes[pn].out[0] = want;
-  gval(g, y)->producer = -1;
-  gval(g, want)->producer = pn;
-  return true;
+  Lowering l = lw_start(g, node, gval(g, g->nodes[node].out[0])->type.dt, d);
+  int a = transpose_by(&l, g->nodes[node].in[0], "perm_a");
+  int b = transpose_by(&l, g->nodes[node].in[1], "perm_b");
+  return lw_result(&l, transpose_by(&l, lw_binary(&l, OP_MATMUL, a, b), "perm_y"), 0);
 }

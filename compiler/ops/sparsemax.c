@@ -180,182 +180,120 @@ bool sparsemax_emit(Emit *e, const Node *n) {
  * τ, so τ = max_s τs. Entmax15 counts the prefixes with τs <= zs (the
  * entmax package's rule) and gathers τ at that count. */
 
-typedef struct Lowering {
-  Graph *g;
-  const char *name;   /* the kiln node's name: new nodes are NAME/Op */
-  const char *origin; /* the kiln node's origin, kept on every new node */
-  DType dt;
+/* The chain (build.h's Lowering) and the axis it normalises along. */
+typedef struct Along {
+  Lowering lw;
   int axis, rank;
   int64_t len;
-  Diag *d;
-  bool ok;
-} Lowering;
-
-/* A new node op(in[0..nin)) named NAME/Op with nout outputs named alike,
- * not yet inferred. */
-static int lower_begin(Lowering *l, int op, const int *in, int nin, int nout) {
-  Graph *g = l->g;
-  const char *name = arena_printf(g->arena, "%s/%s", l->name, op_table[op].name);
-  int out[2];
-  KILN_ASSERT(nout <= 2);
-  for (int j = 0; j < nout; j++)
-    out[j] = ir_value(g, name);
-  int node = graph_add_node(g, op, name, in, nin, out, nout);
-  g->nodes[node].origin = l->origin;
-  return node;
-}
-
-/* Infer the node; its output 0, or -1 (ok cleared) when that failed. */
-static int lower_end(Lowering *l, int node) {
-  l->ok = ir_finish(l->g, node, l->d);
-  return l->ok ? ir_out(l->g, node, 0) : -1;
-}
-
-static int lower_unary(Lowering *l, int op, int a) {
-  return l->ok ? lower_end(l, lower_begin(l, op, &a, 1, 1)) : -1;
-}
-
-static int lower_binary(Lowering *l, int op, int a, int b) {
-  int in[2] = {a, b};
-  return l->ok ? lower_end(l, lower_begin(l, op, in, 2, 1)) : -1;
-}
-
-/* A constant named NAME/hint. */
-static const char *lower_const_name(Lowering *l, const char *hint) {
-  return arena_printf(l->g->arena, "%s/%s", l->name, hint);
-}
-
-static int lower_scalar(Lowering *l, const char *hint, double v) {
-  return ir_const_scalar(l->g, lower_const_name(l, hint), l->dt, v);
-}
+} Along;
 
 /* ReduceMax or ReduceSum over the axis, keeping it (axes: an attribute of
  * ReduceMax up to opset 17, an input of ReduceSum from opset 13). */
-static int lower_reduce(Lowering *l, int op, int a) {
-  if (!l->ok)
+static int lower_reduce(Along *l, int op, int a) {
+  if (l->lw.failed)
     return -1;
   int64_t axes = l->axis;
   bool axes_input = op == OP_REDUCESUM;
-  int in[2] = {a, axes_input ? ir_const_i64(l->g, lower_const_name(l, "axes"), &axes, 1) : -1};
-  int node = lower_begin(l, op, in, axes_input ? 2 : 1, 1);
+  int in[2] = {a, axes_input ? lw_i64(&l->lw, "axes", axes) : -1};
+  int node = lw_node(&l->lw, op, in, axes_input ? 2 : 1, 1);
   if (!axes_input)
-    ir_attr_ints(l->g, node, "axes", &axes, 1);
-  ir_attr_int(l->g, node, "keepdims", 1);
-  return lower_end(l, node);
+    ir_attr_ints(l->lw.g, node, "axes", &axes, 1);
+  ir_attr_int(l->lw.g, node, "keepdims", 1);
+  return lw_finish(&l->lw, node);
 }
 
 /* z sorted descending along the axis: TopK's values with k = len. */
-static int lower_sort(Lowering *l, int z) {
-  if (!l->ok)
+static int lower_sort(Along *l, int z) {
+  if (l->lw.failed)
     return -1;
-  int in[2] = {z, ir_const_i64(l->g, lower_const_name(l, "k"), &l->len, 1)};
-  int node = lower_begin(l, OP_TOPK, in, 2, 2);
-  ir_attr_int(l->g, node, "axis", l->axis);
-  ir_attr_int(l->g, node, "largest", 1);
-  ir_attr_int(l->g, node, "sorted", 1);
-  return lower_end(l, node);
+  int in[2] = {z, lw_i64(&l->lw, "k", l->len)};
+  int node = lw_node(&l->lw, OP_TOPK, in, 2, 2);
+  ir_attr_int(l->lw.g, node, "axis", l->axis);
+  ir_attr_int(l->lw.g, node, "largest", 1);
+  ir_attr_int(l->lw.g, node, "sorted", 1);
+  return lw_finish(&l->lw, node);
 }
 
-static int lower_cumsum(Lowering *l, int a) {
-  int axis = ir_const_scalar(l->g, lower_const_name(l, "axis"), DT_I64, l->axis);
-  return lower_binary(l, OP_CUMSUM, a, axis);
-}
-
-static int lower_cast(Lowering *l, int a, DType to) {
-  if (!l->ok)
-    return -1;
-  int node = lower_begin(l, OP_CAST, &a, 1, 1);
-  ir_attr_int(l->g, node, "to", to);
-  return lower_end(l, node);
+static int lower_cumsum(Along *l, int a) {
+  int axis = ir_const_scalar(l->lw.g, lw_name(&l->lw, "axis"), DT_I64, l->axis);
+  return lw_binary(&l->lw, OP_CUMSUM, a, axis);
 }
 
 /* rho = [1, 2, .., len] along the axis, 1 in every other dim. */
-static int lower_rho(Lowering *l) {
+static int lower_rho(Along *l) {
   int64_t dims[MAX_RANK];
   for (int i = 0; i < l->rank; i++)
     dims[i] = i == l->axis ? l->len : 1;
-  int vid = ir_const(l->g, lower_const_name(l, "rho"), l->dt, l->rank, dims, NULL);
+  int vid = ir_const(l->lw.g, lw_name(&l->lw, "rho"), l->lw.dt, l->rank, dims, NULL);
   for (int64_t s = 0; s < l->len; s++)
-    el_set_f(l->dt, gval(l->g, vid)->data, s, (double)(s + 1));
+    el_set_f(l->lw.dt, gval(l->lw.g, vid)->data, s, (double)(s + 1));
   return vid;
 }
 
 /* y = relu(z - max_s τs), τs = (cumsum(sorted z)_s - 1) / s */
-static int lower_sparsemax(Lowering *l, int x) {
+static int lower_sparsemax(Along *l, int x) {
   int max = lower_reduce(l, OP_REDUCEMAX, x);
-  int z = lower_binary(l, OP_SUB, x, max);
+  int z = lw_binary(&l->lw, OP_SUB, x, max);
   int cum = lower_cumsum(l, lower_sort(l, z));
-  int one = lower_scalar(l, "one", 1), rho = lower_rho(l);
-  int taus = lower_binary(l, OP_DIV, lower_binary(l, OP_SUB, cum, one), rho);
+  int one = lw_scalar(&l->lw, "one", 1), rho = lower_rho(l);
+  int taus = lw_binary(&l->lw, OP_DIV, lw_binary(&l->lw, OP_SUB, cum, one), rho);
   int tau = lower_reduce(l, OP_REDUCEMAX, taus);
-  return lower_unary(l, OP_RELU, lower_binary(l, OP_SUB, z, tau));
+  return lw_unary(&l->lw, OP_RELU, lw_binary(&l->lw, OP_SUB, z, tau));
 }
 
 /* τs = mean - sqrt(relu((1 - rho·(meansq - mean²)) / rho)) per prefix */
-static int lower_entmax15_taus(Lowering *l, int sorted, int rho) {
-  int mean = lower_binary(l, OP_DIV, lower_cumsum(l, sorted), rho);
-  int squares = lower_binary(l, OP_MUL, sorted, sorted);
-  int meansq = lower_binary(l, OP_DIV, lower_cumsum(l, squares), rho);
-  int mean2 = lower_binary(l, OP_MUL, mean, mean);
-  int ss = lower_binary(l, OP_MUL, rho, lower_binary(l, OP_SUB, meansq, mean2));
-  int one = lower_scalar(l, "one", 1);
-  int delta = lower_binary(l, OP_DIV, lower_binary(l, OP_SUB, one, ss), rho);
-  return lower_binary(l, OP_SUB, mean, lower_unary(l, OP_SQRT, lower_unary(l, OP_RELU, delta)));
+static int lower_entmax15_taus(Along *l, int sorted, int rho) {
+  int mean = lw_binary(&l->lw, OP_DIV, lower_cumsum(l, sorted), rho);
+  int squares = lw_binary(&l->lw, OP_MUL, sorted, sorted);
+  int meansq = lw_binary(&l->lw, OP_DIV, lower_cumsum(l, squares), rho);
+  int mean2 = lw_binary(&l->lw, OP_MUL, mean, mean);
+  int ss = lw_binary(&l->lw, OP_MUL, rho, lw_binary(&l->lw, OP_SUB, meansq, mean2));
+  int one = lw_scalar(&l->lw, "one", 1);
+  int delta = lw_binary(&l->lw, OP_DIV, lw_binary(&l->lw, OP_SUB, one, ss), rho);
+  return lw_binary(&l->lw, OP_SUB, mean, lw_unary(&l->lw, OP_SQRT, lw_unary(&l->lw, OP_RELU, delta)));
 }
 
 /* τ = τs at s = #{s : τs <= zs}, gathered along the axis */
-static int lower_entmax15_tau(Lowering *l, int sorted, int taus) {
-  int passes = lower_cast(l, lower_binary(l, OP_LESSOREQUAL, taus, sorted), l->dt);
+static int lower_entmax15_tau(Along *l, int sorted, int taus) {
+  int passes = lw_cast(&l->lw, lw_binary(&l->lw, OP_LESSOREQUAL, taus, sorted), l->lw.dt);
   int support = lower_reduce(l, OP_REDUCESUM, passes);
-  int one = lower_scalar(l, "one", 1);
-  int index = lower_cast(l, lower_binary(l, OP_SUB, support, one), DT_I64);
-  if (!l->ok)
+  int one = lw_scalar(&l->lw, "one", 1);
+  int index = lw_cast(&l->lw, lw_binary(&l->lw, OP_SUB, support, one), DT_I64);
+  if (l->lw.failed)
     return -1;
-  int in[2] = {taus, index}, node = lower_begin(l, OP_GATHERELEMENTS, in, 2, 1);
-  ir_attr_int(l->g, node, "axis", l->axis);
-  return lower_end(l, node);
+  int in[2] = {taus, index}, node = lw_node(&l->lw, OP_GATHERELEMENTS, in, 2, 1);
+  ir_attr_int(l->lw.g, node, "axis", l->axis);
+  return lw_finish(&l->lw, node);
 }
 
 /* y = relu(z - τ)², z = x/2 - max(x/2). z is floored at -2 before the
  * sort: no z < -1 is in the support, and a masked score (-inf) would make
  * the prefix statistics inf - inf. */
-static int lower_entmax15(Lowering *l, int x) {
-  int half = lower_binary(l, OP_MUL, x, lower_scalar(l, "half", 0.5));
+static int lower_entmax15(Along *l, int x) {
+  int half = lw_binary(&l->lw, OP_MUL, x, lw_scalar(&l->lw, "half", 0.5));
   int max = lower_reduce(l, OP_REDUCEMAX, half);
-  int z = lower_binary(l, OP_SUB, half, max);
-  int floored = lower_binary(l, OP_MAX, z, lower_scalar(l, "floor", -2));
+  int z = lw_binary(&l->lw, OP_SUB, half, max);
+  int floored = lw_binary(&l->lw, OP_MAX, z, lw_scalar(&l->lw, "floor", -2));
   int sorted = lower_sort(l, floored), rho = lower_rho(l);
   int tau = lower_entmax15_tau(l, sorted, lower_entmax15_taus(l, sorted, rho));
-  int r = lower_unary(l, OP_RELU, lower_binary(l, OP_SUB, z, tau));
-  return lower_binary(l, OP_MUL, r, r);
+  int r = lw_unary(&l->lw, OP_RELU, lw_binary(&l->lw, OP_SUB, z, tau));
+  return lw_binary(&l->lw, OP_MUL, r, r);
 }
 
-/* Lower node `node` (kiln export; compiler/passes/decompose.c): append the
- * chain, then make its last node write the kiln node's output, so users of
- * that output are unchanged (the caller marks the node dead and splices the
- * chain into its place). */
+/* Lower node `node` (kiln export; compiler/passes/decompose.c): the chain,
+ * its last node writing the kiln node's output (the caller marks the node
+ * dead and splices the chain into its place). */
 static bool lower(Graph *g, int node, Diag *d) {
   const Node *n = &g->nodes[node];
   const Type *xt = &gval(g, n->in[0])->type;
-  Lowering l = {.g = g, .name = n->name, .origin = n->origin, .dt = xt->dt, .rank = xt->rank,
-                .d = d, .ok = true};
-  int x = n->in[0], want = n->out[0];
+  Along l = {.lw = lw_start(g, node, xt->dt, d), .rank = xt->rank};
+  int x = n->in[0];
   bool entmax = n->op == OP_ENTMAX15;
   KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &l.axis));
   l.len = xt->dims[l.axis];
-  int need = entmax ? 13 : 11;
-  if (g->opset < need)
-    return diag_node(d, g, n, "export: no ONNX form at opset %d; expected opset %d or later (%s)",
-                     g->opset, need, entmax ? "ReduceSum with axes as an input" : "CumSum");
-  int y = entmax ? lower_entmax15(&l, x) : lower_sparsemax(&l, x);
-  if (y < 0)
+  if (!lw_need_opset(&l.lw, entmax ? 13 : 11, entmax ? "ReduceSum with axes as an input" : "CumSum"))
     return false;
-  int p = gval(g, y)->producer;
-  KILN_ASSERT(p >= 0 && type_equal(&gval(g, y)->type, &gval(g, want)->type));
-  g->nodes[p].out[0] = want;
-  gval(g, y)->producer = -1;
-  gval(g, want)->producer = p;
-  return true;
+  return lw_result(&l.lw, entmax ? lower_entmax15(&l, x) : lower_sparsemax(&l, x), 0);
 }
 
 bool sparsemax_decompose(Graph *g, int node, Diag *d) { return lower(g, node, d); }

@@ -6,7 +6,7 @@
  * export each such node is replaced by a chain of standard ops valid at
  * g->opset that computes the same thing, in the order the unfused export
  * computed it (Linear: MatMul, then the bias Add, then the activation), so
- * the rounding matches kiln's _eval and the fuse pass recognises the chain
+ * the rounding matches kiln's _eval and the fusion passes recognise the chain
  * again when the file is read back.
  *
  * The replacement keeps the node's output value ids (its last new node
@@ -22,121 +22,14 @@
 #include "../passes.h"
 
 /* Replace node `node` (still live; the caller marks it dead) by standard
- * ops: append them with lw_* below and end with lw_result for each output.
+ * ops: append them with build.h's lw_* and end with lw_result for each
+ * output.
  *
  * To make another kiln op exportable, write a DecomposeFn here (or in the
  * op's own file, declared in passes.h) and add one row {OP_X, fn} to
  * `decompositions` below. A node of an op without a row fails export with
  * "export: op X has no ONNX form". */
 typedef bool (*DecomposeFn)(Graph *g, int node, Diag *d);
-
-/* ---- building the replacement ------------------------------------------------ */
-
-/* The node being replaced, and where its new nodes come from. */
-typedef struct Lowering {
-  Graph *g;
-  int node;
-  const char *name;    /* the node's name: new nodes are NAME/Op */
-  const char *origin;  /* kept on every new node */
-  DType dt;            /* dtype of the chain's scalar constants */
-  int first;           /* index of the first new node */
-  Diag *d;
-  bool failed;
-} Lowering;
-
-static Lowering lw_start(Graph *g, int node, DType dt, Diag *d) {
-  const Node *n = &g->nodes[node];
-  return (Lowering){.g = g, .node = node, .name = n->name, .origin = n->origin, .dt = dt,
-                    .first = g->nnodes, .d = d};
-}
-
-/* Fails (with a message naming the kiln node) unless g->opset >= need. */
-static bool lw_need_opset(Lowering *l, int need, const char *why) {
-  if (l->g->opset >= need)
-    return true;
-  l->failed = true;
-  return diag_node(l->d, l->g, &l->g->nodes[l->node],
-                   "export: no ONNX form at opset %d; expected opset %d or later (%s)", l->g->opset,
-                   need, why);
-}
-
-/* `name` made unique among the graph's values, in the arena. */
-static const char *unique_value_name(Graph *g, const char *name) {
-  if (graph_find_value(g, name) < 0)
-    return arena_strdup(g->arena, name);
-  for (int k = 2;; k++) {
-    const char *s = arena_printf(g->arena, "%s_%d", name, k);
-    if (graph_find_value(g, s) < 0)
-      return s;
-  }
-}
-
-/* A new node op(in[0..nin)) with nout outputs named NAME/Op..., not yet
- * inferred: add attributes with ir_attr_*, then lw_finish. */
-static int lw_node(Lowering *l, int op, const int *in, int nin, int nout) {
-  Graph *g = l->g;
-  int idx = ir_op(g, op, l->origin, in, nin, nout);
-  const char *base = arena_printf(g->arena, "%s/%s", l->name, op_table[op].name);
-  g->nodes[idx].name = base;
-  for (int j = 0; j < nout; j++)
-    gval(g, g->nodes[idx].out[j])->name = unique_value_name(g, base);
-  return idx;
-}
-
-/* Infer node idx; its first output, or -1 once anything failed. */
-static int lw_finish(Lowering *l, int idx) {
-  if (l->failed || !ir_finish(l->g, idx, l->d)) {
-    l->failed = true;
-    return -1;
-  }
-  return ir_out(l->g, idx, 0);
-}
-
-/* op(in[0..nin)) with one output; -1 when an input is -1 (an earlier
- * step failed), so a chain of calls stops at its first failure. */
-static int lw_op(Lowering *l, int op, const int *in, int nin) {
-  for (int i = 0; i < nin; i++)
-    if (in[i] < 0)
-      return -1;
-  return l->failed ? -1 : lw_finish(l, lw_node(l, op, in, nin, 1));
-}
-
-static int lw_unary(Lowering *l, int op, int x) { return lw_op(l, op, (int[]){x}, 1); }
-static int lw_binary(Lowering *l, int op, int a, int b) { return lw_op(l, op, (int[]){a, b}, 2); }
-
-/* A rank-0 constant of the chain's dtype, named NAME/hint. */
-static int lw_scalar(Lowering *l, const char *hint, double x) {
-  return ir_const_scalar(l->g, arena_printf(l->g->arena, "%s/%s", l->name, hint), l->dt, x);
-}
-
-/* Make the new node that produced v write the kiln node's output `slot`
- * instead, and the new nodes that read v read it from there, so that the
- * kiln node's users are unchanged (v is left unused). */
-static bool lw_result(Lowering *l, int v, int slot) {
-  if (l->failed || v < 0)
-    return false;
-  Graph *g = l->g;
-  int want = g->nodes[l->node].out[slot], p = gval(g, v)->producer;
-  KILN_ASSERT(p >= l->first && type_equal(&gval(g, v)->type, &gval(g, want)->type));
-  for (int i = l->first; i < g->nnodes; i++) {
-    Node *n = &g->nodes[i];
-    for (int j = 0; j < n->nin; j++)
-      n->in[j] = n->in[j] == v ? want : n->in[j];
-    for (int j = 0; j < n->nout; j++)
-      n->out[j] = n->out[j] == v ? want : n->out[j];
-  }
-  gval(g, v)->producer = -1;
-  gval(g, want)->producer = p;
-  return true;
-}
-
-static int cast_to(Lowering *l, int x, DType to) {
-  if (x < 0 || l->failed || gval(l->g, x)->type.dt == to)
-    return x;
-  int idx = lw_node(l, OP_CAST, &x, 1, 1);
-  ir_attr_int(l->g, idx, "to", to);
-  return lw_finish(l, idx);
-}
 
 /* x reshaped to dims[0..rank) (a no-op when it has them already). */
 static int reshape_to(Lowering *l, int x, const int64_t *dims, int rank) {
@@ -145,7 +38,7 @@ static int reshape_to(Lowering *l, int x, const int64_t *dims, int rank) {
   const Type *t = &gval(l->g, x)->type;
   if (t->rank == rank && !memcmp(t->dims, dims, sizeof(int64_t) * (size_t)rank))
     return x;
-  int shape = ir_const_i64(l->g, arena_printf(l->g->arena, "%s/shape", l->name), dims, rank);
+  int shape = ir_const_i64(l->g, lw_name(l, "shape"), dims, rank);
   return lw_binary(l, OP_RESHAPE, x, shape);
 }
 
@@ -183,15 +76,6 @@ static bool decompose_gelu(Graph *g, int node, Diag *d) {
   return lw_result(&l, tanh_form ? gelu_tanh(&l, x) : gelu_erf(&l, x), 0);
 }
 
-/* Cast(x, to=f32). */
-static int lw_cast_f32(Lowering *l, int x) {
-  if (x < 0 || l->failed)
-    return -1;
-  int idx = lw_node(l, OP_CAST, &x, 1, 1);
-  ir_attr_int(l->g, idx, "to", DT_F32);
-  return lw_finish(l, idx);
-}
-
 /* ---- DequantizeGather ------------------------------------------------------------ */
 
 /* DequantizeGather(Tq[V,D], idx, scale[V]): Cast(Gather(Tq, idx)) times
@@ -207,7 +91,7 @@ static bool decompose_dequantize_gather(Graph *g, int node, Diag *d) {
   Lowering l = lw_start(g, node, DT_F32, d);
   if (!lw_need_opset(&l, 7, "broadcasting Mul"))
     return false;
-  int rows = lw_cast_f32(&l, lw_binary(&l, OP_GATHER, q, idx));
+  int rows = lw_cast(&l, lw_binary(&l, OP_GATHER, q, idx), DT_F32);
   int scale = lw_binary(&l, OP_GATHER, s2, idx);
   return lw_result(&l, lw_binary(&l, OP_MUL, rows, scale), 0);
 }
@@ -226,7 +110,7 @@ static bool decompose_linear(Graph *g, int node, Diag *d) {
   if ((bias >= 0 || res >= 0 || strcmp(act, "none")) && !lw_need_opset(&l, 7, "broadcasting Add and Mul"))
     return false;
   if (node_has_in(n, 4)) /* int8 W: Cast(W) · W_scale, the f32 weight it stands for */
-    w = lw_binary(&l, OP_MUL, lw_cast_f32(&l, w), n->in[4]);
+    w = lw_binary(&l, OP_MUL, lw_cast(&l, w, DT_F32), n->in[4]);
   int y = lw_binary(&l, OP_MATMUL, x, w);
   if (bias >= 0)
     y = lw_binary(&l, OP_ADD, y, bias);
@@ -305,8 +189,8 @@ static bool decompose_layernorm(Graph *g, int node, Diag *d) {
   Lowering l = lw_start(g, node, stash, d);
   if (!lw_need_opset(&l, 7, "broadcasting Sub and Div"))
     return false;
-  Moments m = moments(&l, cast_to(&l, x, stash), a, attr_float(n, "epsilon", 1e-5));
-  int y = cast_to(&l, lw_binary(&l, OP_DIV, m.dev, m.sd), dt);
+  Moments m = moments(&l, lw_cast(&l, x, stash), a, attr_float(n, "epsilon", 1e-5));
+  int y = lw_cast(&l, lw_binary(&l, OP_DIV, m.dev, m.sd), dt);
   bool ok = lw_result(&l, scale_and_shift(&l, y, scale, bias, a), 0);
   if (ok && nout > 1)
     ok = lw_result(&l, m.mean, 1);

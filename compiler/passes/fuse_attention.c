@@ -1,6 +1,6 @@
-/* fuse_attention.c — Q·Kᵀ·scale (+ mask) (+ top-k) -> Softmax -> ·V into
- * one Attention node (compiler/ops/attention.h), from every form PyTorch
- * 1.13 exports, normalised on the way:
+/* fuse_attention.c — the fuse_attention pass: Q·Kᵀ·scale (+ mask) (+
+ * top-k) -> Softmax -> ·V into one Attention node (compiler/ops/attention.h),
+ * from every form PyTorch 1.13 exports, normalised on the way:
  *
  *   scale   Div or Mul by a scalar constant, on Q, on Kᵀ or on the scores
  *           (several multiply: MultiheadAttention's Div(q, √d) and the
@@ -28,8 +28,6 @@
  * pattern alone and no broadcast to grow a shape. With -v it prints each
  * fusion, and for each Softmax fed (through the scale and mask) by a
  * MatMul that stays unfused, one line saying why. */
-#include "fuse_attention.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +35,8 @@
 #include "../build.h"
 #include "../ops.h"
 #include "../ops/attention.h"
+#include "../passes.h"
+#include "fuse_match.h"
 
 typedef struct Attn {
   Match m;
@@ -613,8 +613,15 @@ static void read_operands_in_place(Fuser *f) {
   fm_index_users(f);
 }
 
-void fuse_attention_sweep(Fuser *f) {
-  Graph *g = f->g;
+/* Fuse every Q·Kᵀ·scale (+ mask) (+ top-k) -> Softmax -> ·V into one
+ * Attention node, then read the fused nodes' slices in place. It runs
+ * before the other fusions (but fuse_normalize), so that none of them takes
+ * the scale or mask apart first. */
+bool pass_fuse_attention(Graph *g, const PassOptions *o, Diag *d) {
+  (void)d;
+  Fuser fuser, *f = &fuser;
+  if (!fm_begin(f, g, o->verbose))
+    return true;
   for (int i = 0; i < g->nnodes; i++) {
     Node *sm = &g->nodes[i];
     if (sm->dead || sm->op != OP_SOFTMAX)
@@ -629,4 +636,6 @@ void fuse_attention_sweep(Fuser *f) {
               a.why ? a.why : "the nodes are not in the order the pattern needs");
   }
   read_operands_in_place(f);
+  graph_compact(g);
+  return true;
 }

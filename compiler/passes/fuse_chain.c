@@ -1,5 +1,5 @@
-/* fuse_chain.c — chains of elementwise ops into one ElementwiseChain loop
- * (compiler/ops/elementwise_chain.c), the last fusion of the fuse pass:
+/* fuse_chain.c — the fuse_chain pass, the last fusion: chains of elementwise ops into one ElementwiseChain loop
+ * (compiler/ops/elementwise_chain.c):
  *
  *   %a = Mul %x, %scale ; %b = Add %a, %pos ; %y = Relu %b
  *     -> %y = ElementwiseChain %x, %scale, %pos {steps=strings["Mul x0 x1", "Add t0 x2", "Relu t1"]}
@@ -18,8 +18,9 @@
 #include <string.h>
 
 #include "../ops.h"
+#include "../ops/elementwise_chain.h"
+#include "../passes.h"
 #include "fuse_match.h"
-#include "fuse_sweeps.h"
 
 #define CHAIN_INPUTS 32
 
@@ -94,7 +95,7 @@ static const char *step_text(Graph *g, const Match *m, const Node *n, int *in, i
   return r;
 }
 
-bool fuse_elementwise_chain(Fuser *f, Node *root) {
+static bool fuse_elementwise_chain(Fuser *f, Node *root) {
   Graph *g = f->g;
   if (!chainable(g, root) || swallowed(f, root))
     return false;
@@ -116,4 +117,9 @@ bool fuse_elementwise_chain(Fuser *f, Node *root) {
   a->strings = steps;
   fm_fuse_done(f, n, arena_printf(g->arena, "elementwise chain of %d", m.n));
   return true;
+}
+
+bool pass_fuse_chain(Graph *g, const PassOptions *o, Diag *d) {
+  (void)d;
+  return fm_sweep(g, o, -1, fuse_elementwise_chain);
 }

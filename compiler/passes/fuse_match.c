@@ -1,5 +1,5 @@
-/* fuse_match.c — pattern-matching helpers shared by the fusion passes
- * (see fuse_match.h). */
+/* fuse_match.c — pattern-matching helpers and the sweep shared by the
+ * fusion passes (see fuse_match.h for the rules they keep). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,3 +154,38 @@ void fm_set_str(Graph *g, Node *n, const char *name, const char *s) {
   node_add_attr(g, n, name, ATTR_STRING)->s = arena_strdup(g->arena, s);
 }
 
+
+/* v is a [dim] tensor of dtype dt (a LayerNorm's scale or bias, a bias). */
+bool fm_is_param(const Graph *g, int v, DType dt, int64_t dim) {
+  const Type *t = v >= 0 ? &g->vals[v].type : NULL;
+  return t && t->dt == dt && t->rank == 1 && t->dims[0] == dim;
+}
+
+/* ---- the passes' bodies -------------------------------------------------------- */
+
+bool fm_graph_typed(const Graph *g) {
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nout; j++)
+      if (g->nodes[i].out[j] < 0 || g->vals[g->nodes[i].out[j]].type.rank < 0)
+        return false;
+  return true;
+}
+
+bool fm_begin(Fuser *f, Graph *g, bool verbose) {
+  *f = (Fuser){.g = g, .verbose = verbose};
+  if (!fm_graph_typed(g))
+    return false;
+  fm_index_users(f);
+  return true;
+}
+
+bool fm_sweep(Graph *g, const PassOptions *o, int op, bool (*at)(Fuser *f, Node *n)) {
+  Fuser f;
+  if (!fm_begin(&f, g, o->verbose))
+    return true;
+  for (int i = 0; i < g->nnodes; i++)
+    if (!g->nodes[i].dead && (op < 0 || g->nodes[i].op == op))
+      at(&f, &g->nodes[i]);
+  graph_compact(g);
+  return true;
+}

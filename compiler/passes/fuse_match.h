@@ -1,11 +1,23 @@
-/* fuse_match.h — the toolkit the fusion passes match patterns with: who
- * reads each value, "is this intermediate swallowed by the pattern alone",
- * constant tests, and the rewrite that replaces a matched set of nodes by
- * one fused node in the slot of the last. */
+/* fuse_match.h — the toolkit the fusion passes (fuse_*.c, one pass each,
+ * run in pipeline.c's order) match patterns with: who reads each value, "is
+ * this intermediate swallowed by the pattern alone", constant tests, the
+ * rewrite that replaces a matched set of nodes by one fused node in the slot
+ * of the last, and the sweep that is each pass's body.
+ *
+ * The rules every fusion keeps: a pattern fuses only when each intermediate
+ * value is read by the pattern alone (no other user, not a graph output),
+ * every constant has the value the decomposition needs, and no broadcast
+ * changes a shape. The fused node takes the slot of the pattern's last node
+ * and keeps its output, so the node array stays topologically sorted: each
+ * input of the fused node was read by a node of the pattern, and all of
+ * those come before that slot. Its origin joins the sources' origins with
+ * " + "; with -v each fusion prints one line to stderr. Fusion needs shapes:
+ * on a graph not yet inferred every fusion pass leaves it as it is. */
 #ifndef KILN_FUSE_MATCH_H
 #define KILN_FUSE_MATCH_H
 
 #include "../ir.h"
+#include "../passes.h"
 
 #define MAX_MATCH 24
 
@@ -54,5 +66,19 @@ Node *fm_fuse_into(Fuser *f, Match *m, const Node *last, int op, const int *in, 
  * under -v and refresh the reader lists. */
 void fm_fuse_done(Fuser *f, Node *n, const char *what);
 void fm_set_str(Graph *g, Node *n, const char *name, const char *s);
+/* v is a [dim] tensor of dtype dt (a LayerNorm's scale or bias, a bias). */
+bool fm_is_param(const Graph *g, int v, DType dt, int64_t dim);
+
+/* ---- the passes' bodies ---- */
+
+/* Every node output has an inferred type (fusion runs after infer). */
+bool fm_graph_typed(const Graph *g);
+/* Set f up over g with its reader lists; false (nothing to do) when g is
+ * not typed. */
+bool fm_begin(Fuser *f, Graph *g, bool verbose);
+/* A fusion pass's body: on a typed graph, at(f, n) for every live node of
+ * op `op` (-1: any) in order (each call may rewrite the graph), then the
+ * dead nodes dropped. Returns true (fusion never fails). */
+bool fm_sweep(Graph *g, const PassOptions *o, int op, bool (*at)(Fuser *f, Node *n));
 
 #endif

@@ -1,4 +1,4 @@
-/* fuse_transpose.c — Transposes folded into a MatMul's operand layouts:
+/* fuse_transpose.c — the fuse_transpose pass: Transposes folded into a MatMul's operand layouts:
  *
  *   MatMul(Transpose(a, pa), Transpose(b, pb)) [-> Transpose(., py)]
  *     -> PermutedMatMul(a, b) {perm_a=pa, perm_b=pb, perm_y=py}
@@ -11,10 +11,10 @@
  *
  * Only products of two run-time operands (a constant B goes to the packed
  * GEMM, whose weight the fold pass has already transposed at compile time)
- * and only what attention fusion left: fuse.c runs this sweep after it. */
+ * and only what attention fusion left: it runs after fuse_attention. */
 #include "../ops.h"
 #include "fuse_match.h"
-#include "fuse_sweeps.h"
+#include "../passes.h"
 
 /* The Transpose node's permutation as an ints attribute value (ONNX's
  * default, the axes reversed, when absent); NULL when malformed. */
@@ -48,7 +48,7 @@ static void set_perm(Graph *g, Node *n, const char *name, const int64_t *p, int 
   a->ints = arena_dup(g->arena, p, sizeof(int64_t) * (size_t)rank);
 }
 
-bool fuse_matmul_transposes(Fuser *f, Node *mm) {
+static bool fuse_matmul_transposes(Fuser *f, Node *mm) {
   Graph *g = f->g;
   int a = mm->in[0], b = mm->in[1];
   if (!fm_float_value(g, a) || g->vals[b].data || g->vals[a].type.rank < 2 || g->vals[b].type.rank < 2)
@@ -74,4 +74,9 @@ bool fuse_matmul_transposes(Fuser *f, Node *mm) {
   set_perm(g, n, "perm_y", py, yrank);
   fm_fuse_done(f, n, "matmul+transposes");
   return true;
+}
+
+bool pass_fuse_transpose(Graph *g, const PassOptions *o, Diag *d) {
+  (void)d;
+  return fm_sweep(g, o, OP_MATMUL, fuse_matmul_transposes);
 }

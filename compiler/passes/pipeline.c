@@ -9,7 +9,16 @@ const Pass pass_list[] = {
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
     {"simplify", pass_simplify, "remove Identity/Dropout, make Reshape-like ops free aliases"},
-    {"fuse", pass_fuse, "fuse MatMul+bias+activation, GELU and LayerNorm patterns into single ops"},
+    {"fuse_normalize", pass_fuse_normalize, "Gemm by a constant to Linear, Transposes that move only dims of 1 to views"},
+    {"fuse_attention", pass_fuse_attention, "Q K^T scale [+ mask] [+ top-k] -> Softmax -> . V to one "
+                                            "Attention, reading sliced Q, K, V in place"},
+    {"fuse_gelu", pass_fuse_gelu, "the erf and tanh GELU decompositions to Gelu"},
+    {"fuse_layernorm", pass_fuse_layernorm, "the LayerNorm decomposition (ReduceMean .. Sqrt .. Div) to LayerNormalization"},
+    {"fuse_linear", pass_fuse_linear, "MatMul by a constant weight [+ bias] [+ Relu/Gelu] to Linear"},
+    {"fuse_addnorm", pass_fuse_addnorm, "Add then LayerNormalization to AddLayerNorm"},
+    {"fuse_residual", pass_fuse_residual, "Linear [-> views] + residual Add to Linear with a residual input"},
+    {"fuse_transpose", pass_fuse_transpose, "Transposes around a MatMul of run-time operands to PermutedMatMul"},
+    {"fuse_chain", pass_fuse_chain, "chains of elementwise ops to one ElementwiseChain loop"},
     {"quantize", pass_quantize, "with --quantize=int8: constant f32 weights of Linear and MatMul to int8 "
                                 "with a scale per output column, Gather tables with one per row"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},

@@ -140,7 +140,7 @@ def attention(name, kind, lead, s, t, dh, dv, seq_first=False, mask=None, topk=0
 def packed_qkv(name, kind, b, s, h, dh, seq_first, mask=None, in_place=True):
     """Self-attention on one packed projection x (MultiheadAttention's fused
     in_proj): Slice x's last axis into Q, K, V (V by a negative start), split
-    the heads by Reshape and Transpose; the fuse pass reads all three in place
+    the heads by Reshape and Transpose; the fuse_attention pass reads all three in place
     (CASE/in_place). seq_first: x [S, B, 3E] as MultiheadAttention exports it;
     else x [B, S, 3E] with 4-D heads [B, H, S, Dh]."""
     c = Case(name, kind)

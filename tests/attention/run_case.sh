@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_case.sh KILN CASE — the fused Attention kernel on one case of
 # tests/attention/cases/ (made by make_cases.py), against Attention's _eval:
-#   1. the fuse pass makes one Attention of the kind in CASE/kind (kiln -v),
+#   1. the fuse_attention pass makes one Attention of the kind in CASE/kind (kiln -v),
 #      reading Q, K and V in place when CASE/in_place says it should;
 #   2. `kiln run` (the interpreter, so Attention's _eval) writes the
 #      reference outputs for the case's inputs;
@@ -49,7 +49,7 @@ step "kiln run (the _eval reference)" "$kiln" run "$tmp/model.onnx" "${args[@]}"
 step "unfused interpreter = _eval" "$kiln" check -q --interp --passes=bind,infer,fold,simplify,dce "$tmp"
 mkdir -p "$tmp/exported"
 cp -r "$tmp/test_data_set_0" "$tmp/exported/"
-step "kiln export" "$kiln" export "$tmp/model.onnx" --passes=bind,infer,fold,simplify,fuse,dce -o "$tmp/exported/model.onnx"
+step "kiln export" "$kiln" export "$tmp/model.onnx" --passes=bind,infer,fold,simplify,fuse_normalize,fuse_attention,fuse_gelu,fuse_layernorm,fuse_linear,fuse_addnorm,fuse_residual,fuse_transpose,fuse_chain,dce -o "$tmp/exported/model.onnx"
 refused() { "$kiln" compile "$tmp/exported/model.onnx" -v -o "$tmp/refused.c" 2>&1 | grep -q "fuse: attention{mask=$kind"; }
 step "the export fuses back as Attention{mask=$kind}" refused
 step "the export's interpreter = _eval" "$kiln" check -q --interp --passes=bind,infer,fold,simplify,dce "$tmp/exported"

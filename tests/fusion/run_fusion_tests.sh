@@ -8,7 +8,7 @@
 #     vector width (generic; avx2 panels read 8-wide; avx512 16-wide; the
 #     plain C path) and with --threads=2;
 #   - the fused ops' _evals pass (`kiln check --interp`), and so do the
-#     unfused ops' _evals (the same check without the fuse pass), so fused
+#     unfused ops' _evals (the same check without the fusion passes), so fused
 #     kernels, fused references and unfused references all agree.
 # Ends with "N passed, N failed".
 set -u

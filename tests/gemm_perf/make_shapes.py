@@ -4,7 +4,7 @@ ONNX models, for tests/gemm_perf/gemm_shapes.sh (the GEMM micro-benchmark).
 
 Each shape is MatMul by a constant weight + bias, with the epilogue the
 real layer has (GELU after FF1, the residual after the out-projection and
-FF2), which the fuse pass turns into one Linear, i.e. one call of the
+FF2), which the fuse_linear pass turns into one Linear, i.e. one call of the
 packed kernel (compiler/ops/gemm_kernel.c). Each model comes with the
 numpy reference (float64, rounded), so `kiln check` can verify it too.
 
