@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ir.h"
@@ -208,8 +210,34 @@ void diag_print(const Diag *d) {
 
 /* ---- files ---------------------------------------------------------------- */
 
+FILE *open_regular_file(const char *path, const char **why) {
+  /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    *why = strerror(errno);
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    *why = S_ISDIR(st.st_mode) ? "a folder, not a file" : "not a regular file (a FIFO, socket or device)";
+    return NULL;
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    *why = strerror(errno);
+    close(fd);
+  }
+  return f;
+}
+
 unsigned char *read_file(const char *path, size_t *len, Diag *d) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = fopen(path, "rb"); /* what the user names may be a pipe (/dev/stdin) */
   if (!f) {
     diag_error(d, "cannot open '%s': %s", path, strerror(errno));
     return NULL;

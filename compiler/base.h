@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define KILN_VERSION "0.1.0"
 
@@ -80,6 +81,10 @@ void diag_print(const Diag *d);
 
 /* ---- files ---------------------------------------------------------------- */
 
+/* fopen(path, "rb") of a regular file only, for paths a model names (its
+ * external data): a FIFO would block kiln (even at open), a device never
+ * end. NULL with *why set (what it is, or strerror) otherwise. */
+FILE *open_regular_file(const char *path, const char **why);
 /* Read a whole file; NULL + diag on failure. */
 unsigned char *read_file(const char *path, size_t *len, Diag *d);
 /* Write atomically: to a temp file in the same folder, then rename, so a

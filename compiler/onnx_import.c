@@ -64,9 +64,10 @@ static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want,
     return diag_error(im->d, "%s: external data length %lld; expected %zu bytes for its shape",
                       what, len, want);
   char *path = arena_printf(im->a, "%s/%s", im->dir ? im->dir : ".", loc);
-  FILE *f = fopen(path, "rb");
+  const char *why = "";
+  FILE *f = open_regular_file(path, &why);
   if (!f)
-    return diag_error(im->d, "%s: cannot open external data file '%s'", what, path);
+    return diag_error(im->d, "%s: cannot open external data file '%s': %s", what, path, why);
   /* the file's size first: a lying shape must not size an allocation */
   long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   bool ok = off >= 0 && size >= 0 && (unsigned long long)size >= (unsigned long long)off &&

@@ -8,6 +8,7 @@
 set -u
 export LC_ALL=C
 kiln=$(realpath "$1") model=$2
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-cli.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -23,7 +24,7 @@ case_() {
   local before
   before=$(cd "$dir" && ls -A | sort)
   local rc
-  rc=$( (cd "$dir" && "$kiln" "$@" >stdout.txt 2>stderr.txt; echo $?) )
+  rc=$( (cd "$dir" && timeout 60 "$kiln" "$@" >stdout.txt 2>stderr.txt; echo $?) )
   local err lines after why=""
   err=$(head -n 1 "$dir/stderr.txt")
   lines=$(wc -l <"$dir/stderr.txt")
@@ -45,6 +46,9 @@ SETUP= case_ weights_for_onnx "are for .lua models" compile m.onnx --weights w.s
 SETUP= case_ shape_twice "already bound to other dims" compile m.onnx --shape src=2x16x64 --shape src=1x16x64 -o o.c
 SETUP= case_ fold_limit_negative "expected a byte count" compile m.onnx --fold-limit=-1 -o o.c
 SETUP= case_ name_keyword "not a C keyword" compile m.onnx --name int -o o.c
+# external data that names a FIFO: opening it for reading would wait for a writer forever
+SETUP="cp '$here/external_data_missing.onnx' e.onnx && mkfifo no_such_weights.bin" \
+  case_ external_data_fifo "not a regular file" compile e.onnx -o o.c
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
