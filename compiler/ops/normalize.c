@@ -149,7 +149,9 @@ static int64_t param_index(const Type *p, const Type *x, int a, int64_t k) {
 
 static DType stash_dtype(const Node *n) { return attr_int(n, "stash_type", 1) == 11 ? DT_F64 : DT_F32; }
 
-bool layernorm_infer(Graph *g, Node *n, Diag *d) {
+/* What LayerNormalization and RMSNormalization ask of X and their axis and
+ * stash_type attributes; *a: the axis, normalised. */
+static bool check_norm_input(Graph *g, Node *n, int *a, Diag *d) {
   Value *x = node_in(g, n, 0);
   const Type *xt = &x->type;
   if (!dt_is_float(xt->dt))
@@ -157,12 +159,20 @@ bool layernorm_infer(Graph *g, Node *n, Diag *d) {
   if (xt->rank < 1)
     return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
   int64_t axis = attr_int(n, "axis", -1), st = attr_int(n, "stash_type", 1);
-  int a;
-  if (!axis_norm(axis, xt->rank, &a))
+  if (!axis_norm(axis, xt->rank, a))
     return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]", (long long)axis,
                      xt->rank, -xt->rank, xt->rank - 1);
   if (st != 1 && st != 11)
     return diag_node(d, g, n, "stash_type is %lld; expected 1 (f32) or 11 (f64)", (long long)st);
+  return true;
+}
+
+bool layernorm_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  const Type *xt = &x->type;
+  int a;
+  if (!check_norm_input(g, n, &a, d))
+    return false;
   for (int i = 1; i < 3; i++) {
     const Value *p = node_in(g, n, i);
     if (!p)
@@ -315,17 +325,9 @@ bool rmsnorm_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0);
   const Value *p = node_in(g, n, 1);
   const Type *xt = &x->type;
-  if (!dt_is_float(xt->dt))
-    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(xt->dt));
-  if (xt->rank < 1)
-    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
-  int64_t axis = attr_int(n, "axis", -1), st = attr_int(n, "stash_type", 1);
   int a;
-  if (!axis_norm(axis, xt->rank, &a))
-    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]", (long long)axis,
-                     xt->rank, -xt->rank, xt->rank - 1);
-  if (st != 1 && st != 11)
-    return diag_node(d, g, n, "stash_type is %lld; expected 1 (f32) or 11 (f64)", (long long)st);
+  if (!check_norm_input(g, n, &a, d))
+    return false;
   if (p->type.dt != xt->dt)
     return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
                      dt_name(xt->dt));
