@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
 #include "elementwise_chain.h"

@@ -18,7 +18,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
 #include "rows.h"

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
 

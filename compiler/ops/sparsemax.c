@@ -1,6 +1,6 @@
 /* sparsemax.c — α-entmax normalisations for sparse attention (Correia et
  * al. 2019), two kiln ops: never read from an ONNX file, lowered to
- * standard ONNX ops by `kiln export` (the decompositions at the end).
+ * standard ONNX ops by `kiln export` (compiler/export/lower_sparsemax.c).
  *
  *   Sparsemax  y = [z - τ]_+    z = x - max(x)         α = 2 (Martins & Astudillo 2016)
  *   Entmax15   y = [z - τ]_+²   z = (x - max(x)) / 2   α = 1.5 (Peters, Niculae & Martins 2019)
@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
 #include "rows.h"
