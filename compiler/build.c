@@ -193,3 +193,14 @@ bool lw_result(Lowering *l, int v, int slot) {
   gval(g, want)->producer = p;
   return true;
 }
+
+/* x reshaped to dims[0..rank) (a no-op when it has them already). */
+int lw_reshape(Lowering *l, int x, const int64_t *dims, int rank) {
+  if (x < 0 || l->failed)
+    return -1;
+  const Type *t = &gval(l->g, x)->type;
+  if (t->rank == rank && !memcmp(t->dims, dims, sizeof(int64_t) * (size_t)rank))
+    return x;
+  int shape = ir_const_i64(l->g, lw_name(l, "shape"), dims, rank);
+  return lw_binary(l, OP_RESHAPE, x, shape);
+}

@@ -41,7 +41,7 @@ bool ir_finish(Graph *g, int node, Diag *d);
 /* Output i of node `node`. */
 static inline int ir_out(const Graph *g, int node, int i) { return g->nodes[node].out[i]; }
 
-/* ---- a node replaced by a chain of ops (kiln export, passes/decompose.c) ----
+/* ---- a node replaced by a chain of ops (kiln export, export/lower_*.c) ----
  *
  * lw_start, then append the chain with lw_* and end with lw_result for each
  * of the node's outputs. New nodes are named NAME/Op (their outputs alike,
@@ -82,5 +82,7 @@ int lw_i64(Lowering *l, const char *hint, int64_t v);
  * `slot` instead (and the new nodes that read v read that), so the node's
  * users are unchanged; v is left unused. */
 bool lw_result(Lowering *l, int v, int slot);
+/* x reshaped to dims[0..rank) (x itself when it has them already). */
+int lw_reshape(Lowering *l, int x, const int64_t *dims, int rank);
 
 #endif

@@ -5,10 +5,13 @@
 #include <string.h>
 
 const OpInfo op_table[OP_COUNT_] = {
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl) \
-  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k, since, flags, fl##_flops},
+/* An op whose lower column says `none` has no lowering. */
+#define none_lower NULL
+#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo) \
+  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k, since, flags, fl##_flops, lo##_lower},
 #include "ops.def"
 #undef OP
+#undef none_lower
 };
 
 int op_lookup(const char *onnx_name) {

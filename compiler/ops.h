@@ -15,7 +15,7 @@
 #include "ir.h"
 
 typedef enum OpId {
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl) OP_##id,
+#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo) OP_##id,
 #include "ops.def"
 #undef OP
   OP_COUNT_
@@ -27,6 +27,9 @@ typedef bool (*InferFn)(Graph *g, Node *n, Diag *d);
 typedef bool (*EvalFn)(const Node *n, const Tensor *in, Tensor *out, Diag *d);
 typedef bool (*EmitFn)(struct Emit *e, const Node *n);
 typedef int64_t (*FlopsFn)(const Graph *g, const Node *n);
+/* Replace node `node` (still live; the caller marks it dead) by standard
+ * ops appended with build.h's lw_*, the last writing its outputs. */
+typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
 
 /* Op flags: facts of an op's kernels (its _emit and _eval alike).
  *   OPF_INPLACE       elementwise: each element of every input is read
@@ -61,6 +64,7 @@ typedef struct OpInfo {
   int since;          /* first opset defining the op */
   unsigned flags;     /* OPF_* */
   FlopsFn flops;      /* floating-point (or integer) operations of one run of n */
+  LowerFn lower;      /* kiln export's lowering to standard ops, or NULL */
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT_];
@@ -75,11 +79,12 @@ int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
 bool op_check_half(const Graph *g, const Node *n, Diag *d);
 
 /* Multiply-adds count 2; a family's count says what else it counts. */
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl)                  \
+#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo)              \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
   bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \
   bool fn##_emit(struct Emit *e, const Node *n);                           \
-  int64_t fl##_flops(const Graph *g, const Node *n);
+  int64_t fl##_flops(const Graph *g, const Node *n);                       \
+  bool lo##_lower(Graph *g, int node, Diag *d_);
 #include "ops.def"
 #undef OP
 

@@ -82,21 +82,11 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
  * whether it did. */
 bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d);
 
-/* kiln export's last step (passes/decompose.c): replace every kiln op
+/* kiln export's last step (export/decompose.c): replace every kiln op
  * (since = 0 in ops.def) and every op newer than g->opset by standard ONNX
- * ops valid at g->opset, keeping output value ids and node order. */
+ * ops valid at g->opset, with each op's lowering (ops.def's lower column),
+ * keeping output value ids and node order. */
 bool decompose_kiln_ops(Graph *g, Diag *d);
-/* Decompositions that live in their op's file (rows of decompose.c's
- * table): Sparsemax and Entmax15 (ops/sparsemax.c). */
-bool sparsemax_decompose(Graph *g, int node, Diag *d);
-bool entmax15_decompose(Graph *g, int node, Diag *d);
-/* Attention (ops/attention_export.c) */
-bool attention_decompose(Graph *g, int node, Diag *d);
-/* ElementwiseChain (ops/elementwise_chain.c), PermutedMatMul (ops/permuted_matmul.c) */
-bool elementwise_chain_decompose(Graph *g, int node, Diag *d);
-bool permuted_matmul_decompose(Graph *g, int node, Diag *d);
-/* RMSNormalization below opset 23 (ops/normalize.c) */
-bool rmsnorm_decompose(Graph *g, int node, Diag *d);
 
 /* Structural checks (SSA, order, arity, types known after infer). */
 bool graph_verify(Graph *g, bool typed, Diag *d);

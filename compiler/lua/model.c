@@ -11,7 +11,10 @@
 
 #include "../build.h"
 #include "../ops.h"
-#include "lua_internal.h"
+#include "lua_ctx.h"
+#include "lua_model.h"
+#include "lua_state.h"
+#include "lua_tensor.h"
 
 /* ---- config{}: script parameters ------------------------------------------- */
 

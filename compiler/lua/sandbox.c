@@ -11,20 +11,13 @@
 #include <string.h>
 
 #include "../templates.h"
-#include "lua_internal.h"
+#include "lua_ctx.h"
+#include "lua_model.h"
+#include "lua_tensor.h"
 
 #define DEFAULT_STEPS ((int64_t)1000000000)
 #define DEFAULT_MEM ((int64_t)512 << 20)
 #define HOOK_EVERY 1000
-
-static const char CTX_KEY = 'k'; /* registry key: its address */
-
-LuaCtx *lctx(lua_State *L) {
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &CTX_KEY);
-  LuaCtx *c = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  return c;
-}
 
 static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   LuaCtx *c = ud;
@@ -44,68 +37,15 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return p;
 }
 
-/* The innermost frame of the user's script, else the innermost Lua frame
- * (src receives its short_src); the line, or 0 when there is none. */
-static int user_frame(lua_State *L, const LuaCtx *c, char src[LUA_IDSIZE]) {
-  lua_Debug ar;
-  int line = 0;
-  for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
-      continue;
-    bool mine = strcmp(ar.source, c->chunkname) == 0;
-    if (mine || !line) {
-      memcpy(src, ar.short_src, LUA_IDSIZE);
-      line = ar.currentline;
-    }
-    if (mine)
-      break;
-  }
-  return line;
-}
-
 static void count_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   LuaCtx *c = lctx(L);
   char src[LUA_IDSIZE];
   c->steps += HOOK_EVERY;
-  c->last_line = user_frame(L, c, src); /* for errors raised where no stack is left */
+  c->last_line = dsl_user_frame(L, c, src); /* for errors raised where no stack is left */
   if (c->steps > c->max_steps)
     dsl_fail(L, "the script ran for more than %lld Lua steps (a runaway loop?); --lua-steps=N "
                 "raises the budget", (long long)c->max_steps);
-}
-
-const char *dsl_origin(lua_State *L) {
-  LuaCtx *c = lctx(L);
-  char src[LUA_IDSIZE];
-  int line = user_frame(L, c, src);
-  return line ? arena_printf(c->a, "%s:%d", src, line) : c->script;
-}
-
-/* The innermost Lua frame decides: the script's own (its line says it
- * all) or a bundled module's (its line tells apart the many nodes one nn
- * call makes, in dumps and in the generated C). */
-const char *dsl_node_origin(lua_State *L) {
-  LuaCtx *c = lctx(L);
-  const char *where = dsl_origin(L);
-  lua_Debug ar;
-  for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0)
-      continue;
-    if (strcmp(ar.source, c->chunkname) == 0)
-      return where;
-    return arena_printf(c->a, "%s (%s:%d)", where, ar.short_src, ar.currentline);
-  }
-  return where;
-}
-
-int dsl_fail(lua_State *L, const char *fmt, ...) {
-  char msg[900];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  lua_pushfstring(L, "%s: %s", dsl_origin(L), msg);
-  return lua_error(L);
 }
 
 /* ---- the restricted library set --------------------------------------------- */
@@ -322,8 +262,7 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
     diag_error(d, "cannot create a Lua state");
     return NULL;
   }
-  lua_pushlightuserdata(L, &c);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &CTX_KEY);
+  lctx_bind(L, &c);
   open_sandbox_libs(L);
   dsl_open_tensor(L);
   dsl_open_model(L);

@@ -13,7 +13,9 @@
 
 #include "../build.h"
 #include "../ops.h"
-#include "lua_internal.h"
+#include "lua_ctx.h"
+#include "lua_state.h"
+#include "lua_tensor.h"
 
 /* Field key of the table at idx, else positional slot pos. Pushes it. */
 static int state_field(lua_State *L, const char *key, int pos) {

@@ -10,7 +10,15 @@
 
 #include "../build.h"
 #include "../ops.h"
-#include "lua_internal.h"
+#include "lua_ctx.h"
+#include "lua_tensor.h"
+
+#define TENSOR_MT "kiln.Tensor"
+
+/* A tensor on the Lua side: one graph value. */
+typedef struct LTensor {
+  int vid;
+} LTensor;
 
 /* ---- values <-> Lua ----------------------------------------------------------- */
 

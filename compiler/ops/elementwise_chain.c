@@ -20,20 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
-#include "../passes.h"
 #include "elementwise_chain.h"
 
-#define CHAIN_MAX_STEPS 32
 #define CHAIN_MAX_INPUTS 32
-
-typedef struct Step {
-  int op;       /* OpId */
-  int narg;
-  int arg[3];   /* >= 0: input index; < 0: the result of step -1 - arg */
-} Step;
 
 /* The ops a chain may hold and their operand counts. */
 static const struct {
@@ -108,7 +99,7 @@ bad:
 }
 
 /* The node's steps into st (at most CHAIN_MAX_STEPS); false + err. */
-static bool chain_steps(const Node *n, Step *st, int *ns, char *err, size_t en) {
+bool chain_steps(const Node *n, Step *st, int *ns, char *err, size_t en) {
   const Attr *a = attr_get(n, "steps");
   if (!a || a->kind != ATTR_STRINGS || a->n < 1 || a->n > CHAIN_MAX_STEPS) {
     snprintf(err, en, "steps is %s; expected strings[...] of 1 to %d steps", a ? "malformed" : "absent",
@@ -372,25 +363,6 @@ bool elementwise_chain_emit(Emit *e, const Node *n) {
     emit_line(e, "}");
   }
   return true;
-}
-
-/* ---- kiln export ------------------------------------------------------------ */
-
-/* Lower node `node` (compiler/passes/decompose.c): one standard node per
- * step, in order, named NAME/Op, the last writing the chain's output. */
-bool elementwise_chain_decompose(Graph *g, int node, Diag *d) {
-  Step st[CHAIN_MAX_STEPS];
-  int ns, t[CHAIN_MAX_STEPS];
-  char err[256];
-  KILN_ASSERT(chain_steps(&g->nodes[node], st, &ns, err, sizeof err));
-  Lowering l = lw_start(g, node, gval(g, g->nodes[node].out[0])->type.dt, d);
-  for (int s = 0; s < ns; s++) {
-    int in[3];
-    for (int a = 0; a < st[s].narg; a++)
-      in[a] = st[s].arg[a] >= 0 ? g->nodes[node].in[st[s].arg[a]] : t[-1 - st[s].arg[a]];
-    t[s] = lw_op(&l, st[s].op, in, st[s].narg);
-  }
-  return lw_result(&l, t[ns - 1], 0);
 }
 
 /* ---- FLOP count (ops.def's flops column) -------------------------------------- */

@@ -18,10 +18,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../build.h"
 #include "../emit.h"
 #include "../ops.h"
-#include "../passes.h"
 #include "rows.h"
 
 /* ---- rows ------------------------------------------------------------------ */
@@ -390,83 +388,6 @@ bool rmsnorm_emit(Emit *e, const Node *n) {
             emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
             emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),
             "Y_K", cast ? arena_printf(ar, "(%s)(%s)", T, term) : term, NULL);
-  return true;
-}
-
-/* RMSNormalization's lowering for kiln export: standard nodes added one by
- * one, each inferred at once; after the first failure every step gives -1. */
-typedef struct RmsLower {
-  Graph *g;
-  const char *origin;
-  Diag *d;
-  bool ok;
-} RmsLower;
-
-static int rl_begin(RmsLower *l, int op, const int *in, int nin) {
-  for (int i = 0; i < nin; i++)
-    l->ok = l->ok && in[i] >= 0;
-  return l->ok ? ir_op(l->g, op, l->origin, in, nin, 1) : -1;
-}
-
-static int rl_end(RmsLower *l, int node) {
-  l->ok = l->ok && node >= 0 && ir_finish(l->g, node, l->d);
-  return l->ok ? ir_out(l->g, node, 0) : -1;
-}
-
-static int rl_op(RmsLower *l, int op, const int *in, int nin) { return rl_end(l, rl_begin(l, op, in, nin)); }
-
-static int rl_cast(RmsLower *l, int x, DType to) {
-  if (x >= 0 && l->g->vals[x].type.dt == to)
-    return x;
-  int node = rl_begin(l, OP_CAST, &x, 1);
-  if (node >= 0)
-    ir_attr_int(l->g, node, "to", to);
-  return rl_end(l, node);
-}
-
-/* kiln export (passes/decompose.c) below opset 23: Cast to the stash type,
- * Mul(x, x), ReduceMean over the dims from axis (the axes attribute, as
- * opsets up to 17 have it), Add epsilon, Sqrt, Div, Cast back, Mul by the
- * scale (reshaped to the normalised dims when it has their element count
- * in another shape: kiln reads it flat). The last node writes the node's
- * own output. */
-bool rmsnorm_decompose(Graph *g, int node, Diag *d) {
-  const Node *n = &g->nodes[node];
-  int x = n->in[0], scale = n->in[1], want = n->out[0], a;
-  Type xt = g->vals[x].type;
-  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt.rank, &a));
-  double eps = attr_float(n, "epsilon", 1e-5);
-  DType ut = stash_dtype(n);
-  if (g->opset < 7)
-    return diag_node(d, g, n, "export: no ONNX form at opset %d; expected opset 7 or later "
-                     "(broadcasting Add and Div)", g->opset);
-  RmsLower l = {g, n->origin, d, true};
-  int xs = rl_cast(&l, x, ut);
-  int sq = rl_op(&l, OP_MUL, (int[]){xs, xs}, 2);
-  int mean = rl_begin(&l, OP_REDUCEMEAN, &sq, 1);
-  if (mean >= 0) {
-    int64_t axes[MAX_RANK];
-    for (int i = a; i < xt.rank; i++)
-      axes[i - a] = i;
-    ir_attr_ints(g, mean, "axes", axes, xt.rank - a);
-    ir_attr_int(g, mean, "keepdims", 1);
-  }
-  int ms = rl_end(&l, mean);
-  int eps_c = ir_const_scalar(g, "epsilon", ut, eps);
-  int root = rl_op(&l, OP_SQRT, (int[]){rl_op(&l, OP_ADD, (int[]){ms, eps_c}, 2)}, 1);
-  int y = rl_cast(&l, rl_op(&l, OP_DIV, (int[]){xs, root}, 2), xt.dt);
-  Type nt = norm_type(&xt, a);
-  const Type *st = &g->vals[scale].type;
-  if (type_numel(st) == type_numel(&nt) && !type_equal(st, &nt))
-    scale = rl_op(&l, OP_RESHAPE, (int[]){scale, ir_const_i64(g, "scale_shape", nt.dims, nt.rank)}, 2);
-  int last = rl_op(&l, OP_MUL, (int[]){y, scale}, 2);
-  if (!l.ok)
-    return false;
-  int p = g->vals[last].producer;
-  KILN_ASSERT(p >= 0 && type_equal(&g->vals[last].type, &g->vals[want].type));
-  g->nodes[p].out[0] = want;
-  g->vals[last].producer = -1;
-  g->vals[want].producer = p;
   return true;
 }
 

@@ -1,5 +1,5 @@
-/* attention_export.c — Attention back into standard ONNX ops, for `kiln
- * export` (a row of compiler/passes/decompose.c's table): the chain the
+/* lower_attention.c — Attention back into standard ONNX ops, for `kiln
+ * export` (ops.def's lower column; compiler/ops/attention.c): the chain the
  * fuse_attention pass recognises again, in the order Attention's _eval rounds —
  *
  *   [Slice q_slice] [Transpose q_perm] Q, [Slice k_slice] [Transpose k_perm] Kᵀ
@@ -17,8 +17,7 @@
 
 #include "../build.h"
 #include "../ops.h"
-#include "../passes.h"
-#include "attention.h"
+#include "../ops/attention.h"
 
 /* Transpose(x, perm a), or x when there is no perm. */
 static int ch_layout(Lowering *c, const Attr *a, int x) {
@@ -61,7 +60,7 @@ static int ch_softmax(Lowering *c, int s) {
   return lw_finish(c, idx);
 }
 
-bool attention_decompose(Graph *g, int node, Diag *d) {
+bool attention_lower(Graph *g, int node, Diag *d) {
   const Node *n = &g->nodes[node];
   AttnSpec sp;
   AttnGeom ge;

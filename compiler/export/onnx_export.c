@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx.h"
+#include "../onnx.h"
 #include "onnx.pb-c.h"
-#include "ops.h"
+#include "../ops.h"
 
 /* ---- unique names --------------------------------------------------------- */
 
