@@ -49,6 +49,8 @@ if(CLANG)
 endif()
 add_test(NAME generated_c_deterministic
          COMMAND ${T}/generated/deterministic.sh ${KILN_BIN} ${T}/models/transformer_ed/model.onnx)
+add_test(NAME export_deterministic_lua
+         COMMAND ${T}/generated/export_deterministic.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/bert.lua)
 
 # the packed f32 GEMM (compiler/ops/gemm_kernel.c) on odd shapes — M, N, K
 # off every tile, K = 1, N = 1, K split in blocks; tools/make_gemm_cases.py.

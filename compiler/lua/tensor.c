@@ -140,6 +140,15 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what) {
     }
     lua_pop(L, 1);
   }
+  /* lua_next's order follows Lua's per-run hash seed: sorted, the node (and
+   * kiln export's file) is the same on every run */
+  Node *n = &g->nodes[node];
+  for (int i = 1; i < n->nattr; i++) /* insertion sort: a handful of attributes */
+    for (int j = i; j > 0 && strcmp(n->attrs[j - 1].name, n->attrs[j].name) > 0; j--) {
+      Attr t = n->attrs[j];
+      n->attrs[j] = n->attrs[j - 1];
+      n->attrs[j - 1] = t;
+    }
 }
 
 /* ---- adding a node ------------------------------------------------------------- */
