@@ -42,7 +42,7 @@ endif()
 add_test(NAME generated_c_deterministic
          COMMAND ${T}/generated/deterministic.sh ${KILN_BIN} ${T}/models/transformer_ed/model.onnx)
 
-# the packed f32 GEMM (compiler/ops/gemm_kernel.c) on odd shapes — M, N, K
+# the packed f32 GEMM (compiler/kernels/gemm_kernel.c) on odd shapes — M, N, K
 # off every tile, K = 1, N = 1, K split in blocks; tools/make_gemm_cases.py.
 # Each --isa's panels are read by every vector width that divides them
 # (the generated file picks the widest the compiler targets): 16-wide and

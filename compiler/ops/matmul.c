@@ -14,7 +14,7 @@
 
 #include "../emit.h"
 #include "../ops.h"
-#include "gemm_kernel.h"
+#include "../kernels/gemm_kernel.h"
 #include "matgeom.h"
 
 /* MatMul and Gemm take f32, f64, i32, i64, u32, u64 (f16/bf16 kiln rejects). */
@@ -202,7 +202,7 @@ static const char *batch_offset(Emit *e, const char *base, int nl, const int64_t
 
 /* An f32 MatMul by a constant B without batch dims of its own (a weight):
  * A's rows, batch dims included, are the M rows of one GEMM with B packed
- * at compile time (gemm_kernel.c). */
+ * at compile time (compiler/kernels/gemm_kernel.c). */
 static bool matmul_emit_packed(Emit *e, const Node *n, const MatGeom *mg, const Type *yt) {
   const Value *b = gval(e->g, n->in[1]);
   int64_t bbatch = 1;
@@ -401,8 +401,9 @@ static const char *gemm_epilogue_comment(Emit *e, const char *expr) {
 }
 
 /* f32 A·B' with B constant and A not transposed: the packed GEMM
- * (gemm_kernel.c), which also adds C when it is a plain bias (alpha = beta
- * = 1, C of shape [N] or [1,N]); *c_done says whether it did. */
+ * (compiler/kernels/gemm_kernel.c), which also adds C when it is a plain
+ * bias (alpha = beta = 1, C of shape [N] or [1,N]); *c_done says whether
+ * it did. */
 static bool gemm_emit_packed(Emit *e, const Node *n, int64_t m, int64_t nn, int64_t k, bool uses_c,
                              bool *c_done) {
   const Value *b = gval(e->g, n->in[1]), *c = uses_c ? gval(e->g, n->in[2]) : NULL;
