@@ -327,7 +327,7 @@ set_tests_properties(sparse_ops PROPERTIES TIMEOUT 600)
 add_test(NAME fusion_kernels COMMAND ${T}/fusion/run_fusion_tests.sh ${KILN_BIN})
 set_tests_properties(fusion_kernels PROPERTIES TIMEOUT 900)
 
-# the fused Attention kernel (compiler/ops/attention_kernel.c) against
+# the fused Attention kernel (compiler/kernels/attention_kernel.c) against
 # Attention's _eval: one test per case of tests/attention/cases/ (every
 # mask kind and top-k, sizes off every tile; tests/attention/make_cases.py):
 # it must fuse as its kind, the unfused graph and the export round trip
