@@ -9,6 +9,8 @@ set(T ${CMAKE_SOURCE_DIR}/tests)
 add_executable(unit_ir ${T}/unit/unit_ir.c)
 target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
+# the layering rule (STYLE.md): compiler/'s includes point down the layers
+add_test(NAME layering_includes COMMAND sh ${T}/layering/check_includes.sh ${CMAKE_SOURCE_DIR})
 # f16/bf16: the generated code's conversions (kiln_rt.h) against the compiler's
 add_executable(unit_half_convert ${T}/unit/half_convert.c)
 target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
