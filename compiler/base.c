@@ -9,9 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir.h"
-#include "ops.h"
-
 void kiln_bug(const char *file, int line, const char *expr) {
   fprintf(stderr, "kiln: internal error at %s:%d: assertion '%s' failed\n", file, line, expr);
   abort();
@@ -174,22 +171,6 @@ bool diag_error(Diag *d, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(d->msg, sizeof d->msg, fmt, ap);
-  va_end(ap);
-  d->failed = true;
-  return false;
-}
-
-bool diag_node(Diag *d, const Graph *g, const Node *n, const char *fmt, ...) {
-  (void)g;
-  if (d->failed)
-    return false;
-  int k = snprintf(d->msg, sizeof d->msg, "node '%s' (%s): ", n->name ? n->name : "?",
-                   node_op_name(n));
-  if (k < 0 || k >= (int)sizeof d->msg)
-    k = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(d->msg + k, sizeof d->msg - (size_t)k, fmt, ap);
   va_end(ap);
   d->failed = true;
   return false;

@@ -69,13 +69,10 @@ typedef struct Diag {
   bool failed;
 } Diag;
 
-struct Node;
-struct Graph;
 /* Record an error (first one wins) and return false, so callers can write
- * `return diag_error(d, ...)`. */
+ * `return diag_error(d, ...)`. (diag_node, the same about one node, is in
+ * ir.h: base knows nothing of the IR.) */
 bool diag_error(Diag *d, const char *fmt, ...) KILN_PRINTF(2, 3);
-bool diag_node(Diag *d, const struct Graph *g, const struct Node *n, const char *fmt, ...)
-    KILN_PRINTF(4, 5);
 /* Print "kiln: FILE: msg" to stderr. */
 void diag_print(const Diag *d);
 

@@ -62,7 +62,7 @@ const char *emit_ref(Emit *e, int vid);
  * graph's weights — named after `stem` (a model name: made C-safe and
  * unique), exact literals — but 64-byte aligned, with `comment` above it.
  * For data the compiler derives from constants, such as a GEMM's B packed
- * into the panel layout its kernel reads (compiler/ops/gemm_kernel.c). */
+ * into the panel layout its kernel reads (compiler/kernels/gemm_kernel.c). */
 const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, const char *stem,
                              const char *comment);
 /* One line at the current indentation (a newline is appended). */

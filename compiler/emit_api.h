@@ -4,7 +4,7 @@
 
 #include "ir.h"
 
-/* --isa: the machine the GEMM kernels (compiler/ops/gemm_kernel.c) are
+/* --isa: the machine the GEMM kernels (compiler/kernels/gemm_kernel.c) are
  * laid out for — the width of the panels constant weights are packed into.
  * The generated file reads them with the widest GNU C vectors the C
  * compiler targets that fit (16-, 8- or 4-wide, else plain C), so every

@@ -3,6 +3,7 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -483,6 +484,22 @@ const char *attr_str(const Node *n, const char *name, const char *dflt) {
 
 const char *node_op_name(const Node *n) {
   return (n->op >= 0 && n->op < OP_COUNT_) ? op_table[n->op].name : "?";
+}
+
+bool diag_node(Diag *d, const Graph *g, const Node *n, const char *fmt, ...) {
+  (void)g;
+  if (d->failed)
+    return false;
+  int k = snprintf(d->msg, sizeof d->msg, "node '%s' (%s): ", n->name ? n->name : "?",
+                   node_op_name(n));
+  if (k < 0 || k >= (int)sizeof d->msg)
+    k = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->msg + k, sizeof d->msg - (size_t)k, fmt, ap);
+  va_end(ap);
+  d->failed = true;
+  return false;
 }
 
 /* ---- shape helpers -------------------------------------------------------- */

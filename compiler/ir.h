@@ -183,6 +183,9 @@ const char *attr_str(const Node *n, const char *name, const char *dflt);
 
 /* The node's op name ("MatMul"), from the op table. */
 const char *node_op_name(const Node *n);
+/* Record an error about node n, "node 'NAME' (Op): msg" (first one wins),
+ * and return false: `return diag_node(d, g, n, "...")`. */
+bool diag_node(Diag *d, const Graph *g, const Node *n, const char *fmt, ...) KILN_PRINTF(4, 5);
 
 /* ---- shape helpers shared by _infer functions ------------------------------ */
 

@@ -9,6 +9,8 @@ set(T ${CMAKE_SOURCE_DIR}/tests)
 add_executable(unit_ir ${T}/unit/unit_ir.c)
 target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
+# the layering rule (STYLE.md): compiler/'s includes point down the layers
+add_test(NAME layering_includes COMMAND sh ${T}/layering/check_includes.sh ${CMAKE_SOURCE_DIR})
 # f16/bf16: the generated code's conversions (kiln_rt.h) against the compiler's
 add_executable(unit_half_convert ${T}/unit/half_convert.c)
 target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
@@ -52,7 +54,7 @@ add_test(NAME generated_c_deterministic
 add_test(NAME export_deterministic_lua
          COMMAND ${T}/generated/export_deterministic.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/bert.lua)
 
-# the packed f32 GEMM (compiler/ops/gemm_kernel.c) on odd shapes — M, N, K
+# the packed f32 GEMM (compiler/kernels/gemm_kernel.c) on odd shapes — M, N, K
 # off every tile, K = 1, N = 1, K split in blocks; tools/make_gemm_cases.py.
 # Each --isa's panels are read by every vector width that divides them
 # (the generated file picks the widest the compiler targets): 16-wide and
@@ -337,7 +339,7 @@ set_tests_properties(sparse_ops PROPERTIES TIMEOUT 600)
 add_test(NAME fusion_kernels COMMAND ${T}/fusion/run_fusion_tests.sh ${KILN_BIN})
 set_tests_properties(fusion_kernels PROPERTIES TIMEOUT 900)
 
-# the fused Attention kernel (compiler/ops/attention_kernel.c) against
+# the fused Attention kernel (compiler/kernels/attention_kernel.c) against
 # Attention's _eval: one test per case of tests/attention/cases/ (every
 # mask kind and top-k, sizes off every tile; tests/attention/make_cases.py):
 # it must fuse as its kind, the unfused graph and the export round trip

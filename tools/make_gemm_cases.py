@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_gemm_cases.py — write tests/generated/gemm_shapes/, the odd shapes
-that exercise kiln's packed f32 GEMM (compiler/ops/gemm_kernel.c).
+that exercise kiln's packed f32 GEMM (compiler/kernels/gemm_kernel.c).
 
 Each case is a small ONNX model whose weight is an initializer (so B is a
 compile-time constant and gets packed), in the ONNX backend-test layout:

@@ -1,8 +1,8 @@
 /* attention.c — kiln's Attention op (made by compiler/passes/
  * fuse_attention.c from Q·Kᵀ·scale (+ mask) -> Softmax -> ·V; see
  * attention.h for its operands and attributes): shapes, the reference
- * _eval, and the mask test the pass and the kernel share. The kernel is
- * attention_kernel.c.
+ * _eval, the mask test the pass and _emit share, and _emit, which fills
+ * the spec of the kernel (compiler/kernels/attention_kernel.c).
  *
  * _eval follows the unfused graph's arithmetic, rounding where it rounded:
  * each score is a double dot product rounded to the tensor's type after
@@ -19,13 +19,6 @@
 
 #include "../ops.h"
 
-static const char *const mask_names[] = {
-    [ATTN_MASK_NONE] = "none",         [ATTN_MASK_CAUSAL] = "causal",     [ATTN_MASK_PADDING] = "padding",
-    [ATTN_MASK_STATIC] = "static",     [ATTN_MASK_ADDITIVE] = "additive", [ATTN_MASK_BOOL] = "bool",
-};
-
-const char *attn_mask_name(AttnMask k) { return k >= 0 && k < ATTN_MASK_BAD ? mask_names[k] : "?"; }
-
 /* ---- attributes ------------------------------------------------------------ */
 
 /* An attribute of another kind than string reads as "" and is rejected. */
@@ -37,7 +30,7 @@ static const char *mask_attr(const Node *n) {
 static AttnMask mask_kind(const Node *n) {
   const char *s = mask_attr(n);
   for (int k = 0; k < ATTN_MASK_BAD; k++)
-    if (!strcmp(s, mask_names[k]))
+    if (!strcmp(s, attn_mask_name((AttnMask)k)))
       return (AttnMask)k;
   return ATTN_MASK_BAD;
 }
@@ -98,15 +91,6 @@ static void permuted(const Type *t, const Type *sl, const int *perm, int64_t *di
     dims[i] = sl->dims[perm[i]];
     st[i] = pst[perm[i]];
   }
-}
-
-int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b) {
-  int64_t off = 0;
-  for (int a = ge->nlead - 1; a >= 0; a--) {
-    off += b % ge->lead[a] * st[a];
-    b /= ge->lead[a];
-  }
-  return off;
 }
 
 /* Strides of mask type mt broadcast to the scores [lead..., S, T]; false
@@ -395,7 +379,27 @@ bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 
 /* ---- _emit ------------------------------------------------------------------------ */
 
-bool attention_emit(Emit *e, const Node *n) { return attn_emit_kernel(e, n); }
+/* The kernel's spec from the node (compiler/kernels/attention_kernel.h):
+ * no code for an empty Y; Q, Kᵀ and V referenced first, in this order
+ * (emit_ref names weights by first use). */
+bool attention_emit(Emit *e, const Node *n) {
+  AttnSpec sp = {.name = n->name, .m_vid = node_has_in(n, 3) ? n->in[3] : -1, .y_vid = n->out[0]};
+  attn_read(e->g, n, &sp, &sp.ge);
+  if (sp.ge.nb * sp.ge.s * sp.ge.dv == 0)
+    return true;
+  const Value *m = node_in(e->g, n, 3);
+  if (m) {
+    sp.mask_name = m->name;
+    sp.mask_data = m->data;
+  }
+  sp.q = emit_ref(e, n->in[0]);
+  sp.k = emit_ref(e, n->in[1]);
+  sp.v = emit_ref(e, n->in[2]);
+  if (sp.mask == ATTN_MASK_CAUSAL && sp.ge.t > 0)
+    KILN_ASSERT(attn_mask_is_causal(&m->type, m->data, sp.mask_fill, sp.ge.s, sp.ge.t, &sp.causal_off));
+  attn_emit_kernel(e, &sp);
+  return true;
+}
 
 /* ---- FLOP count (ops.def's flops column) --------------------------------------------- */
 

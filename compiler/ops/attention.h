@@ -1,7 +1,8 @@
 /* attention.h — kiln's fused Attention op, shared by the op itself
- * (compiler/ops/attention.c: _infer, _eval, _emit), its kernel generator
- * (attention_kernel.c) and the pass that makes it
- * (compiler/passes/fuse_attention.c).
+ * (compiler/ops/attention.c: _infer, _eval, _emit), its ONNX lowering
+ * and the pass that makes it (compiler/passes/fuse_attention.c). The
+ * kernel generator and what it is given (AttnSpec) are in
+ * compiler/kernels/attention_kernel.h.
  *
  *   Attention(Q, Kᵀ, V [, mask]) -> Y
  *     Q  [..., S, Dh]   Kᵀ [..., Dh, T]   V [..., T, Dv]   Y [..., S, Dv]
@@ -36,67 +37,15 @@
 #ifndef KILN_ATTENTION_H
 #define KILN_ATTENTION_H
 
-#include "../emit.h"
+#include "../kernels/attention_kernel.h"
 
-typedef enum AttnMask {
-  ATTN_MASK_NONE,
-  ATTN_MASK_CAUSAL,
-  ATTN_MASK_PADDING,
-  ATTN_MASK_STATIC,
-  ATTN_MASK_ADDITIVE,
-  ATTN_MASK_BOOL,
-  ATTN_MASK_BAD
-} AttnMask;
-
-const char *attn_mask_name(AttnMask k);
-
-/* A masked score at or below this (or -inf) contributes exp(s - max) = 0
- * to any row that also holds an unmasked score, so a block of them can be
- * skipped (for finite ones, only in rows that are not masked entirely). */
-#define ATTN_MASKED_BELOW (-1e30)
-
-/* The largest Kᵀ of one head (bytes, keys padded to 16) the kernel packs on
- * the stack when its keys are not contiguous; beyond, it copies each key
- * tile, and the fuse_attention pass leaves the Transpose in front of Kᵀ instead. */
-#define ATTN_KPACK_BYTES 262144
-
-/* The op's attributes, read once. */
-typedef struct AttnSpec {
-  double scale;         /* default 1/√Dh */
-  AttnMask mask;
-  double mask_fill;     /* bool masks: the value of a masked score (default -inf) */
-  int64_t topk;         /* 0: off */
-  double topk_fill;     /* what topk drops becomes (default -inf) */
-} AttnSpec;
-
-/* The operands as logical [..., S, Dh], [..., Dh, T], [..., T, Dv] and
- * [..., S, Dv] tensors, each axis with its element stride in the physical
- * tensor (0 where the mask broadcasts). */
-typedef struct AttnGeom {
-  DType dt;
-  int rank, nlead;             /* nlead = rank - 2 leading (batch, head) dims */
-  int64_t lead[MAX_RANK], nb;  /* the leading dims and their product */
-  int64_t s, t, dh, dv;
-  int64_t qst[MAX_RANK], kst[MAX_RANK], vst[MAX_RANK], yst[MAX_RANK];
-  int64_t qoff, koff, voff;    /* where each operand starts in its input (its slice) */
-  bool has_mask;
-  DType mdt;
-  int64_t mst[MAX_RANK];       /* the mask, per axis of the scores [..., S, T] */
-} AttnGeom;
-
-/* Read n's attributes and its operands' geometry (the node must have
- * passed attention_infer). */
+/* Read n's attributes into sp and its operands' geometry into ge (the node
+ * must have passed attention_infer). Attention's _emit passes &sp->ge. */
 void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge);
-/* Element offset of head b (a flat index over the leading dims) in a
- * tensor whose leading axes have strides st. */
-int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b);
 
 /* Is the constant mask (type mt, broadcast to scores [..., S, T]) causal:
  * -inf (bool: true, with fill -inf) exactly where key j > query i + off,
  * 0 (false) elsewhere, the same for every head? Sets *off. */
 bool attn_mask_is_causal(const Type *mt, const void *data, double fill, int64_t s, int64_t t, int64_t *off);
-
-/* The kernel (attention_kernel.c): the whole of Attention's _emit. */
-bool attn_emit_kernel(Emit *e, const Node *n);
 
 #endif

@@ -20,7 +20,7 @@
 
 #include "../emit.h"
 #include "../ops.h"
-#include "gemm_kernel.h"
+#include "../kernels/gemm_kernel.h"
 
 /* ---- activations, shared by Linear's epilogue and Gelu -------------------- */
 
@@ -188,7 +188,8 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
  * (templates/matmul.c.in, same block sizes as compiler/ops/matmul.c) over
  * the M rows of X, then one epilogue loop that adds the bias, applies the
  * activation and adds the residual in place. f32 products by a constant W
- * take the packed GEMM (gemm_kernel.c) instead, epilogue in registers. */
+ * take the packed GEMM (compiler/kernels/gemm_kernel.c) instead, epilogue
+ * in registers. */
 
 static void emit_linear_matmul(Emit *e, DType dt, int64_t m, int64_t n, int64_t k, const char *x,
                                const char *w, const char *y) {
@@ -252,7 +253,7 @@ bool linear_emit(Emit *e, const Node *nd) {
   int64_t m = linear_rows(tx), k = tw->dims[0], n = tw->dims[1];
   if (m == 0 || n == 0)
     return true;
-  /* f32 by a constant W: the packed GEMM (compiler/ops/gemm_kernel.c), with
+  /* f32 by a constant W: the packed GEMM (compiler/kernels/gemm_kernel.c), with
    * the bias and the activation applied in its epilogue */
   const Value *wv = gval(g, nd->in[1]);
   bool q8 = node_has_in(nd, 4); /* W int8, times W_scale[n] */

@@ -4,17 +4,18 @@
  * _eval accumulates floats in double and integers in wrapping 64-bit
  * arithmetic, then stores in the output type. _emit accumulates in the
  * output's own C type (f32 in float, as ORT and PyTorch do). MatMul and
- * Gemm share two kernels: templates/matmul.c.in (B row-major: i-k-j loops
- * over blocks summed on the stack) and templates/matmul_nt.c.in (B
- * transposed: the same, over tiles of Bᵀ copied to the stack); Einsum
- * emits a plain loop nest: output letters, then summed letters. */
+ * Gemm share two kernel generators: the packed GEMM for an f32 constant B
+ * (compiler/kernels/gemm_kernel.c) and the template product for the rest
+ * (compiler/kernels/matmul_kernel.c); Einsum emits a plain loop nest:
+ * output letters, then summed letters. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../emit.h"
 #include "../ops.h"
-#include "gemm_kernel.h"
+#include "../kernels/gemm_kernel.h"
+#include "../kernels/matmul_kernel.h"
 #include "matgeom.h"
 
 /* MatMul and Gemm take f32, f64, i32, i64, u32, u64 (f16/bf16 kiln rejects). */
@@ -44,50 +45,6 @@ static void dot_store(DType dt, const void *a, int64_t a0, int64_t as, const voi
       s += el_get_u(dt, a, a0 + t * as) * el_get_u(dt, b, b0 + t * bs);
     el_set_u(dt, y, yi, s);
   }
-}
-
-/* Instantiate the kernel for one matrix: Y[m,n] = A'[m,k] · B (row-major
- * [k,n], or [n,k] when trb). Row i of A' starts at A + i * a_rs and its
- * columns are a_cs apart. Block sizes (measured on AVX2 at -O2): MR = 8
- * rows of Y share each row of B; NB columns are summed in the local block
- * acc (at most 8 KiB); KC rows of Bᵀ are transposed at a time into a tile
- * of at most 32 KiB. */
-/* --gemm=openblas takes the f32 products whose A is row- or column-major
- * (cblas_sgemm's layouts) and not empty. */
-static bool matmul_uses_cblas(const Emit *e, DType dt, int64_t k, int64_t a_rs, int64_t a_cs) {
-  return e->gemm == GEMM_OPENBLAS && dt == DT_F32 && k > 0 && (a_cs == 1 || a_rs == 1);
-}
-
-static void emit_matmul_cblas(Emit *e, bool trb, int64_t m, int64_t n, int64_t k, const char *a,
-                              const char *b, const char *y, int64_t a_rs, int64_t a_cs) {
-  bool tra = a_cs != 1;
-  emit_line(e, "cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f, %s, %lld, %s, %lld, 0.0f, %s, %lld);",
-            tra ? "CblasTrans" : "CblasNoTrans", trb ? "CblasTrans" : "CblasNoTrans", (long long)m,
-            (long long)n, (long long)k, a, (long long)(tra ? a_cs : a_rs), b, (long long)(trb ? k : n), y,
-            (long long)n);
-}
-
-static void emit_matmul_kernel(Emit *e, DType dt, bool trb, int64_t m, int64_t n, int64_t k,
-                               const char *a, const char *b, const char *y, int64_t a_rs,
-                               int64_t a_cs) {
-  if (matmul_uses_cblas(e, dt, k, a_rs, a_cs)) {
-    emit_matmul_cblas(e, trb, m, n, k, a, b, y, a_rs, a_cs);
-    return;
-  }
-  int64_t nbmax = trb ? 64 : 128, kcmax = 32768 / (64 * (int64_t)dt_size(dt));
-  int64_t mr = m < 8 ? m : 8, nb = n < nbmax ? n : nbmax, kc = k < kcmax ? k : kcmax;
-  Arena *ar = e->g->arena;
-  const char *ak = a_cs == 1 ? "k" : arena_printf(ar, "k * %lld", (long long)a_cs);
-  const char *ak1 = a_cs == 1 ? "k + 1" : arena_printf(ar, "(k + 1) * %lld", (long long)a_cs);
-  if (trb && k > 0)
-    emit_tmpl(e, "matmul_nt", "T", dt_ctype(dt), "M", emit_int(e, m), "N", emit_int(e, n), "K",
-              emit_int(e, k), "MR", emit_int(e, mr), "NB", emit_int(e, nb), "KC", emit_int(e, kc),
-              "A", a, "B", b, "Y", y, "A_RS", emit_int(e, a_rs), "A_K", ak, "A_K1", ak1, NULL);
-  else
-    emit_tmpl(e, "matmul", "T", dt_ctype(dt), "M", emit_int(e, m), "N", emit_int(e, n), "K",
-              emit_int(e, k), "K2", emit_int(e, k - k % 2), "MR", emit_int(e, mr), "NB",
-              emit_int(e, nb), "A", a, "B", b, "Y", y, "A_RS", emit_int(e, a_rs), "A_K", ak,
-              "A_K1", ak1, NULL);
 }
 
 /* ---- MatMul --------------------------------------------------------------- */
@@ -202,7 +159,7 @@ static const char *batch_offset(Emit *e, const char *base, int nl, const int64_t
 
 /* An f32 MatMul by a constant B without batch dims of its own (a weight):
  * A's rows, batch dims included, are the M rows of one GEMM with B packed
- * at compile time (gemm_kernel.c). */
+ * at compile time (compiler/kernels/gemm_kernel.c). */
 static bool matmul_emit_packed(Emit *e, const Node *n, const MatGeom *mg, const Type *yt) {
   const Value *b = gval(e->g, n->in[1]);
   int64_t bbatch = 1;
@@ -281,10 +238,11 @@ bool matmul_emit(Emit *e, const Node *n) {
   double ns = 2.0 * (double)nmat * (double)mg.m * (double)mg.n * (double)mg.k / 30;
   bool par = nl > 0 && !matmul_uses_cblas(e, yt.dt, mg.k, mg.k, 1) && emit_parallel_worth(e, nmat, ns);
   int open = emit_batch_loops(e, nl, ld, nmat, par ? ns : 0);
-  emit_matmul_kernel(e, yt.dt, false, mg.m, mg.n, mg.k,
-                     batch_offset(e, emit_ref(e, n->in[0]), nl, la),
-                     batch_offset(e, emit_ref(e, n->in[1]), nl, lb),
-                     batch_offset(e, emit_ref(e, n->out[0]), nl, ly), mg.k, 1);
+  MatmulSpec ms = {.dt = yt.dt, .m = mg.m, .n = mg.n, .k = mg.k, .a_rs = mg.k, .a_cs = 1};
+  ms.a = batch_offset(e, emit_ref(e, n->in[0]), nl, la);
+  ms.b = batch_offset(e, emit_ref(e, n->in[1]), nl, lb);
+  ms.y = batch_offset(e, emit_ref(e, n->out[0]), nl, ly);
+  matmul_emit_kernel(e, &ms);
   for (int i = 0; i < open; i++) {
     e->indent--;
     emit_line(e, "}");
@@ -401,8 +359,9 @@ static const char *gemm_epilogue_comment(Emit *e, const char *expr) {
 }
 
 /* f32 A·B' with B constant and A not transposed: the packed GEMM
- * (gemm_kernel.c), which also adds C when it is a plain bias (alpha = beta
- * = 1, C of shape [N] or [1,N]); *c_done says whether it did. */
+ * (compiler/kernels/gemm_kernel.c), which also adds C when it is a plain
+ * bias (alpha = beta = 1, C of shape [N] or [1,N]); *c_done says whether
+ * it did. */
 static bool gemm_emit_packed(Emit *e, const Node *n, int64_t m, int64_t nn, int64_t k, bool uses_c,
                              bool *c_done) {
   const Value *b = gval(e->g, n->in[1]), *c = uses_c ? gval(e->g, n->in[2]) : NULL;
@@ -431,8 +390,11 @@ bool gemm_emit(Emit *e, const Node *n) {
   if (!gemm_emit_packed(e, n, m, nn, k, uses_c, &c_done)) {
     emit_line(e, "{");
     e->indent++;
-    emit_matmul_kernel(e, yt->dt, trb, m, nn, k, emit_ref(e, n->in[0]), emit_ref(e, n->in[1]),
-                       emit_ref(e, n->out[0]), tra ? 1 : k, tra ? m : 1);
+    MatmulSpec ms = {.dt = yt->dt, .trb = trb, .m = m, .n = nn, .k = k, .a_rs = tra ? 1 : k, .a_cs = tra ? m : 1};
+    ms.a = emit_ref(e, n->in[0]);
+    ms.b = emit_ref(e, n->in[1]);
+    ms.y = emit_ref(e, n->out[0]);
+    matmul_emit_kernel(e, &ms);
     e->indent--;
     emit_line(e, "}");
   }

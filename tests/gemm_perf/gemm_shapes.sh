@@ -1,7 +1,7 @@
 #!/bin/sh
 # gemm_shapes.sh — the GEMM micro-benchmark of issue 5: each transformer
 # shape of tests/gemm_perf/make_shapes.py (one Linear = one call of the
-# packed kernel, compiler/ops/gemm_kernel.c) compiled by kiln, built with
+# packed kernel, compiler/kernels/gemm_kernel.c) compiled by kiln, built with
 # the recommended flags and timed by cpu_timer.c (thread CPU time per call:
 # a shared machine's preemptions do not count), reported as GFLOP/s
 # (2·M·N·K over the fastest call) and as % of the one-core FMA peak

@@ -1,4 +1,5 @@
-/* attention_kernel.c — the C kernel of kiln's Attention op (attention.h),
+/* attention_kernel.c — the C kernel of kiln's Attention op, generated from
+ * an AttnSpec (attention_kernel.h) that Attention's _emit fills,
  * flash-attention style: the [S, T] score matrix is never stored, only one
  * tile of it per work item.
  *
@@ -14,8 +15,8 @@
  *
  * Register tiles. Q·Kᵀ reads Kᵀ, whose keys are contiguous: MR rows by 16
  * keys in MR x 16/VW vector accumulators, one broadcast of q[r][x] and
- * 16/VW loads of Kᵀ's row x per step (the GEMM kernel's scheme, compiler/
- * ops/gemm_kernel.c). p·V reads V's rows: MR rows by up to 2 vectors of
+ * 16/VW loads of Kᵀ's row x per step (the GEMM kernel's scheme,
+ * gemm_kernel.c). p·V reads V's rows: MR rows by up to 2 vectors of
  * columns, one broadcast of p[r][j] and the vectors of V's row j per key.
  * When T is not a multiple of 16 the last key tile's K^T block is copied
  * into a zero-padded local block and its padding keys score -inf.
@@ -41,8 +42,23 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../ops.h"
-#include "attention.h"
+#include "attention_kernel.h"
+
+static const char *const mask_names[] = {
+    [ATTN_MASK_NONE] = "none",         [ATTN_MASK_CAUSAL] = "causal",     [ATTN_MASK_PADDING] = "padding",
+    [ATTN_MASK_STATIC] = "static",     [ATTN_MASK_ADDITIVE] = "additive", [ATTN_MASK_BOOL] = "bool",
+};
+
+const char *attn_mask_name(AttnMask k) { return k >= 0 && k < ATTN_MASK_BAD ? mask_names[k] : "?"; }
+
+int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b) {
+  int64_t off = 0;
+  for (int a = ge->nlead - 1; a >= 0; a--) {
+    off += b % ge->lead[a] * st[a];
+    b /= ge->lead[a];
+  }
+  return off;
+}
 
 static const int isa_rows[] = {[ISA_GENERIC] = 4, [ISA_AVX2] = 6, [ISA_AVX512] = 12};
 
@@ -63,7 +79,6 @@ static const View views[] = {
 typedef struct Plan {
   AttnGeom ge;
   AttnSpec sp;
-  const Node *n;
   const char *ty;          /* C type of the elements */
   int mr;                  /* rows of a query tile */
   int64_t nqt;             /* query tiles per head */
@@ -158,12 +173,13 @@ enum { CL_SKIP, CL_CLEAR, CL_MIXED };
 
 /* Element at offset i of mask m: 0 clear, 1 masked by -inf, 2 masked by
  * a finite value <= ATTN_MASKED_BELOW, 3 anything else. */
-static int mask_el_class(const Plan *p, const Value *m, int64_t i) {
-  if (m->type.dt == DT_BOOL) {
+static int mask_el_class(const Plan *p, int64_t i) {
+  const void *m = p->sp.mask_data;
+  if (p->ge.mdt == DT_BOOL) {
     double f = p->sp.mask_fill;
-    return !el_get_u(DT_BOOL, m->data, i) ? 0 : isinf(f) && f < 0 ? 1 : f <= ATTN_MASKED_BELOW ? 2 : 3;
+    return !el_get_u(DT_BOOL, m, i) ? 0 : isinf(f) && f < 0 ? 1 : f <= ATTN_MASKED_BELOW ? 2 : 3;
   }
-  double x = el_get_f(m->type.dt, m->data, i);
+  double x = el_get_f(p->ge.mdt, m, i);
   return x == 0 ? 0 : isinf(x) && x < 0 ? 1 : x <= ATTN_MASKED_BELOW ? 2 : 3;
 }
 
@@ -179,7 +195,7 @@ static int64_t mask_heads(const Plan *p) {
 /* Classes of every (query tile, key tile) block, over every head: bit 1
  * clear, 2 masked, 4 other; rows masked entirely by finite values (whose
  * softmax is uniform, not 0) keep their tile's blocks. */
-static uint8_t *block_classes(Emit *e, const Plan *p, const Value *m) {
+static uint8_t *block_classes(Emit *e, const Plan *p) {
   const AttnGeom *ge = &p->ge;
   int r = ge->rank;
   uint8_t *bits = arena_alloc(ar(e), (size_t)(p->nqt * p->nkt));
@@ -189,7 +205,7 @@ static uint8_t *block_classes(Emit *e, const Plan *p, const Value *m) {
       int64_t row = attn_lead_offset(ge, ge->mst, b) + i * ge->mst[r - 2], qt = i / p->mr;
       bool live = false, finite = false;
       for (int64_t j = 0; j < ge->t; j++) {
-        int c = mask_el_class(p, m, row + j * ge->mst[r - 1]);
+        int c = mask_el_class(p, row + j * ge->mst[r - 1]);
         bits[qt * p->nkt + j / p->kt] |= (uint8_t)(c == 0 ? 1 : c <= 2 ? 2 : 4);
         live |= c == 0 || c == 3;
         finite |= c == 2;
@@ -208,8 +224,8 @@ static uint8_t *block_classes(Emit *e, const Plan *p, const Value *m) {
 
 /* Emit the table of visited tiles as two int32 arrays; the number of
  * blocks with mask work. */
-static int64_t emit_block_table(Emit *e, Plan *p, const Value *m) {
-  uint8_t *cls = block_classes(e, p, m);
+static int64_t emit_block_table(Emit *e, Plan *p) {
+  uint8_t *cls = block_classes(e, p);
   int32_t *first = arena_alloc(ar(e), sizeof(int32_t) * (size_t)(p->nqt + 1));
   int32_t *list = arena_alloc(ar(e), sizeof(int32_t) * (size_t)(p->nqt * p->nkt + 1));
   int64_t n = 0, mixed = 0;
@@ -222,14 +238,14 @@ static int64_t emit_block_table(Emit *e, Plan *p, const Value *m) {
       }
   }
   first[p->nqt] = (int32_t)n;
-  const char *who = arena_printf(ar(e), "Attention '%s'", p->n->name);
+  const char *who = arena_printf(ar(e), "Attention '%s'", p->sp.name);
   p->first = emit_const_array(
-      e, DT_I32, first, p->nqt + 1, arena_printf(ar(e), "%s_tiles_first", p->n->name),
+      e, DT_I32, first, p->nqt + 1, arena_printf(ar(e), "%s_tiles_first", p->sp.name),
       arena_printf(ar(e), "%s: %s mask '%s', query tiles of %d rows: tile qt visits entries first[qt] .. "
                    "first[qt + 1] - 1 of the list below", who, attn_mask_name(p->sp.mask),
-                   gval(e->g, p->n->in[3])->name, p->mr));
+                   p->sp.mask_name, p->mr));
   p->list = emit_const_array(
-      e, DT_I32, list, n, arena_printf(ar(e), "%s_tiles", p->n->name),
+      e, DT_I32, list, n, arena_printf(ar(e), "%s_tiles", p->sp.name),
       arena_printf(ar(e), "%s: key tiles (of %lld keys) to visit, each 2 * tile + (1 if its mask must be "
                    "applied): %lld of %lld blocks, %lld with mask work", who, (long long)p->kt, (long long)n,
                    (long long)(p->nqt * p->nkt), (long long)mixed));
@@ -639,14 +655,11 @@ static void emit_path(Emit *e, const Plan *p, const View *v) {
 }
 
 /* What a mixed tile does, and how tiles are visited. */
-static void plan_mask(Emit *e, Plan *p) {
-  const Value *m = node_in(e->g, p->n, 3);
+static void plan_mask(Plan *p) {
   AttnMask k = p->sp.mask;
   p->table = k == ATTN_MASK_CAUSAL || k == ATTN_MASK_STATIC;
-  p->causal_off = 0;
-  if (k == ATTN_MASK_CAUSAL)
-    KILN_ASSERT(attn_mask_is_causal(&m->type, m->data, p->sp.mask_fill, p->ge.s, p->ge.t, &p->causal_off));
-  p->mask_el = k == ATTN_MASK_NONE ? 0 : k == ATTN_MASK_CAUSAL ? 'c' : m->type.dt == DT_BOOL ? 'b' : 'a';
+  p->causal_off = k == ATTN_MASK_CAUSAL ? p->sp.causal_off : 0;
+  p->mask_el = k == ATTN_MASK_NONE ? 0 : k == ATTN_MASK_CAUSAL ? 'c' : p->ge.mdt == DT_BOOL ? 'b' : 'a';
   double f = p->sp.mask_fill;
   p->pad_skip = k == ATTN_MASK_PADDING && !p->sp.topk && (p->mask_el == 'a' || (isinf(f) && f < 0));
 }
@@ -662,31 +675,24 @@ static void describe(Emit *e, const Plan *p) {
             (long long)ge->dv, p->mr, (long long)p->kt);
 }
 
-bool attn_emit_kernel(Emit *e, const Node *n) {
-  Plan p = {.n = n};
-  attn_read(e->g, n, &p.sp, &p.ge);
-  if (p.ge.nb * p.ge.s * p.ge.dv == 0)
-    return true;
+void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
+  Plan p = {.sp = *sp, .ge = sp->ge, .q = sp->q, .k = sp->k, .v = sp->v};
+  KILN_ASSERT(p.ge.nb * p.ge.s * p.ge.dv > 0);
   p.ty = dt_ctype(p.ge.dt);
-  /* one call each, in this order: emit_ref names weights by first use */
-  p.q = emit_ref(e, n->in[0]);
-  p.k = emit_ref(e, n->in[1]);
-  p.v = emit_ref(e, n->in[2]);
   if (p.ge.t == 0) { /* softmax over no keys times an empty V: zeros */
-    const char *y = emit_ref(e, n->out[0]);
-    emit_line(e, "memset(%s, 0, %lld); /* Attention over no keys */", y,
-              (long long)(type_bytes(&gval(e->g, n->out[0])->type)));
-    return true;
+    emit_line(e, "memset(%s, 0, %lld); /* Attention over no keys */", emit_ref(e, sp->y_vid),
+              (long long)(p.ge.nb * p.ge.s * p.ge.dv * (int64_t)dt_size(p.ge.dt)));
+    return;
   }
   plan_rows(e, &p);
-  plan_mask(e, &p);
+  plan_mask(&p);
   plan_keys(&p);
   plan_work(e, &p);
-  if (p.table && emit_block_table(e, &p, node_in(e->g, n, 3)) == 0)
+  if (p.table && emit_block_table(e, &p) == 0)
     p.mask_el = 0; /* no block needs the mask */
   if (p.mask_el == 'a' || p.mask_el == 'b')
-    p.m = emit_ref(e, n->in[3]);
-  p.y = emit_ref(e, n->out[0]);
+    p.m = emit_ref(e, sp->m_vid);
+  p.y = emit_ref(e, sp->y_vid);
   describe(e, &p);
   e->indent++;
   if (p.ge.dt == DT_F32) {
@@ -707,5 +713,4 @@ bool attn_emit_kernel(Emit *e, const Node *n) {
     emit_line(e, "#endif");
   e->indent--;
   emit_line(e, "}");
-  return true;
 }

@@ -1,5 +1,6 @@
 /* gemm_kernel.h — the f32 GEMM generator for a constant right operand (a
- * weight), shared by MatMul, Gemm and Linear's _emit:
+ * weight), shared by MatMul, Gemm and Linear's _emit (compiler/ops/
+ * matmul.c, fused.c), which fill a GemmSpec; the generator sees no Node:
  *
  *   Y[M,N] = act(A[M,K] · B[K,N] + bias[N]) + R[M,N]
  *
