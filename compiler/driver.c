@@ -78,6 +78,8 @@ static void dump(const Graph *g, const char *when, const char *pass) {
   buf_free(&b);
 }
 
+/* --passes names passes; `fuse` stands for every fuse_* pass (what one
+ * pass did before the fusions were listed one by one). */
 static bool wanted(const char *list, const char *name) {
   if (!list)
     return true;
@@ -85,7 +87,7 @@ static bool wanted(const char *list, const char *name) {
   for (const char *p = list; *p;) {
     const char *end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == n && !strncmp(p, name, n))
+    if ((len == n && !strncmp(p, name, n)) || (len == 4 && !strncmp(p, "fuse", 4) && !strncmp(name, "fuse_", 5)))
       return true;
     p += len + (end ? 1 : 0);
   }
@@ -97,7 +99,7 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
     for (const char *p = o->passes; *p;) {
       const char *end = strchr(p, ',');
       size_t len = end ? (size_t)(end - p) : strlen(p);
-      bool known = false;
+      bool known = len == 4 && !strncmp(p, "fuse", 4);
       for (int i = 0; i < pass_count; i++)
         if (strlen(pass_list[i].name) == len && !strncmp(pass_list[i].name, p, len))
           known = true;

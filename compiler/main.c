@@ -50,7 +50,7 @@ static const char *usage =
     "                             beside the C (blob), as C literals (inline), or a blob when\n"
     "                             they exceed 1 MiB (auto, the default)\n"
     "  --name NAME                prefix of the generated API (default: model)\n"
-    "  --passes=P1,P2,...         run only these passes (see `kiln passes`)\n"
+    "  --passes=P1,P2,...         run only these passes (see `kiln passes`; fuse: every fuse_*)\n"
     "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
     "  --dump-before=PASS|all     print the IR before a pass\n"
     "  --dump-all=DIR             write DIR/00-import.kir, 01-bind.kir, ... (loadable .kir + .bin)\n"
