@@ -728,6 +728,8 @@ void dsl_open_tensor(lua_State *L) {
   lua_setfield(L, -2, "methods");
   lua_pushliteral(L, "tensor");
   lua_setfield(L, -2, "__name");
+  lua_pushliteral(L, "tensor"); /* getmetatable(x): no way to add a __gc to every tensor */
+  lua_setfield(L, -2, "__metatable");
   lua_pop(L, 1);
   lua_register(L, "op", generic_op);
   lua_register(L, "where", where);
