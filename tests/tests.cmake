@@ -303,6 +303,14 @@ set_tests_properties(lua_bert_weights lua_transformer_torch PROPERTIES SKIP_RETU
 add_test(NAME weights_blob COMMAND ${T}/blob/check_blob.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/blob-tests)
 # bad scripts: one line with file:line, exit 1, no output file
 add_test(NAME lua_bad_scripts COMMAND ${T}/lua/run_bad.sh ${KILN_BIN})
+# scripts that catch errors half way through a node, and ordinary string and
+# table use under the sandbox's guards, compile (issue 12)
+foreach(name pcall_half_built ordinary_use)
+  add_test(NAME lua_sandbox_${name}
+           COMMAND ${KILN_BIN} compile ${T}/lua/sandbox/${name}.lua
+                   -o ${CMAKE_BINARY_DIR}/lua-tests/sandbox_${name}.c)
+  set_tests_properties(lua_sandbox_${name} PROPERTIES TIMEOUT 60)
+endforeach()
 # examples/translate_app.c builds with transformer.lua's generated C and decodes
 add_test(NAME lua_translate_app
          COMMAND ${T}/lua/check_translate_app.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/translate_app)

@@ -5,6 +5,7 @@
  * DAG (see lua_ctx.h). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "lua_ctx.h"
 
@@ -63,6 +64,20 @@ const char *dsl_node_origin(lua_State *L) {
     return arena_printf(c->a, "%s (%s:%d)", where, ar.short_src, ar.currentline);
   }
   return where;
+}
+
+double dsl_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void dsl_check_time(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  if (dsl_cpu_seconds() - c->t0 > c->max_seconds)
+    dsl_fail(L, "the script ran past its time budget of %g s of CPU time (a runaway loop or "
+                "pattern?); the budget is 10 s per 10^9 --lua-steps, at least 1 s",
+             c->max_seconds);
 }
 
 int dsl_fail(lua_State *L, const char *fmt, ...) {

@@ -37,6 +37,7 @@ typedef struct LuaCtx {
   const char *chunkname;     /* "@path": how Lua names the script's frames */
   const LuaOptions *o;
   int64_t steps, max_steps;  /* instruction count hook */
+  double t0, max_seconds;    /* CPU time at the start, the time budget (dsl_check_time) */
   int64_t mem, max_mem;      /* allocator */
   bool mem_exceeded;
   int last_line;             /* script line at the last hook call (for memory errors) */
@@ -60,6 +61,12 @@ const char *dsl_origin(lua_State *L);
 /* A node's origin: dsl_origin, plus the bundled module's line when a
  * module made the node: "model.lua:14 (nn.lua:201)". */
 const char *dsl_node_origin(lua_State *L);
+/* CPU seconds this process has used. */
+double dsl_cpu_seconds(void);
+/* Raise the time-budget error when the script has run past it: the count
+ * hook calls it, and so does every C function that may loop long without
+ * running Lua code (pattern matching, const() walks). */
+void dsl_check_time(lua_State *L);
 /* Raise a Lua error "ORIGIN: fmt..." (never returns). */
 int dsl_fail(lua_State *L, const char *fmt, ...) KILN_PRINTF(2, 3);
 

@@ -311,86 +311,97 @@ static int param(lua_State *L) {
 
 /* ---- constants -------------------------------------------------------------------- */
 
-/* Walk a nested table: record its shape (first visit of each depth) and
- * check it is rectangular. */
-static void nested_shape(lua_State *L, int idx, Type *t, int depth, int64_t *count) {
-  if (lua_type(L, idx) != LUA_TTABLE) {
-    if (depth != t->rank && *count > 0)
-      dsl_fail(L, "const: ragged nested table; expected every row to have the same length");
-    t->rank = depth;
-    ++*count;
-    return;
+/* A nested table's shape, read down its first elements: a table of n
+ * rows is a dim of n, a non-table ends the shape. Deeper than MAX_RANK is
+ * an error (a table that contains itself is infinitely deep), so the walk
+ * below never recurses further than kiln's largest rank. */
+static void nested_shape(lua_State *L, int idx, Type *t) {
+  lua_pushvalue(L, idx);
+  t->rank = 0;
+  while (lua_type(L, -1) == LUA_TTABLE) {
+    if (t->rank >= MAX_RANK)
+      dsl_fail(L, "const: the table is nested deeper than %d (kiln's largest rank; a table that "
+                  "contains itself?); expected at most %d levels", MAX_RANK, MAX_RANK);
+    int64_t n = (int64_t)lua_rawlen(L, -1);
+    t->dims[t->rank++] = n;
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+    if (n == 0)
+      break;
   }
-  if (depth >= MAX_RANK)
-    dsl_fail(L, "const: nested deeper than %d", MAX_RANK);
-  int64_t n = (int64_t)lua_rawlen(L, idx);
-  if (*count == 0 && (depth >= t->rank || t->dims[depth] < 0))
-    t->dims[depth] = n;
-  else if (t->dims[depth] != n)
-    dsl_fail(L, "const: ragged nested table; expected every row to have the same length");
-  if (n == 0) {
-    t->rank = depth + 1;
-    return;
-  }
-  for (int64_t i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, i);
-    nested_shape(L, lua_gettop(L), t, depth + 1, count);
-    lua_pop(L, 1);
-  }
+  lua_pop(L, 1);
 }
 
-static void nested_fill(lua_State *L, int idx, DType dt, void *data, int64_t *k) {
+typedef struct Nested {
+  Type t;
+  void *data;  /* NULL: only check the shape and find the leaves' dtype */
+  int64_t k;   /* leaves seen */
+  bool has_float;
+  int first;   /* LUA_TBOOLEAN or LUA_TNUMBER: the first leaf's kind */
+} Nested;
+
+/* Visit the table at idx, a row at depth `depth` of nt->t: every row of a
+ * depth has that depth's length and every leaf sits at the last depth
+ * (rectangular), leaves are numbers or booleans; stored when nt->data. */
+static void nested_walk(lua_State *L, int idx, int depth, Nested *nt) {
   if (lua_type(L, idx) != LUA_TTABLE) {
-    if (lua_isboolean(L, idx))
-      el_set_u(dt, data, (*k)++, lua_toboolean(L, idx));
-    else if (lua_isinteger(L, idx) && !dt_is_float(dt))
-      el_set_i(dt, data, (*k)++, lua_tointeger(L, idx));
-    else if (lua_type(L, idx) == LUA_TNUMBER)
-      el_set_f(dt, data, (*k)++, lua_tonumber(L, idx));
-    else
+    if (depth != nt->t.rank)
+      dsl_fail(L, "const: ragged nested table (a value at depth %d of %d); expected every row "
+                  "to have the same length", depth, nt->t.rank);
+    if ((++nt->k & 0xffff) == 0)
+      dsl_check_time(L);
+    bool isbool = lua_isboolean(L, idx), isint = lua_isinteger(L, idx);
+    if (!isbool && lua_type(L, idx) != LUA_TNUMBER)
       dsl_fail(L, "const: a %s in the data; expected numbers or booleans", luaL_typename(L, idx));
+    if (!nt->first)
+      nt->first = isbool ? LUA_TBOOLEAN : LUA_TNUMBER;
+    nt->has_float |= !isbool && !isint;
+    if (!nt->data)
+      return;
+    DType dt = nt->t.dt;
+    if (isbool)
+      el_set_u(dt, nt->data, nt->k - 1, lua_toboolean(L, idx));
+    else if (isint && !dt_is_float(dt))
+      el_set_i(dt, nt->data, nt->k - 1, lua_tointeger(L, idx));
+    else
+      el_set_f(dt, nt->data, nt->k - 1, lua_tonumber(L, idx));
     return;
   }
   int64_t n = (int64_t)lua_rawlen(L, idx);
+  if (depth >= nt->t.rank || n != nt->t.dims[depth])
+    dsl_fail(L, "const: ragged nested table (a row of %lld at depth %d); expected every row to "
+                "have the same length", (long long)n, depth);
   for (int64_t i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, i);
-    nested_fill(L, lua_gettop(L), dt, data, k);
+    nested_walk(L, lua_gettop(L), depth + 1, nt);
     lua_pop(L, 1);
   }
 }
 
-/* The dtype a nested table's leaves suggest: bool, i64 when all integers, else f32. */
-static DType leaf_dtype(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TTABLE)
-    return lua_isboolean(L, idx) ? DT_BOOL : lua_isinteger(L, idx) ? DT_I64 : DT_F32;
-  DType dt = DT_UNDEF;
-  int64_t n = (int64_t)lua_rawlen(L, idx);
-  for (int64_t i = 1; i <= n && dt != DT_F32; i++) {
-    lua_rawgeti(L, idx, i);
-    DType d = leaf_dtype(L, lua_gettop(L));
-    lua_pop(L, 1);
-    dt = dt == DT_UNDEF || d == DT_F32 ? d : dt;
-  }
-  return dt == DT_UNDEF ? DT_F32 : dt;
-}
-
-/* const(value [, dtype]): a number, boolean or nested table of them. */
+/* const(value [, dtype]): a number, boolean or nested table of them;
+ * dtype by default: f32 when a leaf is a float, else the first leaf's
+ * (bool, or i64 for an integer). At most the
+ * script's memory cap in bytes (shared sub-tables make huge tensors out of
+ * little Lua memory). */
 static int const_(lua_State *L) {
   LuaCtx *c = lctx(L);
   luaL_checkany(L, 1);
-  DType dt = lua_isnoneornil(L, 2) ? leaf_dtype(L, 1) : check_dtype(L, luaL_checkstring(L, 2), "const");
-  Type t = {.dt = dt};
-  for (int i = 0; i < MAX_RANK; i++)
-    t.dims[i] = -1;
-  int64_t count = 0;
-  nested_shape(L, 1, &t, 0, &count);
-  for (int i = t.rank; i < MAX_RANK; i++)
-    t.dims[i] = 0;
-  if (!type_size_ok(&t))
-    dsl_fail(L, "const: too large");
-  int vid = ir_const(c->g, "const", dt, t.rank, t.dims, NULL);
-  int64_t k = 0;
-  nested_fill(L, 1, dt, gval(c->g, vid)->data, &k);
+  Nested nt = {0};
+  nested_shape(L, 1, &nt.t);
+  nt.t.dt = lua_isnoneornil(L, 2) ? DT_F32 : check_dtype(L, luaL_checkstring(L, 2), "const");
+  double numel = 1;
+  for (int i = 0; i < nt.t.rank; i++)
+    numel *= (double)nt.t.dims[i];
+  if (numel * (double)dt_size(nt.t.dt) > (double)c->max_mem || !type_size_ok(&nt.t))
+    dsl_fail(L, "const: %.0f elements; expected at most %lld MiB of data (the script's memory "
+                "cap, --lua-mem)", numel, (long long)(c->max_mem >> 20));
+  nested_walk(L, 1, 0, &nt); /* checks, and finds the leaves' dtype */
+  if (lua_isnoneornil(L, 2))
+    nt.t.dt = nt.has_float || !nt.first ? DT_F32 : nt.first == LUA_TBOOLEAN ? DT_BOOL : DT_I64;
+  int vid = ir_const(c->g, "const", nt.t.dt, nt.t.rank, nt.t.dims, NULL);
+  nt.data = gval(c->g, vid)->data;
+  nt.k = 0;
+  nested_walk(L, 1, 0, &nt);
   lt_push(L, vid);
   return 1;
 }
@@ -422,6 +433,8 @@ static int arange(lua_State *L) {
   bool ints = true;
   for (int i = 1; i <= lua_gettop(L) && i <= 3; i++)
     ints = ints && lua_isinteger(L, i);
+  if (!isfinite(start) || !isfinite(stop) || !isfinite(step))
+    dsl_fail(L, "arange: start %g, stop %g, step %g; expected finite numbers", start, stop, step);
   if (step == 0)
     dsl_fail(L, "arange: step is 0");
   double len = ceil((stop - start) / step);

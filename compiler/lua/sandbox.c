@@ -46,6 +46,213 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
   if (c->steps > c->max_steps)
     dsl_fail(L, "the script ran for more than %lld Lua steps (a runaway loop?); --lua-steps=N "
                 "raises the budget", (long long)c->max_steps);
+  dsl_check_time(L);
+}
+
+/* ---- library functions whose loops the count hook never sees ---------------- *
+ * Pattern matching, string.rep and the table functions loop in C, where no
+ * Lua instruction runs: each is wrapped by a check that bounds its work
+ * (by the memory cap, or an estimate of the matcher's worst case) and the
+ * time budget. The originals are upvalues, out of the script's reach. */
+
+#define PATTERN_MAX_STEPS 1e9
+
+/* Worst-case steps of Lua's backtracking matcher for pattern p on a
+ * subject of n bytes: each quantified item ('*', '+', '-') and each %b or
+ * back-reference may retry over the whole subject, '?' twice, and an
+ * unanchored search starts at every position: about
+ * n^(1 + quantifiers) * 2^optionals * items. */
+/* The index of the ']' closing the set that opens at p[i] ('['), as
+ * lstrlib reads it (a ']' first in the set is literal); lp - 1 when the
+ * set never closes (the original then raises the error). */
+static size_t set_end(const char *p, size_t lp, size_t i) {
+  size_t j = i + 1;
+  if (j < lp && p[j] == '^')
+    j++;
+  do {
+    if (j < lp && p[j] == '%')
+      j++;
+    j++;
+  } while (j < lp && p[j] != ']');
+  return j < lp ? j : lp - 1;
+}
+
+static double pattern_cost(const char *p, size_t lp, double n, int *nquant) {
+  double cost = lp && *p == '^' ? 1 : n + 1, items = 0;
+  *nquant = 0;
+  for (size_t i = lp && *p == '^'; i < lp; i++) {
+    char ch = p[i];
+    if (ch == '(' || ch == ')' || (ch == '$' && i + 1 == lp))
+      continue;
+    items++;
+    if (ch == '%' && i + 1 < lp) {
+      char k = p[++i];
+      if (k == 'b' || (k >= '0' && k <= '9')) { /* %bxy scans, %1 compares: up to n each */
+        i += k == 'b' ? 2 : 0;
+        cost *= n + 1, ++*nquant;
+        continue;
+      }
+      if (k == 'f') { /* %f[set]: one test, no quantifier */
+        i = i + 1 < lp ? set_end(p, lp, i + 1) : lp;
+        continue;
+      }
+    } else if (ch == '[') {
+      i = set_end(p, lp, i);
+    }
+    if (i + 1 < lp && (p[i + 1] == '*' || p[i + 1] == '+' || p[i + 1] == '-'))
+      i++, cost *= n + 1, ++*nquant;
+    else if (i + 1 < lp && p[i + 1] == '?')
+      i++, cost *= 2;
+  }
+  return cost * (items > 0 ? items : 1);
+}
+
+/* string.find/match/gmatch/gsub(s, pattern, ...): refuse a pattern whose
+ * worst case on s is past PATTERN_MAX_STEPS, then call the original. */
+static int guarded_pattern(lua_State *L) {
+  size_t ls, lp;
+  luaL_checklstring(L, 1, &ls);
+  const char *p = luaL_checklstring(L, 2, &lp);
+  const char *name = lua_tostring(L, lua_upvalueindex(2));
+  bool plain = !strcmp(name, "find") && lua_toboolean(L, 4);
+  int nquant = 0;
+  double cost = plain ? ((double)ls + 1) * (double)(lp + 1) : pattern_cost(p, lp, (double)ls, &nquant);
+  if (cost > PATTERN_MAX_STEPS)
+    return dsl_fail(L, "string.%s: pattern too costly for a subject of %zu bytes (up to %.3g "
+                       "matcher steps with its %d backtracking items); expected at most %.0e: a "
+                       "shorter subject or a pattern with fewer '*', '+', '-', %%b", name, ls, cost,
+                    nquant, PATTERN_MAX_STEPS);
+  dsl_check_time(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* string.rep(s, n [, sep]): a result within the memory cap (an empty s
+ * still loops n times). */
+static int guarded_rep(lua_State *L) {
+  size_t ls, lsep = 0;
+  luaL_checklstring(L, 1, &ls);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_optlstring(L, 3, "", &lsep);
+  int64_t cap = lctx(L)->max_mem;
+  double bytes = (double)n * ((double)ls + (double)lsep);
+  if (n > 0 && (bytes > (double)cap || n > cap))
+    return dsl_fail(L, "string.rep: %lld copies (%.0f bytes); expected a result within the "
+                       "script's memory cap of %lld MiB", (long long)n, bytes,
+                    (long long)(cap >> 20));
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* The most elements a table function may visit: a real list longer than
+ * this cannot fit the memory cap (16 bytes a slot); only __len or __index
+ * could claim more, and the loops over them run in C. */
+static void check_span(lua_State *L, const char *what, double n) {
+  double most = (double)(lctx(L)->max_mem / 16);
+  if (n > most)
+    dsl_fail(L, "table.%s: %.0f elements; expected at most %.0f (a list within the script's "
+                "memory cap)", what, n, most);
+}
+
+/* table.concat/insert/remove/unpack/sort(t, ...) and table.move(a, f, e,
+ * ...): the span they loop over is checked, then the original runs. */
+static int guarded_table(lua_State *L) {
+  const char *name = lua_tostring(L, lua_upvalueindex(2));
+  if (!strcmp(name, "move")) {
+    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+    if (e >= f)
+      check_span(L, name, (double)e - (double)f + 1);
+  } else {
+    luaL_checkany(L, 1);
+    double n = (double)luaL_len(L, 1), i = 1, j = n;
+    if (!strcmp(name, "concat") || !strcmp(name, "unpack")) {
+      int at = !strcmp(name, "concat") ? 3 : 2;
+      i = (double)luaL_optinteger(L, at, 1);
+      j = lua_isnoneornil(L, at + 1) ? n : (double)luaL_checkinteger(L, at + 1);
+    }
+    if (j >= i)
+      check_span(L, name, j - i + 1);
+  }
+  dsl_check_time(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* The comparator guarded_sort gives table.sort: the script's (upvalue 1)
+ * or '<', with a time check every 1024 calls (a C comparator runs no Lua
+ * instruction). */
+static int timed_less(lua_State *L) {
+  lua_Integer calls = lua_tointeger(L, lua_upvalueindex(2)) + 1;
+  lua_pushinteger(L, calls);
+  lua_replace(L, lua_upvalueindex(2));
+  if ((calls & 1023) == 0)
+    dsl_check_time(L);
+  if (lua_isnil(L, lua_upvalueindex(1))) {
+    lua_pushboolean(L, lua_compare(L, 1, 2, LUA_OPLT));
+    return 1;
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+static int guarded_sort(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  check_span(L, "sort", (double)luaL_len(L, 1));
+  lua_settop(L, 2);
+  lua_pushinteger(L, 0);
+  lua_pushcclosure(L, timed_less, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 0);
+  return 0;
+}
+
+/* setmetatable(t, mt) without __gc: a finalizer runs when the collector
+ * decides, and at lua_close, where no budget can stop it. */
+static int no_gc_setmetatable(lua_State *L) {
+  if (lua_istable(L, 2) && lua_getfield(L, 2, "__gc") != LUA_TNIL)
+    return dsl_fail(L, "setmetatable: the metatable has a __gc field; expected none (scripts "
+                       "cannot have finalizers: they would run outside the sandbox's limits)");
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+/* Replace lib.name (lib on the stack top) by fn, with the original and
+ * the name as its upvalues. */
+static void wrap_field(lua_State *L, const char *name, lua_CFunction fn) {
+  lua_getfield(L, -1, name);
+  lua_pushstring(L, name);
+  lua_pushcclosure(L, fn, 2);
+  lua_setfield(L, -2, name);
+}
+
+static void guard_libraries(lua_State *L) {
+  lua_getglobal(L, "string");
+  static const char *const patterns[] = {"find", "match", "gmatch", "gsub"};
+  for (int i = 0; i < KILN_COUNT(patterns); i++)
+    wrap_field(L, patterns[i], guarded_pattern);
+  wrap_field(L, "rep", guarded_rep);
+  lua_pop(L, 1);
+  lua_getglobal(L, "table");
+  static const char *const spans[] = {"concat", "insert", "remove", "unpack", "move"};
+  for (int i = 0; i < KILN_COUNT(spans); i++)
+    wrap_field(L, spans[i], guarded_table);
+  wrap_field(L, "sort", guarded_sort);
+  lua_pop(L, 1);
+  lua_pushglobaltable(L);
+  wrap_field(L, "setmetatable", no_gc_setmetatable);
+  lua_pop(L, 1);
 }
 
 /* ---- the restricted library set --------------------------------------------- */
@@ -188,6 +395,7 @@ static void open_sandbox_libs(lua_State *L) {
   lua_pushinteger(L, 0);
   lua_call(L, 1, 0);
   lua_pop(L, 1);
+  guard_libraries(L);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, "kiln.loaded");
   lua_pushcfunction(L, bundled_require);
@@ -244,6 +452,8 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
       .max_steps = o->max_steps > 0 ? o->max_steps : DEFAULT_STEPS,
       .max_mem = o->max_mem > 0 ? o->max_mem : DEFAULT_MEM,
   };
+  c.max_seconds = (double)c.max_steps / 1e8 > 1 ? (double)c.max_steps / 1e8 : 1;
+  c.t0 = dsl_cpu_seconds();
   c.g = graph_new(a, path);
   c.g->opset = 17;
   c.set_used = arena_alloc(a, sizeof(bool) * (size_t)(o->nsets + 1));

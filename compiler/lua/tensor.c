@@ -158,10 +158,16 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
   Graph *g = c->g;
   if (attrs)
     attrs = lua_absindex(L, attrs);
-  int node = ir_op(g, op, dsl_node_origin(L), in, nin, nout);
+  const char *origin = dsl_node_origin(L);
+  int node = ir_op(g, op, origin, in, nin, nout);
   g->nodes[node].name = arena_printf(c->a, "%s_%d", op_table[op].name, node);
+  /* dead until inferred: a script may catch (pcall) an error raised half
+   * way (a bad attribute, a shape error) and go on building; the half-built
+   * node must not reach the final graph (graph_compact drops it) */
+  g->nodes[node].dead = true;
   if (attrs)
     lt_attrs(L, node, attrs, what);
+  g->nodes[node].dead = false;
   Diag d = {0};
   if (!ir_finish(g, node, &d)) {
     g->nodes[node].dead = true;
@@ -722,6 +728,8 @@ void dsl_open_tensor(lua_State *L) {
   lua_setfield(L, -2, "methods");
   lua_pushliteral(L, "tensor");
   lua_setfield(L, -2, "__name");
+  lua_pushliteral(L, "tensor"); /* getmetatable(x): no way to add a __gc to every tensor */
+  lua_setfield(L, -2, "__metatable");
   lua_pop(L, 1);
   lua_register(L, "op", generic_op);
   lua_register(L, "where", where);

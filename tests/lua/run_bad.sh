@@ -12,6 +12,7 @@
 # Each case runs from its own copy in a fresh folder that also holds
 # small.safetensors (bad/make_weights.py), so weights("small.safetensors")
 # and --weights @DIR/small.safetensors both find it.
+# A case gets 20 s (timeout): a hang is a failure, not a stuck suite.
 # Prints one line per case and "N passed, N failed"; exits 1 if any failed.
 set -u
 export LC_ALL=C
@@ -45,12 +46,14 @@ why_bad() {
   args=$(sed -n 's/^-- args: //p' "$dir/$name.lua")
   args=${args//@DIR/$dir}
   # shellcheck disable=SC2086 # the arguments are words
-  rc=$( (cd "$dir/out" && "$kiln" compile "../$name.lua" $args -o "$dir/out/model.c" \
+  rc=$( (cd "$dir/out" && timeout 20 "$kiln" compile "../$name.lua" $args -o "$dir/out/model.c" \
           >"$dir/stdout" 2>"$dir/stderr"; echo $?) 2>/dev/null)
   local first
   first=$(head -n 1 "$dir/stderr")
   if [ -z "$want" ]; then
     echo "the case has no '-- expect:' line"
+  elif [ "$rc" -eq 124 ]; then
+    echo "still running after 20 s (a hang?)"
   elif [ "$rc" -ne 1 ]; then
     echo "exit status $rc, expected 1"
   elif [ -s "$dir/stdout" ]; then
