@@ -57,11 +57,6 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
 
 #define PATTERN_MAX_STEPS 1e9
 
-/* Worst-case steps of Lua's backtracking matcher for pattern p on a
- * subject of n bytes: each quantified item ('*', '+', '-') and each %b or
- * back-reference may retry over the whole subject, '?' twice, and an
- * unanchored search starts at every position: about
- * n^(1 + quantifiers) * 2^optionals * items. */
 /* The index of the ']' closing the set that opens at p[i] ('['), as
  * lstrlib reads it (a ']' first in the set is literal); lp - 1 when the
  * set never closes (the original then raises the error). */
@@ -77,6 +72,11 @@ static size_t set_end(const char *p, size_t lp, size_t i) {
   return j < lp ? j : lp - 1;
 }
 
+/* Worst-case steps of Lua's backtracking matcher for pattern p on a
+ * subject of n bytes: each quantified item ('*', '+', '-') and each %b or
+ * back-reference may retry over the whole subject, '?' twice, and an
+ * unanchored search starts at every position: about
+ * n^(1 + quantifiers) * 2^optionals * items. */
 static double pattern_cost(const char *p, size_t lp, double n, int *nquant) {
   double cost = lp && *p == '^' ? 1 : n + 1, items = 0;
   *nquant = 0;
