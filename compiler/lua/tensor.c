@@ -500,6 +500,17 @@ static int cast(lua_State *L) {
   return with_int_attr(L, "cast", "Cast", 1, "to", dt);
 }
 
+/* The stack becomes the attribute table {epsilon = eps, axis = axis} of
+ * the norms. */
+static void norm_attrs(lua_State *L, double eps, int64_t axis) {
+  lua_settop(L, 0);
+  lua_newtable(L);
+  lua_pushnumber(L, eps);
+  lua_setfield(L, -2, "epsilon");
+  lua_pushinteger(L, axis);
+  lua_setfield(L, -2, "axis");
+}
+
 /* x:layer_norm(gamma, beta [, eps [, axis]]) */
 static int layer_norm(lua_State *L) {
   int x = lt_check(L, 1);
@@ -507,12 +518,7 @@ static int layer_norm(lua_State *L) {
   int in[3] = {x, lt_check_like(L, 2, dt), lua_isnoneornil(L, 3) ? -1 : lt_check_like(L, 3, dt)};
   double eps = lua_isnoneornil(L, 4) ? 1e-5 : luaL_checknumber(L, 4);
   int64_t axis = opt_int(L, 5, -1);
-  lua_settop(L, 0);
-  lua_newtable(L);
-  lua_pushnumber(L, eps);
-  lua_setfield(L, -2, "epsilon");
-  lua_pushinteger(L, axis);
-  lua_setfield(L, -2, "axis");
+  norm_attrs(L, eps, axis);
   return lt_op(L, "layer_norm", OP_LAYERNORM, in, in[2] < 0 ? 2 : 3, 1, 1);
 }
 
@@ -522,12 +528,7 @@ static int rms_norm(lua_State *L) {
   int in[2] = {x, lt_check_like(L, 2, ltype(L, x)->dt)};
   double eps = lua_isnoneornil(L, 3) ? 1e-5 : luaL_checknumber(L, 3);
   int64_t axis = opt_int(L, 4, -1);
-  lua_settop(L, 0);
-  lua_newtable(L);
-  lua_pushnumber(L, eps);
-  lua_setfield(L, -2, "epsilon");
-  lua_pushinteger(L, axis);
-  lua_setfield(L, -2, "axis");
+  norm_attrs(L, eps, axis);
   return lt_op(L, "rms_norm", OP_RMSNORM, in, 2, 1, 1);
 }
 
