@@ -1,10 +1,7 @@
-/* emit.c — the C emitter: a planned Graph into model.h (the documented
- * API) and model.c (weights, then one run function that reads like a
- * hand-written forward pass: one commented block per node, every loop bound
- * a constant). Kernels come from the ops' _emit functions; this file owns
- * naming, weights, the workspace layout, a stateful model's state struct
- * and the shared elementwise-loop generator. Output is deterministic: same
- * graph, same bytes. */
+/* emit.c — what an op's _emit writes C with (emit.h): value references,
+ * derived weight arrays, lines and templates, the threads marker, and the
+ * shared elementwise-loop generator. The files themselves are emit_file.c's;
+ * turning each node's code into a kernel function is emit_kernel.c's. */
 #include "emit.h"
 
 #include <ctype.h>
@@ -21,20 +18,24 @@
 
 /* ---- small helpers for _emit functions ------------------------------------ */
 
+/* Weight id (EmitConst.id) joins the weights: index k in e->consts. */
+static int add_const(Emit *e, int id) {
+  e->consts = arena_grow(e->g->arena, e->consts, &e->capconsts, e->nconsts + 1, sizeof(EmitConst));
+  e->consts[e->nconsts] = (EmitConst){id, NULL};
+  return e->nconsts++;
+}
+
 /* Constants join the weights on first use, so only weights the code reads
  * are emitted, in the order the forward pass uses them. */
 const char *emit_ref(Emit *e, int vid) {
   KILN_ASSERT(vid >= 0 && vid < e->g->nvals);
   int root = emit_storage_root(e, vid);
-  if (e->g->vals[root].data && !e->const_used[root]) {
-    e->const_used[root] = true;
-    e->const_order = arena_grow(e->g->arena, e->const_order, &e->capconsts, e->nconsts + 1, sizeof(int));
-    e->const_order[e->nconsts++] = root;
-  }
+  if (e->g->vals[root].data && e->const_of[root] < 0)
+    e->const_of[root] = add_const(e, root);
   if (e->ks->node)
     return kernel_param(e, vid, -1);
   if (!e->refs[vid] && e->g->vals[root].data)
-    e->refs[vid] = emit_weight_name(e, root, -1);
+    e->refs[vid] = emit_weight_name(e, e->const_of[root]);
   KILN_ASSERT(e->refs[vid] != NULL);
   return e->refs[vid];
 }
@@ -43,13 +44,11 @@ const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, con
                              const char *comment) {
   Arena *a = e->g->arena;
   e->arrays = arena_grow(a, e->arrays, &e->caparrays, e->narrays + 1, sizeof(EmitArray));
-  e->arrays[e->narrays] = (EmitArray){dt, data, n, stem, comment};
-  e->const_order = arena_grow(a, e->const_order, &e->capconsts, e->nconsts + 1, sizeof(int));
-  e->const_order[e->nconsts++] = -1 - e->narrays;
   int arr = e->narrays++;
+  e->arrays[arr] = (EmitArray){dt, data, n, stem, comment, add_const(e, -1 - arr)};
   if (e->ks->node)
     return kernel_param(e, -1, arr);
-  return emit_weight_name(e, -1, arr);
+  return emit_weight_name(e, e->arrays[arr].k);
 }
 
 void emit_line(Emit *e, const char *fmt, ...) {

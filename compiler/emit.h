@@ -18,7 +18,14 @@ typedef struct EmitArray {
   int64_t n;
   const char *stem;    /* what its C name is made from */
   const char *comment;
+  int k;               /* its index in consts */
 } EmitArray;
+
+/* A weight, in the order the forward pass first reads it. */
+typedef struct EmitConst {
+  int id;              /* a value id, or -1 - i for arrays[i] (emit_const_array) */
+  const char *name;    /* its C name (in blob mode, its struct member); NULL until named */
+} EmitConst;
 
 struct NameSet;
 struct KernelSet;
@@ -30,12 +37,9 @@ typedef struct Emit {
   const char *prefix; /* --name: prefix of every exported symbol */
   const char **refs;  /* per value: its C expression in the run function
                          (set once names are given, emit_file.c) */
-  int *const_order;   /* weights in order of first use: a value id, or
-                         -1 - i for arrays[i] (emit_const_array) */
-  const char **const_names; /* C name of weight k (in blob mode, its struct member) */
-  int capnames;
-  bool *const_used;   /* per value: a constant already in const_order */
+  EmitConst *consts;  /* the weights, in order of first use */
   int nconsts, capconsts;
+  int *const_of;      /* per value: its index in consts, or -1 */
   EmitArray *arrays;
   int narrays, caparrays;
   EmitIsa isa;        /* --isa: vector width of the GEMM kernel */

@@ -373,7 +373,7 @@ typedef struct Weight {
 
 static Weight weight_at(Emit *e, int k) {
   Graph *g = e->g;
-  int id = e->const_order[k];
+  int id = e->consts[k].id;
   if (id < 0) {
     const EmitArray *x = &e->arrays[-1 - id];
     return (Weight){x->dt, x->data, x->n, cm(g->arena, x->comment), true};
@@ -388,26 +388,14 @@ static Weight weight_at(Emit *e, int k) {
 /* In blob mode, an array of this many bytes is read from the blob. */
 static bool in_blob(const Emit *e, size_t bytes) { return e->blob && bytes > EMIT_BLOB_INLINE_MAX; }
 
-const char *emit_weight_name(Emit *e, int vid, int arr) {
-  int k = e->nconsts - 1;
-  while (k >= 0 && e->const_order[k] != (arr >= 0 ? -1 - arr : vid))
-    k--;
-  KILN_ASSERT(k >= 0);
-  if (e->capnames < e->nconsts) {
-    const char **names = arena_alloc(e->g->arena, sizeof(char *) * (size_t)(2 * e->nconsts));
-    for (int i = 0; i < e->capnames; i++)
-      names[i] = e->const_names[i];
-    e->const_names = names;
-    e->capnames = 2 * e->nconsts;
-  }
-  if (!e->const_names[k]) {
-    const char *stem = arr >= 0 ? e->arrays[arr].stem : e->g->vals[vid].name;
-    e->const_names[k] = cname_unique(e->names, stem, "w");
-  }
+const char *emit_weight_name(Emit *e, int k) {
+  EmitConst *c = &e->consts[k];
+  if (!c->name)
+    c->name = cname_unique(e->names, c->id < 0 ? e->arrays[-1 - c->id].stem : e->g->vals[c->id].name, "w");
   Weight w = weight_at(e, k);
   if (in_blob(e, (size_t)w.n * dt_size(w.dt)))
-    return arena_printf(e->g->arena, "weights->%s", e->const_names[k]);
-  return e->const_names[k];
+    return arena_printf(e->g->arena, "weights->%s", c->name);
+  return c->name;
 }
 
 /* The weights that stay in the .c: static const arrays of exact literals. */
@@ -417,7 +405,7 @@ static void emit_weights(Buf *c, Emit *e) {
     if (in_blob(e, (size_t)w.n * dt_size(w.dt)))
       continue;
     buf_printf(c, "/* %s */\nstatic const %s %s%s[%lld] = {", w.comment, dt_ctype(w.dt),
-               w.aligned ? "KILN_ALIGNED(64) " : "", e->const_names[k], (long long)(w.n ? w.n : 1));
+               w.aligned ? "KILN_ALIGNED(64) " : "", e->consts[k].name, (long long)(w.n ? w.n : 1));
     for (int64_t i = 0; i < w.n; i++)
       buf_printf(c, "%s%s", i % 8 ? ", " : (i ? ",\n  " : "\n  "), emit_literal(e, w.dt, w.data, i));
     buf_puts(c, w.n ? "\n};\n\n" : "0};\n\n");
@@ -443,10 +431,10 @@ static void emit_blob_layout(Buf *c, Emit *e) {
     size_t off = blob_add(e->blob, w.data, bytes);
     if (off > at)
       buf_printf(c, "  unsigned char pad%d[%zu];\n", k, off - at);
-    buf_printf(c, "  %s %s[%lld]; /* @%zu %s */\n", dt_ctype(w.dt), e->const_names[k], (long long)w.n, off,
+    buf_printf(c, "  %s %s[%lld]; /* @%zu %s */\n", dt_ctype(w.dt), e->consts[k].name, (long long)w.n, off,
                w.comment);
     buf_printf(&asserts, "KILN_STATIC_ASSERT(offsetof(struct %s_weights, %s) == %zu, %s_at);\n", e->prefix,
-               e->const_names[k], off, e->const_names[k]);
+               e->consts[k].name, off, e->consts[k].name);
     at = off + bytes;
   }
   blob_finish(e->blob);
@@ -579,7 +567,8 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end) {
     buf_printf(&line, "%s(", e->ks->kernels[call->kernel].name);
     for (int i = 0; i < call->nargs; i++) {
       const KParam *p = &call->args[i];
-      const char *arg = p->arr >= 0 ? emit_weight_name(e, -1, p->arr) : emit_ref(e, p->out_vid >= 0 ? p->out_vid : p->vid);
+      const char *arg = p->arr >= 0 ? emit_weight_name(e, e->arrays[p->arr].k)
+                                    : emit_ref(e, p->out_vid >= 0 ? p->out_vid : p->vid);
       buf_printf(&line, "%s%s", i ? ", " : "", arg);
     }
     emit_line(e, "%s); /* %s */", line.s, origin_comment(a, n));
@@ -594,7 +583,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (blob && (o->weights == WEIGHTS_BLOB || (o->weights == WEIGHTS_AUTO && const_bytes(g) > EMIT_BLOB_AUTO)))
     e.blob = blob;
   e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
-  e.const_used = arena_alloc(a, sizeof(bool) * (size_t)(g->nvals + 1));
+  e.const_of = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   const char **pn = param_names(g);
   if (!check_states(g, d))
     return false;
@@ -603,7 +592,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   e.names = nameset_new(a);
   int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
-    io_slot[v] = -1;
+    io_slot[v] = e.const_of[v] = -1;
   /* graph inputs first so that an output which is also an input is read
    * from the input parameter */
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {

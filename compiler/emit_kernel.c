@@ -9,6 +9,9 @@
 #include "cnames.h"
 #include "ops.h"
 
+/* KParam.order = kind * KPARAM_KIND + index */
+#define KPARAM_KIND 100000
+
 KernelSet *kernels_new(Arena *a, const int *io_slot) {
   KernelSet *ks = arena_alloc(a, sizeof *ks);
   ks->io_slot = io_slot;
@@ -68,32 +71,25 @@ const char *kernel_param(Emit *e, int vid, int arr) {
         ks->kp[i].out_vid = vid;
       return ks->kp[i].name;
     }
-  const char *name;
+  /* kind 0 in<slot>, 1 arr<k>, 2 aux<k>, 3 out<j>; arr and aux numbered
+   * in order of first use */
   int in = arr >= 0 ? -1 : slot_of(n->in, n->nin, vid);
-  if (arr >= 0 || (in < 0 && out < 0)) { /* numbered by kind, in order of first use */
-    const char *stem = arr >= 0 ? "arr" : "aux";
-    int k = 0;
+  int kind = in >= 0 ? 0 : arr >= 0 ? 1 : out < 0 ? 2 : 3, k = in >= 0 ? in : out;
+  if (kind == 1 || kind == 2) {
+    k = 0;
     for (int i = 0; i < ks->nkp; i++)
-      k += !strncmp(ks->kp[i].name, stem, 3);
-    name = arena_printf(a, "%s%d", stem, k);
-  } else {
-    name = in >= 0 ? arena_printf(a, "in%d", in) : arena_printf(a, "out%d", out);
+      k += ks->kp[i].order / KPARAM_KIND == kind;
   }
+  static const char *const stems[] = {"in", "arr", "aux", "out"};
+  const char *name = arena_printf(a, "%s%d", stems[kind], k);
   ks->kp = arena_grow(a, ks->kp, &ks->capkp, ks->nkp + 1, sizeof(KParam));
   ks->kp[ks->nkp++] = (KParam){name, arr >= 0 ? -1 : vid, arr, out >= 0 ? vid : -1, loc,
-                               arr >= 0 ? e->arrays[arr].dt : e->g->vals[vid].type.dt};
+                               arr >= 0 ? e->arrays[arr].dt : e->g->vals[vid].type.dt, kind * KPARAM_KIND + k};
   return name;
 }
 
-/* Parameter order: inputs by slot, derived arrays, others, outputs. */
-static int param_rank(const KParam *p) {
-  int k = atoi(p->name + strcspn(p->name, "0123456789"));
-  int kind = p->name[0] == 'i' ? 0 : p->name[0] == 'a' && p->name[1] == 'r' ? 1 : p->name[0] == 'a' ? 2 : 3;
-  return kind * 100000 + k;
-}
-
 static int cmp_param(const void *x, const void *y) {
-  return param_rank(x) - param_rank(y);
+  return ((const KParam *)x)->order - ((const KParam *)y)->order;
 }
 
 /* name occurs in text as a whole identifier */

@@ -25,6 +25,7 @@ typedef struct KParam {
   int out_vid;      /* an output of the node stored here (it is written), or -1 */
   int64_t loc;      /* the storage it points to: one storage, one parameter */
   DType dt;
+  int order;        /* its place in the signature: inputs by slot, arrays, others, outputs */
 } KParam;
 
 typedef struct Kernel {
@@ -75,9 +76,9 @@ void kernels_put(Emit *e, Buf *c);
 /* Where value v's bytes are: itself for a run-function parameter (a graph
  * input or output), a constant or a workspace tensor; an alias's root. */
 int emit_storage_root(const Emit *e, int v);
-/* The C name of a weight (emit_file.c): value vid, or array arr of
- * emit_const_array; in blob mode, when the array is in the blob,
- * `weights->NAME`. Named on first call, once every kernel is known. */
-const char *emit_weight_name(Emit *e, int vid, int arr);
+/* The C name of weight k of e->consts (emit_file.c); in blob mode, when
+ * the array is in the blob, `weights->NAME`. Named on first call, once
+ * every kernel is known. */
+const char *emit_weight_name(Emit *e, int k);
 
 #endif
