@@ -165,6 +165,21 @@ static bool check_norm_input(Graph *g, Node *n, int *a, Diag *d) {
   return true;
 }
 
+/* A scale or bias p of a norm over X (type xt) from axis a: X's dtype, and
+ * a shape param_fits takes. */
+static bool check_norm_param(Graph *g, Node *n, const Value *p, const Type *xt, int a, Diag *d) {
+  if (p->type.dt != xt->dt)
+    return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
+                     dt_name(xt->dt));
+  if (!param_fits(&p->type, xt, a)) {
+    char ps[128], xs[128];
+    return diag_node(d, g, n, "input '%s' has shape %s; expected the normalised dims of %s from "
+                     "axis %d (or as many elements, or a shape that broadcasts to them)",
+                     p->name, type_str(&p->type, ps, sizeof ps), type_str(xt, xs, sizeof xs), a);
+  }
+  return true;
+}
+
 bool layernorm_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0);
   const Type *xt = &x->type;
@@ -173,17 +188,8 @@ bool layernorm_infer(Graph *g, Node *n, Diag *d) {
     return false;
   for (int i = 1; i < 3; i++) {
     const Value *p = node_in(g, n, i);
-    if (!p)
-      continue;
-    if (p->type.dt != xt->dt)
-      return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
-                       dt_name(xt->dt));
-    if (!param_fits(&p->type, xt, a)) {
-      char ps[128], xs[128];
-      return diag_node(d, g, n, "input '%s' has shape %s; expected the normalised dims of %s from "
-                       "axis %d (or as many elements, or a shape that broadcasts to them)",
-                       p->name, type_str(&p->type, ps, sizeof ps), type_str(xt, xs, sizeof xs), a);
-    }
+    if (p && !check_norm_param(g, n, p, xt, a, d))
+      return false;
   }
   node_out(g, n, 0)->type = *xt;
   for (int i = 1; i < n->nout; i++) {
@@ -278,39 +284,62 @@ static const char *param_elem(Emit *e, const char *p, const Type *pt, const Type
   return r;
 }
 
+/* What a norm's template needs of its rows: `outer` rows of `len`
+ * elements from axis `a` on, their pointers XR and YR (" + o * len" when
+ * there are several), the element type T and the stash type U (ut), and
+ * `up`, the cast to U where T is not U. */
+typedef struct NormRows {
+  int a;
+  int64_t outer, len;
+  DType ut;
+  bool cast;
+  const char *T, *U, *XR, *YR, *up;
+} NormRows;
+
+/* false when there are no rows: nothing to emit */
+static bool norm_rows(Emit *e, const Node *n, NormRows *r) {
+  const Type *xt = &node_in(e->g, n, 0)->type;
+  Arena *ar = e->g->arena;
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &r->a));
+  r->outer = prod_dims(xt, 0, r->a);
+  r->len = prod_dims(xt, r->a, xt->rank);
+  if (r->outer == 0)
+    return false;
+  r->ut = stash_dtype(n);
+  r->cast = xt->dt != r->ut;
+  r->T = dt_ctype(xt->dt);
+  r->U = dt_ctype(r->ut);
+  const char *row = r->outer == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)r->len);
+  r->XR = arena_printf(ar, "%s%s", emit_ref(e, n->in[0]), row);
+  r->YR = arena_printf(ar, "%s%s", emit_ref(e, n->out[0]), row);
+  r->up = r->cast ? arena_printf(ar, "(%s)", r->U) : "";
+  return true;
+}
+
 bool layernorm_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
-  const Value *x = node_in(g, n, 0), *scale = node_in(g, n, 1), *bias = node_in(g, n, 2);
-  const Type *xt = &x->type;
-  DType dt = xt->dt, ut = stash_dtype(n);
-  int a;
-  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
-  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
-  if (outer == 0)
+  const Value *scale = node_in(g, n, 1), *bias = node_in(g, n, 2);
+  const Type *xt = &node_in(g, n, 0)->type;
+  NormRows r;
+  if (!norm_rows(e, n, &r))
     return true;
   Arena *ar = g->arena;
-  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]);
-  const char *U = dt_ctype(ut), *T = dt_ctype(dt);
-  bool cast = dt != ut;
-  const char *row = outer == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)len);
-  const char *up = cast ? arena_printf(ar, "(%s)", U) : "";
-  const char *term = arena_printf(ar, "(xr[k] - mean) * inv_std * %s%s", up,
-                                  param_elem(e, emit_ref(e, n->in[1]), &scale->type, xt, a));
+  const char *term = arena_printf(ar, "(xr[k] - mean) * inv_std * %s%s", r.up,
+                                  param_elem(e, emit_ref(e, n->in[1]), &scale->type, xt, r.a));
   if (bias)
-    term = arena_printf(ar, "%s + %s%s", term, up, param_elem(e, emit_ref(e, n->in[2]), &bias->type, xt, a));
+    term = arena_printf(ar, "%s + %s%s", term, r.up, param_elem(e, emit_ref(e, n->in[2]), &bias->type, xt, r.a));
   const char *store_mean = n->nout > 1 ? arena_printf(ar, "%s[o] = mean;", emit_ref(e, n->out[1])) : "";
   const char *store_inv = n->nout > 2 ? arena_printf(ar, "%s[o] = inv_std;", emit_ref(e, n->out[2]))
                                       : "/* InvStdDev not requested */";
   /* --threads: rows split among the threads (the template starts with its
    * loop over rows); two sums along each row, then the normalisation */
-  emit_parallel_for(e, outer, 2.5 * (double)(outer * len));
-  emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", T, "U", U, "ROWS", emit_int(e, outer),
-            "LEN", emit_int(e, len), "L", emit_int(e, row_sum_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
-            arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
-            emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
-            emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),
-            "Y_K", cast ? arena_printf(ar, "(%s)(%s)", T, term) : term, "STORE_MEAN", store_mean,
-            "STORE_INV_STD", store_inv, NULL);
+  emit_parallel_for(e, r.outer, 2.5 * (double)(r.outer * r.len));
+  emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", r.T, "U", r.U, "ROWS", emit_int(e, r.outer),
+            "LEN", emit_int(e, r.len), "L", emit_int(e, row_sum_lanes(r.len)), "XR", r.XR, "YR", r.YR,
+            "ZERO", emit_double_literal(e, r.ut, 0), "N", emit_double_literal(e, r.ut, (double)r.len), "ONE",
+            emit_double_literal(e, r.ut, 1), "EPS", emit_double_literal(e, r.ut, attr_float(n, "epsilon", 1e-5)),
+            "SQRT", emit_mathfn(e, r.ut, "sqrt"), "Y_K", r.cast ? arena_printf(ar, "(%s)(%s)", r.T, term) : term,
+            "STORE_MEAN", store_mean, "STORE_INV_STD", store_inv, NULL);
   return true;
 }
 
@@ -326,15 +355,8 @@ bool rmsnorm_infer(Graph *g, Node *n, Diag *d) {
   int a;
   if (!check_norm_input(g, n, &a, d))
     return false;
-  if (p->type.dt != xt->dt)
-    return diag_node(d, g, n, "input '%s' is %s; expected %s like X", p->name, dt_name(p->type.dt),
-                     dt_name(xt->dt));
-  if (!param_fits(&p->type, xt, a)) {
-    char ps[128], xs[128];
-    return diag_node(d, g, n, "input '%s' has shape %s; expected the normalised dims of %s from "
-                     "axis %d (or as many elements, or a shape that broadcasts to them)",
-                     p->name, type_str(&p->type, ps, sizeof ps), type_str(xt, xs, sizeof xs), a);
-  }
+  if (!check_norm_param(g, n, p, xt, a, d))
+    return false;
   node_out(g, n, 0)->type = *xt;
   return true;
 }
@@ -368,26 +390,17 @@ bool rmsnorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 bool rmsnorm_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Type *xt = &node_in(g, n, 0)->type, *st = &node_in(g, n, 1)->type;
-  DType dt = xt->dt, ut = stash_dtype(n);
-  int a;
-  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &a));
-  int64_t outer = prod_dims(xt, 0, a), len = prod_dims(xt, a, xt->rank);
-  if (outer == 0)
+  NormRows r;
+  if (!norm_rows(e, n, &r))
     return true;
   Arena *ar = g->arena;
-  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]);
-  const char *U = dt_ctype(ut), *T = dt_ctype(dt);
-  bool cast = dt != ut;
-  const char *row = outer == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)len);
-  const char *term = arena_printf(ar, "xr[k] * inv_rms * %s%s", cast ? arena_printf(ar, "(%s)", U) : "",
-                                  param_elem(e, emit_ref(e, n->in[1]), st, xt, a));
-  emit_parallel_for(e, outer, 1.5 * (double)(outer * len));
-  emit_tmpl(e, "rmsnorm", "T", T, "U", U, "ROWS", emit_int(e, outer), "LEN", emit_int(e, len), "L",
-            emit_int(e, row_sum_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
-            arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
-            emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
-            emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"),
-            "Y_K", cast ? arena_printf(ar, "(%s)(%s)", T, term) : term, NULL);
+  const char *term = arena_printf(ar, "xr[k] * inv_rms * %s%s", r.up, param_elem(e, emit_ref(e, n->in[1]), st, xt, r.a));
+  emit_parallel_for(e, r.outer, 1.5 * (double)(r.outer * r.len));
+  emit_tmpl(e, "rmsnorm", "T", r.T, "U", r.U, "ROWS", emit_int(e, r.outer), "LEN", emit_int(e, r.len), "L",
+            emit_int(e, row_sum_lanes(r.len)), "XR", r.XR, "YR", r.YR, "ZERO", emit_double_literal(e, r.ut, 0), "N",
+            emit_double_literal(e, r.ut, (double)r.len), "ONE", emit_double_literal(e, r.ut, 1), "EPS",
+            emit_double_literal(e, r.ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, r.ut, "sqrt"),
+            "Y_K", r.cast ? arena_printf(ar, "(%s)(%s)", r.T, term) : term, NULL);
   return true;
 }
 
