@@ -55,6 +55,16 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
  * (by the memory cap, or an estimate of the matcher's worst case) and the
  * time budget. The originals are upvalues, out of the script's reach. */
 
+/* The tail of a wrapper: call the function in upvalue 1 (the library's
+ * original, or the script's comparator) on this call's arguments; its
+ * results are the wrapper's. */
+static int call_upvalue1(lua_State *L, int nresults) {
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, nresults);
+  return lua_gettop(L);
+}
+
 #define PATTERN_MAX_STEPS 1e9
 
 /* The index of the ']' closing the set that opens at p[i] ('['), as
@@ -123,10 +133,7 @@ static int guarded_pattern(lua_State *L) {
                        "shorter subject or a pattern with fewer '*', '+', '-', %%b", name, ls, cost,
                     nquant, PATTERN_MAX_STEPS);
   dsl_check_time(L);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  return lua_gettop(L);
+  return call_upvalue1(L, LUA_MULTRET);
 }
 
 /* string.rep(s, n [, sep]): a result within the memory cap (an empty s
@@ -142,10 +149,7 @@ static int guarded_rep(lua_State *L) {
     return dsl_fail(L, "string.rep: %lld copies (%.0f bytes); expected a result within the "
                        "script's memory cap of %lld MiB", (long long)n, bytes,
                     (long long)(cap >> 20));
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
+  return call_upvalue1(L, 1);
 }
 
 /* The most elements a table function may visit: a real list longer than
@@ -178,10 +182,7 @@ static int guarded_table(lua_State *L) {
       check_span(L, name, j - i + 1);
   }
   dsl_check_time(L);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  return lua_gettop(L);
+  return call_upvalue1(L, LUA_MULTRET);
 }
 
 /* The comparator guarded_sort gives table.sort: the script's (upvalue 1)
@@ -197,10 +198,7 @@ static int timed_less(lua_State *L) {
     lua_pushboolean(L, lua_compare(L, 1, 2, LUA_OPLT));
     return 1;
   }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, 2, 1);
-  return 1;
+  return call_upvalue1(L, 1);
 }
 
 static int guarded_sort(lua_State *L) {
@@ -209,10 +207,7 @@ static int guarded_sort(lua_State *L) {
   lua_settop(L, 2);
   lua_pushinteger(L, 0);
   lua_pushcclosure(L, timed_less, 2);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, 2, 0);
-  return 0;
+  return call_upvalue1(L, 0);
 }
 
 /* setmetatable(t, mt) without __gc: a finalizer runs when the collector
@@ -222,10 +217,7 @@ static int no_gc_setmetatable(lua_State *L) {
     return dsl_fail(L, "setmetatable: the metatable has a __gc field; expected none (scripts "
                        "cannot have finalizers: they would run outside the sandbox's limits)");
   lua_settop(L, 2);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, 2, 1);
-  return 1;
+  return call_upvalue1(L, 1);
 }
 
 /* Replace lib.name (lib on the stack top) by fn, with the original and
