@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "attention_kernel.h"
+#include "vector_views.h"
 
 static const char *const mask_names[] = {
     [ATTN_MASK_NONE] = "none",         [ATTN_MASK_CAUSAL] = "causal",     [ATTN_MASK_PADDING] = "padding",
@@ -62,18 +63,7 @@ int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b) {
 
 static const int isa_rows[] = {[ISA_GENERIC] = 4, [ISA_AVX2] = 6, [ISA_AVX512] = 12};
 
-/* A vector width and the accumulators its registers hold. */
-typedef struct View {
-  int vw;
-  const char *cpp, *force; /* the macro that says the compiler targets it, the one that forces it */
-  int acc;
-} View;
-
-static const View views[] = {
-    {16, "__AVX512F__", "KILN_GEMM_V16", 24},
-    {8, "__AVX__", "KILN_GEMM_V8", 12},
-    {4, NULL, NULL, 12},
-};
+/* the vector widths: vector_views.h */
 
 /* Everything the emitted code is laid out by. */
 typedef struct Plan {

@@ -80,6 +80,7 @@
  * weight as it is (its own 64-byte-aligned array), then the bias and the
  * activation in one loop over Y. */
 #include "gemm_kernel.h"
+#include "vector_views.h"
 
 #include <string.h>
 
@@ -95,20 +96,7 @@ static const IsaTile isa_tiles[] = {
     [ISA_AVX512] = {"avx512", 32},
 };
 
-/* The vector widths that may read the panels, widest first: the macro
- * that says the C compiler targets it (NULL: any GNU C compiler), the one
- * that forces it (for tests), and the accumulators a tile may hold. */
-typedef struct View {
-  int vw;
-  const char *cpp, *force;
-  int acc;
-} View;
-
-static const View views[] = {
-    {16, "__AVX512F__", "KILN_GEMM_V16", 24},
-    {8, "__AVX__", "KILN_GEMM_V8", 12},
-    {4, NULL, NULL, 12},
-};
+/* the vector widths: vector_views.h */
 
 /* The widest view (it sets the edge panel's padding). */
 static int widest_view(int nr) {

@@ -1,0 +1,23 @@
+/* vector_views.h — the GNU C vector widths the generated kernels may run
+ * on, widest first, shared by the GEMM and attention generators: each
+ * width's `#if` guard (the macro that says the C compiler targets it;
+ * NULL: any GNU C compiler), the macro that forces it (for tests), and the
+ * accumulators a register tile of that width may hold. */
+#ifndef KILN_VECTOR_VIEWS_H
+#define KILN_VECTOR_VIEWS_H
+
+#include <stddef.h>
+
+typedef struct View {
+  int vw;
+  const char *cpp, *force;
+  int acc;
+} View;
+
+static const View views[] = {
+    {16, "__AVX512F__", "KILN_GEMM_V16", 24},
+    {8, "__AVX__", "KILN_GEMM_V8", 12},
+    {4, NULL, NULL, 12},
+};
+
+#endif
