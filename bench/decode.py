@@ -183,6 +183,7 @@ def main():
     progs = {int(k): v for k, v in (s.split("=", 1) for s in a.kiln)}
     bounds = {int(k): int(v) for k, v in (s.split("=", 1) for s in a.bound)}
     results, notes = {}, []
+    load0 = os.getloadavg()[0]
     with open(a.log, "a") as log:
         for rnd in range(a.rounds):
             for t in threads:
@@ -197,8 +198,9 @@ def main():
     for (eng, t), r in sorted(results.items()):
         notes.extend(sorted(r.get("notes", ())))
     llama = next((r["build"] for (e, _), r in results.items() if e == "llama.cpp"), None)
-    head = "decode benchmark: %s, prompt %d tokens, decode %d, median of %d rounds" % (
-        os.path.basename(a.gguf), PREFILL, DECODE, a.rounds)
+    head = ("decode benchmark: %s, prompt %d tokens, decode %d, median of %d rounds; "
+            "load average %.1f at the start, %.1f at the end (on %d CPUs)") % (
+        os.path.basename(a.gguf), PREFILL, DECODE, a.rounds, load0, os.getloadavg()[0], os.cpu_count())
     text = "\n".join([head] + (["llama.cpp: " + llama] if llama else []) + ["", table(results, threads, bounds)]
                      + [""] + notes)
     print(text)
