@@ -462,3 +462,12 @@ add_test(NAME quantize_model_encoder_2l_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
+
+# generative decoding (decoder{}): prefill + steps == prefill of the whole
+# sequence, bit for bit, through the public API, on every ISA and thread count
+foreach(isa generic avx2 avx512 native)
+  foreach(threads 1 2)
+    add_test(NAME generate_cache_tiny_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+  endforeach()
+endforeach()

@@ -12,6 +12,7 @@
 #include "../build.h"
 #include "../ops.h"
 #include "lua_ctx.h"
+#include "lua_decoder.h"
 #include "lua_model.h"
 #include "lua_state.h"
 #include "lua_tensor.h"
@@ -285,7 +286,9 @@ static int param(lua_State *L) {
   LuaCtx *c = lctx(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *name = name_field(L, 1, "param");
-  check_new_name(L, name, "param");
+  int prev = c->decoder_replay ? graph_find_value(c->g, name) : -1;
+  if (prev < 0)
+    check_new_name(L, name, "param");
   Type t = {.dt = DT_F32};
   field(L, 1, "shape", 2);
   check_shape(L, lua_gettop(L), &t, arena_printf(c->a, "param '%s'", name));
@@ -293,6 +296,14 @@ static int param(lua_State *L) {
   if (field(L, 1, "dtype", 3) == LUA_TSTRING)
     t.dt = check_dtype(L, lua_tostring(L, -1), "param");
   lua_pop(L, 1);
+  if (prev >= 0) { /* decoder{}'s second entry: the tensor the first one declared */
+    char a[128], b[128];
+    if (!type_equal(&gval(c->g, prev)->type, &t))
+      dsl_fail(L, "param '%s' is %s here and %s in the first entry; expected the same", name,
+               type_str(&t, a, sizeof a), type_str(&gval(c->g, prev)->type, b, sizeof b));
+    lt_push(L, prev);
+    return 1;
+  }
   int vid;
   if (c->weights) {
     Diag d = {0};
@@ -461,6 +472,7 @@ void dsl_open_model(lua_State *L) {
   luaL_setfuncs(L, globals, 0);
   lua_pop(L, 1);
   dsl_open_state(L);
+  dsl_open_decoder(L);
 }
 
 bool dsl_finish_model(LuaCtx *c, Diag *d) {
