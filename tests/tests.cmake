@@ -462,3 +462,15 @@ add_test(NAME quantize_model_encoder_2l_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
+
+# GGUF weight files (compiler/gguf.c): the reader on the fixture
+# tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
+# on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
+# once into the build folder; skipped (77) offline)
+add_executable(test_gguf ${T}/gguf/test_gguf.c)
+target_link_libraries(test_gguf PRIVATE kilnlib)
+add_test(NAME gguf_reader COMMAND test_gguf ${T}/gguf)
+add_test(NAME gguf_reader_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" \"$3\" \"$f\""
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm $<TARGET_FILE:test_gguf> ${T}/gguf)
+set_tests_properties(gguf_reader_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
