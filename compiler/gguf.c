@@ -706,16 +706,18 @@ GgufTensor *gguf_tensor(Gguf *g, const char *name) {
   return NULL;
 }
 
-/* "f32[49152,576]", with the file's type when kiln converted or keeps blocks:
- * "f32[49152,576] (Q8_0 in the file)". */
-static const char *tensor_str(const GgufTensor *t, char *buf, size_t n) {
+/* "f32[49152,576]", with the file's type when kiln converted it or keeps
+ * blocks: "f32[49152,576] (Q8_0 in the file)", or in a list (paren false)
+ * "f32[49152,576], Q8_0 in the file". */
+static const char *tensor_str(const GgufTensor *t, bool paren, char *buf, size_t n) {
   char ty[96];
   type_str(&t->type, ty, sizeof ty);
-  if (t->ggml_type == GGML_TYPE_F32 || (!t->quantized && t->ggml_type != GGML_TYPE_F16 &&
-                                        t->ggml_type != GGML_TYPE_BF16))
+  bool as_is = t->ggml_type == GGML_TYPE_F32 ||
+               (!t->quantized && t->ggml_type != GGML_TYPE_F16 && t->ggml_type != GGML_TYPE_BF16);
+  if (as_is)
     snprintf(buf, n, "%s", ty);
   else
-    snprintf(buf, n, "%s (%s in the file)", ty, t->type_name);
+    snprintf(buf, n, paren ? "%s (%s in the file)" : "%s, %s in the file", ty, t->type_name);
   return buf;
 }
 
@@ -744,7 +746,7 @@ GgufTensor *gguf_take(Gguf *g, const char *name, const Type *want, Diag *d) {
   }
   if (!type_equal(&t->type, want)) {
     diag_error(d, "%s: tensor '%s' is %s; expected %s", g->path, name,
-               tensor_str(t, gt, sizeof gt), type_str(want, wt, sizeof wt));
+               tensor_str(t, true, gt, sizeof gt), type_str(want, wt, sizeof wt));
     return NULL;
   }
   t->used = true;
@@ -762,7 +764,7 @@ bool gguf_check_all_used(const Gguf *g, Diag *d) {
   return diag_error(d,
                     "%s: tensor '%s' (%s) is not a parameter of the model (%d of %d tensors "
                     "unused); expected every tensor in the file to be bound (--strict-weights)",
-                    g->path, g->t[first].name, tensor_str(&g->t[first], ty, sizeof ty), unused,
+                    g->path, g->t[first].name, tensor_str(&g->t[first], false, ty, sizeof ty), unused,
                     g->n);
 }
 
@@ -780,7 +782,7 @@ char *gguf_unused_list(const Gguf *g) {
     char ty[160];
     if (!g->t[i].used)
       buf_printf(&b, "%s %s (%s)", shown++ ? "," : "", g->t[i].name,
-                 tensor_str(&g->t[i], ty, sizeof ty));
+                 tensor_str(&g->t[i], false, ty, sizeof ty));
   }
   if (unused > shown)
     buf_printf(&b, ", and %d more", unused - shown);

@@ -178,7 +178,7 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   CHECK(!gguf_check_all_used(g, &unused) && has(&unused, "tensor 'blk.0.attn_norm.weight' (f32[64]) is not a parameter"));
   char *list = gguf_unused_list(g);
   CHECK(list && strstr(list, "20 of 21 tensors not used") &&
-        strstr(list, "blk.0.attn_q.weight (f32[64,64] (Q4_1 in the file))"));
+        strstr(list, "blk.0.attn_q.weight (f32[64,64], Q4_1 in the file)"));
   free(list);
   Type wrong = {.dt = DT_F32, .rank = 2, .dims = {64, 256}};
   d = (Diag){0};
