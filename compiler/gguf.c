@@ -524,8 +524,8 @@ bool gguf_parse(Arena *a, const void *bytes, size_t len, const char *path, Gguf 
   Reader r = {.a = a, .path = g->path, .b = bytes, .len = len, .d = d};
   if (len < 4 || !gguf_is_gguf(bytes, len)) {
     char got[16] = "";
-    for (size_t i = 0; i < 4 && i < len; i++)
-      snprintf(got + 3 * i, sizeof got - 3 * i, "%s%02x", i ? " " : "", r.b[i]);
+    for (size_t i = 0, k = 0; i < 4 && i < len; i++)
+      k += (size_t)snprintf(got + k, sizeof got - k, "%s%02x", i ? " " : "", r.b[i]);
     return gg_error(&r, "the file starts with %s%s; expected the GGUF magic \"GGUF\" (47 47 55 46)",
                     len ? "bytes " : "no bytes", got);
   }

@@ -487,3 +487,9 @@ add_test(NAME gguf_bind_blob_by_magic
          COMMAND sh -c "mkdir -p \"$2\" && cp \"$1/tiny_llama.gguf\" \"$2/weights.safetensors\" &&
                         \"$0\" check -q --weights=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
                  ${KILN_BIN} ${T}/gguf ${CMAKE_BINARY_DIR}/gguf-tests)
+# bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
+# magic and version, huge counts and lengths, offsets past the end,
+# misaligned or overlapping, n_dims 5, duplicate names and keys, unknown
+# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
+# --strict-weights): one line "kiln: ...", exit 1, no file
+add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})

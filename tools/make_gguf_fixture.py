@@ -142,6 +142,7 @@ def metadata(w, tokens, types, merges):
     w.add_float64("kiln.test.f64", 0.1)
     w.add_array("kiln.test.floats", [0.5, -1.25, 3.0])
     w.add_array("kiln.test.nested", [[1, 2], [3]])
+    w.add_array("kiln.test.big", [7] * 5000)  # past gguf_meta's 4096 items
     w.add_key_value("kiln.test.empty", "", gguf.GGUFValueType.STRING)
 
 

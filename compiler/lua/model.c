@@ -252,7 +252,10 @@ static void init_param(lua_State *L, int idx, const char *name, const Type *t, v
 }
 
 bool dsl_bind_weights_file(LuaCtx *c, const char *path, Diag *d) {
-  if (gguf_file_is_gguf(path)) { /* by content: the magic, whatever the name */
+  size_t n = strlen(path);
+  /* by content (the magic, whatever the name), or by name: a damaged .gguf
+   * gets the GGUF reader's message, not the safetensors reader's */
+  if (gguf_file_is_gguf(path) || (n >= 5 && !strcmp(path + n - 5, ".gguf"))) {
     c->gguf = arena_alloc(c->a, sizeof(Gguf));
     if (!gguf_load(c->a, path, c->gguf, d))
       return false;
