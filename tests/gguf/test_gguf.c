@@ -12,7 +12,7 @@
  * 16-byte alignment of data; metadata of every value type through the typed
  * accessors (arrays of strings, numbers, nested arrays); binding by name
  * (gguf_take: missing, wrong shape, Q6_K refused), the unused list and
- * --strict-weights' check. With REAL.gguf: 272 tensors, the llama.*
+ * --strict-weights' check; the Lua frontend's LuaOptions.bound_gguf. With REAL.gguf: 272 tensors, the llama.*
  * hyperparameters, the tokenizer arrays, token_embd Q8_0 [49152,576]; a
  * missing REAL file is skipped with a note. Prints "N passed, N failed";
  * exit status 1 on any failure. */
@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "gguf.h"
+#include "lua/lua_frontend.h"
 
 static int passed, failed;
 #define CHECK(c) check((c), #c, __LINE__, "")
@@ -208,6 +209,27 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
         has(&d, "q6k.gguf: tensor 'blk.0.ffn_down.weight' is Q6_K; kiln reads F32, F16, Q8_0, Q4_0, Q4_1"));
 }
 
+/* The Lua frontend hands the bound file on (LuaOptions.bound_gguf). */
+static void check_frontend(const char *dir) {
+  Arena *a = arena_new();
+  const Gguf *bound = (const Gguf *)1;
+  LuaOptions o = {.weights = arena_printf(a, "%s/tiny_llama.gguf", dir), .quiet = true,
+                  .bound_gguf = &bound};
+  Diag d = {0};
+  Graph *g = dsl_load_model(a, arena_printf(a, "%s/bind/model.lua", dir), &o, &d);
+  CHECK_AT(g != NULL, d.msg);
+  CHECK(bound && bound->n == 21 && gguf_tensor((Gguf *)bound, "token_embd.weight")->used);
+  size_t len;
+  CHECK(bound && !strcmp(gguf_array_string(&gguf_kv(bound, "tokenizer.ggml.tokens")->v, 0, &len),
+                         "<|endoftext|>"));
+  /* no GGUF bound: NULL */
+  o.weights = NULL;
+  bound = (const Gguf *)1;
+  d = (Diag){0};
+  CHECK(!dsl_load_model(a, arena_printf(a, "%s/bind/model.lua", dir), &o, &d) && bound == NULL);
+  arena_free(a);
+}
+
 static void check_real(Arena *a, const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -271,6 +293,7 @@ int main(int argc, char **argv) {
     check_meta(&g, json_object_get(ref, "meta"));
     CHECK(gguf_is_gguf(g.image, g.image_len) && gguf_file_is_gguf(gpath));
     check_binding(a, &g, argv[1]);
+    check_frontend(argv[1]);
   }
   CHECK(!gguf_file_is_gguf(jpath));
   if (argc > 2)
