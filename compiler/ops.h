@@ -48,6 +48,10 @@ typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
  *                     into the caller's state struct, never a copy
  *   OPF_HALF          computes f16/bf16 (in f32, or as bit patterns); ops
  *                     without it refuse them (op_check_half)
+ *   OPF_NOFOLD        never evaluated at compile time, even on constant
+ *                     inputs: its output is much larger than its inputs
+ *                     (DequantizeBlocks: 4-8x the blocks), and passes
+ *                     fuse it into its readers instead (fold.c)
  * Ops that accumulate into their output input by input (Max, Sum, ...) or
  * write before they read (GEMMs and their epilogues) have no INPLACE flag. */
 enum {
@@ -57,6 +61,7 @@ enum {
   OPF_VIEW = 1 << 3,
   OPF_HALF = 1 << 4,
   OPF_UPDATE = 1 << 5,
+  OPF_NOFOLD = 1 << 6,
 };
 
 typedef struct OpInfo {
