@@ -462,3 +462,22 @@ add_test(NAME quantize_model_encoder_2l_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
+
+# RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
+# Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
+# start offset, partial), the standard op in .kir (rank 4 ids, interleaved
+# partial rank 3, f64 without ids) and Lua's x:rope; the interpreter, and
+# the C under each --isa and with --threads 2
+foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4_ids
+        native_partial_interleaved native_no_ids_f64 lua_rope)
+  set(dir ${T}/generated/rotary/${case})
+  set(model "")
+  if(EXISTS ${dir}/model.lua)
+    set(model --model ${dir}/model.lua)
+  endif()
+  add_test(NAME rotary_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${dir} ${model})
+  foreach(isa generic avx2 avx512)
+    add_test(NAME rotary_${case}_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} ${model})
+  endforeach()
+  add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
+endforeach()
