@@ -502,3 +502,22 @@ add_test(NAME gguf_bind_blob_by_magic
 # types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
 # --strict-weights): one line "kiln: ...", exit 1, no file
 add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
+
+# RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
+# Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
+# start offset, partial), the standard op in .kir (rank 4 ids, interleaved
+# partial rank 3, f64 without ids) and Lua's x:rope; the interpreter, and
+# the C under each --isa and with --threads 2
+foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4_ids
+        native_partial_interleaved native_no_ids_f64 lua_rope)
+  set(dir ${T}/generated/rotary/${case})
+  set(model "")
+  if(EXISTS ${dir}/model.lua)
+    set(model --model ${dir}/model.lua)
+  endif()
+  add_test(NAME rotary_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${dir} ${model})
+  foreach(isa generic avx2 avx512)
+    add_test(NAME rotary_${case}_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} ${model})
+  endforeach()
+  add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
+endforeach()
