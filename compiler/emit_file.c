@@ -537,6 +537,8 @@ static const char *temp_name(Emit *e, const Value *v) {
 
 /* The run function's body: per node, the workspace tensors it defines,
  * then the call of its kernel. */
+enum { ENTRY_ALL = -2 };
+
 static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry, int entry) {
   Graph *g = e->g;
   Arena *a = g->arena;
@@ -545,8 +547,11 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry
   for (int c = 0; c < e->ks->ncalls; c++) {
     const KCall *call = &e->ks->calls[c];
     const Node *n = call->node;
-    if (node_entry && node_entry[n - g->nodes] != entry)
+    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != ENTRY_ALL)
       continue; /* another entry point's */
+    if (node_entry && node_entry[n - g->nodes] == ENTRY_ALL)
+      for (int j = 0; j < n->nout; j++)
+        e->refs[n->out[j]] = NULL; /* declared again in this entry's function */
     for (int j = 0; j < n->nout; j++) {
       int vid = n->out[j];
       Value *v = &g->vals[vid];
@@ -610,8 +615,10 @@ static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
  * wrappers that check the request against the cache, pass the position
  * and keep the length in the state struct. */
 
-/* The entry each node belongs to: the one whose inputs it depends on.
- * NULL + d when a node depends on two entries' inputs or on none. */
+/* The entry each node belongs to: the one whose inputs it depends on, or
+ * ENTRY_ALL for a node that reads only constants and states but is not
+ * folded (DequantizeBlocks left unfused): every entry runs it. NULL + d
+ * when a node depends on two entries' inputs. */
 static int *entry_of_nodes(Graph *g, Diag *d) {
   int *val = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
   int *node = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nnodes + 1));
@@ -634,10 +641,7 @@ static int *entry_of_nodes(Graph *g, Diag *d) {
     bool computed = false;
     for (int j = 0; j < n->nout; j++)
       computed = computed || !g->vals[n->out[j]].data;
-    if (k < 0 && computed)
-      return diag_node(d, g, n, "depends on no entry's tokens; expected every computed value of a decoder "
-                       "to depend on its entry's inputs"), NULL;
-    node[i] = k;
+    node[i] = k >= 0 ? k : computed ? ENTRY_ALL : -1;
     for (int j = 0; j < n->nout; j++)
       val[n->out[j]] = k;
   }

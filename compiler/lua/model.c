@@ -367,6 +367,19 @@ static int param(lua_State *L) {
   return 1;
 }
 
+/* has_param(name): whether the bound weights (GGUF or safetensors) have a
+ * tensor called name; false when none are bound (the params are random).
+ * For optional tensors: a GGUF without output.weight ties it to
+ * token_embd.weight. */
+static int has_param(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *name = luaL_checkstring(L, 1);
+  bool has = c->gguf ? gguf_tensor(c->gguf, name) != NULL
+                     : c->weights ? safetensors_find(c->weights, name) != NULL : false;
+  lua_pushboolean(L, has);
+  return 1;
+}
+
 /* ---- gguf_meta(): the bound GGUF's metadata ------------------------------------- */
 
 /* Arrays longer than this (the tokenizer's 49152 tokens) are refused:
@@ -589,7 +602,7 @@ static int arange(lua_State *L) {
 void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
-      {"weights", weights}, {"gguf_meta", gguf_meta}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"const", const_}, {"full", full}, {"zeros", zeros},
       {"ones", ones}, {"arange", arange}, {NULL, NULL},
   };
   lua_pushglobaltable(L);
