@@ -462,3 +462,18 @@ add_test(NAME quantize_model_encoder_2l_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=int8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
+
+# ---- text generation (issue 10; tests/generate/) ----
+# tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
+# examples/generate.c's BPE encoder over them, through a stub model (test
+# only): tiny GGUF files with good and bad vocabularies, then the real
+# SmolLM2 vocabulary against Hugging Face tokenizers (a venv of its own);
+# skipped (77) offline. smollm2_reference: kiln's SmolLM2-135M-Instruct
+# (examples/llama.lua on the Q4_1 GGUF) against tools/llama_reference.py
+# (PyTorch): the same 32 greedy tokens and each step's logits within 1e-3
+# of the reference's largest.
+add_executable(tok_stub ${T}/generate/tok_stub.c)
+target_link_libraries(tok_stub PRIVATE kilnlib)
+add_test(NAME generate_tokenizer
+         COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
+set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
