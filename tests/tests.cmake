@@ -477,3 +477,7 @@ target_link_libraries(tok_stub PRIVATE kilnlib)
 add_test(NAME generate_tokenizer
          COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
 set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME smollm2_reference
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
+set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)

@@ -22,14 +22,7 @@ root=$(cd "$here/../.." && pwd)
 venv=${KILN_TOKVENV:-$(dirname "$work")/tokvenv}
 fail() { echo "tokenizer: FAIL: $*"; exit 1; }
 
-mkdir -p "$(dirname "$venv")"
-(
-  flock 9
-  "$venv/bin/python" -c 'import tokenizers, gguf' 2>/dev/null && exit 0
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q tokenizers gguf >&2 || { rm -rf "$venv"; exit 1; }
-) 9>"$(dirname "$venv")/.tokvenv.lock" || { echo "tokenizer: SKIP: cannot make a venv with tokenizers and gguf (offline?)"; exit 77; }
-py=$venv/bin/python
+py=$("$here/tokvenv.sh" "$venv") || { echo "tokenizer: SKIP: no venv with tokenizers and gguf (offline?)"; exit 77; }
 rm -rf "$work"
 mkdir -p "$work/tiny" "$work/smol"
 
