@@ -521,3 +521,22 @@ foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4
   endforeach()
   add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
 endforeach()
+
+# ---- text generation (issue 10; tests/generate/) ----
+# tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
+# examples/generate.c's BPE encoder over them, through a stub model (test
+# only): tiny GGUF files with good and bad vocabularies, then the real
+# SmolLM2 vocabulary against Hugging Face tokenizers (a venv of its own);
+# skipped (77) offline. smollm2_reference: kiln's SmolLM2-135M-Instruct
+# (examples/llama.lua on the Q4_1 GGUF) against tools/llama_reference.py
+# (PyTorch): the same 32 greedy tokens and each step's logits within 1e-3
+# of the reference's largest.
+add_executable(tok_stub ${T}/generate/tok_stub.c)
+target_link_libraries(tok_stub PRIVATE kilnlib)
+add_test(NAME generate_tokenizer
+         COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
+set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME smollm2_reference
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
+set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
