@@ -15,6 +15,7 @@
 #include "emit_api.h"
 #include "emit_kernel.h"
 #include "ops.h"
+#include "tokenizer.h"
 #include "weights_blob.h"
 
 
@@ -285,6 +286,14 @@ static const char weights_codes[] =
     "  KILN_E_WEIGHTS_VERSION = 4, /* another blob format version or byte order */\n"
     "  KILN_E_WEIGHTS_MODEL = 5    /* another model's blob, or other weights */\n};\n#endif\n";
 
+/* The header's end: the tokenizer's declarations (if any), then the
+ * extern "C" block and the include guard closed. */
+static void put_header_end(Buf *h, const Buf *tok) {
+  if (tok && tok->len)
+    buf_printf(h, "\n%s", tok->s);
+  buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
 /* The header's part for a model whose weights are in a blob. */
 static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
   buf_printf(h, "\n/* Weights: %s.weights.bin (%s_WEIGHTS_SIZE bytes), bound once before any other\n"
@@ -308,7 +317,8 @@ static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsB
              p, p, p, p, p, p, p, P);
 }
 
-static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob) {
+static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                        const Buf *tok) {
   Arena *a = g->arena;
   const char *P = upper(a, o->prefix);
   char ts[160];
@@ -370,7 +380,8 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   put_signature(h, g, o->prefix, pn, SIG_RUN);
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, SIG_RUN_WS);
-  buf_puts(h, ";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+  buf_puts(h, ";\n");
+  put_header_end(h, tok);
 }
 
 /* Weight k (in order of first use): a graph constant or an array of
@@ -595,6 +606,16 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry
   }
 }
 
+/* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
+ * its tables at the end of the .c, their declarations into tok for the
+ * header. */
+static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Diag *d) {
+  if (!o->tokenizer)
+    return true;
+  buf_puts(c, "\n");
+  return tokenizer_emit(o->tokenizer, o->prefix, c, tok, d);
+}
+
 /* The rest of the .c after the preamble: the weights (blob layout, the
  * literals, the bind function), the kernels, then the functions in fn. */
 static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
@@ -754,7 +775,8 @@ static void put_decoder_entries(Buf *c, Emit *e, const char **pn) {
 
 /* The header of a generative model: sizes, the state struct with its
  * caches, the entry points and their codes. */
-static void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob) {
+static void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                                const Buf *tok) {
   Arena *a = g->arena;
   const Decoder *dec = g->decoder;
   const char *p = o->prefix, *P = upper(a, p);
@@ -822,7 +844,7 @@ static void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const ch
                 "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
                 "int64_t %s_length(const %s_state *state);\n",
              p, p, p, p, P, P, p, p, P, P, p, p, P, p, p, P, p, p);
-  buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+  put_header_end(h, tok);
 }
 
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
@@ -877,7 +899,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
    * the kernels use (no shadowing, even under -Wshadow) */
   for (int k = 0; k < e.ks->nkernels; k++)
     nameset_add_tokens(e.names, e.ks->kernels[k].text);
-  Buf body = {0}, fn = {0};
+  Buf body = {0}, fn = {0}, tok = {0};
   int64_t ws_end = 0;
   int *node_entry = NULL;
   Buf *bodies = NULL;
@@ -912,7 +934,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     put_decoder_entries(c, &e, pn);
     put_state_init(c, &e, pn);
     put_file_tail(wc, &e, &fn);
-    emit_decoder_header(h, g, o, pn, e.blob);
+    if (!put_tokenizer(wc, &tok, o, d))
+      return false;
+    emit_decoder_header(h, g, o, pn, e.blob, &tok);
+    buf_free(&tok);
     return true;
   }
   put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS);
@@ -966,6 +991,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (has_state(g))
     put_state_init(c, &e, pn);
   put_file_tail(wc, &e, &fn);
-  emit_header(h, g, o, pn, e.blob);
+  if (!put_tokenizer(wc, &tok, o, d))
+    return false;
+  emit_header(h, g, o, pn, e.blob, &tok);
+  buf_free(&tok);
   return true;
 }
