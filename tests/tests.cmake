@@ -540,3 +540,28 @@ add_test(NAME smollm2_reference
          COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
                  ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
 set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+
+# ggml block-quantized weights (DequantizeBlocks -> fuse_blocks ->
+# BlockLinear / BlockGather, compiler/kernels/qgemm_kernel.c): q8_0, q4_0,
+# q4_1 with M = 1, 3 (decode: blocks unpacked in registers) and 64
+# (prefill: tiles dequantized once), K 32, 576, 1536, 2080 (K in chunks),
+# N off the 4-row tile, bias on and off, a tied table read by a gather
+# and a product (tools/make_blockquant_cases.py), under every vector width
+# (the same variants as the f32 GEMM; --isa does not change these
+# kernels), the plain C path, the interpreter, native flags and 2 threads.
+# The reference is exact (float64 sums of the exactly dequantized
+# weights); the kernels sum K products in f32 in their own order (and
+# decode scales a block's sum by d), so the tolerance is 1e-4 absolute and
+# relative: measured at most about 0.5e-4 on |y| up to 40 with K = 2080.
+file(GLOB KILN_BQ_CASES LIST_DIRECTORIES true ${T}/generated/blockquant/*)
+foreach(dir ${KILN_BQ_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    kiln_gemm_variant_tests(${dir} bq_${name} --rtol=1e-4 --atol=1e-4)
+    add_test(NAME gemm_bq_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    add_test(NAME gemm_bq_${name}_native COMMAND ${KILN_BIN} check -q --isa=native --rtol=1e-4 --atol=1e-4
+                                                 "--cflags=-O2 -march=native -ffp-contract=fast" ${dir})
+    add_test(NAME gemm_bq_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-4 --atol=1e-4
+                                                   "--cflags=${KILN_V8}" ${dir})
+  endif()
+endforeach()
