@@ -79,10 +79,13 @@ def prompt(n):
     return ",".join(str(PROMPT_IDS[i % len(PROMPT_IDS)]) for i in range(n))
 
 
+KILN_ARGS = []  # --kiln-arg: more generate options (decode.sh: --ignore-eos where it exists)
+
+
 def kiln_generate(prog, n_prompt, n_steps, res, log):
     """One generate run: its timing line; counts short runs (EOS) in res."""
     _, err, kib = run_timed([prog, "--ids", "--prompt-ids", prompt(n_prompt),
-                             "--tokens", str(n_steps + 1)], log)
+                             "--tokens", str(n_steps + 1)] + KILN_ARGS, log)
     res["rss"] = max(res.get("rss", 0), kib)
     t = parse_timing(err)
     if t["decode_tokens"] < n_steps:
@@ -174,12 +177,15 @@ def main():
                     help="kiln generate program built for THREADS threads (repeatable)")
     ap.add_argument("--bound", action="append", default=[], metavar="THREADS=BYTES",
                     help="kiln's RSS target for that build: weights + KV cache + workspace + 2 MiB")
+    ap.add_argument("--kiln-arg", action="append", default=[], metavar="ARG",
+                    help="one more option for every generate run (write --kiln-arg=--flag)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the table (markdown) here")
     ap.add_argument("--log", default=os.devnull, help="every command and its output")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
+    KILN_ARGS.extend(a.kiln_arg)
     progs = {int(k): v for k, v in (s.split("=", 1) for s in a.kiln)}
     bounds = {int(k): int(v) for k, v in (s.split("=", 1) for s in a.bound)}
     results, notes = {}, []

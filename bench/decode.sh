@@ -108,6 +108,8 @@ fi
 
 for n in "${notes[@]}"; do echo "decode: note: $n" >&2; done
 [ -n "$lb" ] || [ ${#kargs[@]} -gt 0 ] || skip "neither kiln nor llama.cpp could be built"
+# exactly the steps asked for, not fewer at EOS, where generate has the flag
+grep -q -e '--ignore-eos' "$root/examples/generate.c" 2>/dev/null && kargs+=(--kiln-arg=--ignore-eos)
 rm -f "$out/decode.log"
 python3 "$root/bench/decode.py" --gguf "$gguf" ${lb:+--llama-bench "$lb"} "${kargs[@]}" \
   --threads "$threads" --rounds "$rounds" --out "$out/decode.md" --log "$out/decode.log"
