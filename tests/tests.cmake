@@ -205,6 +205,10 @@ set_tests_properties(bench_threads_openmp PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME bench_smoke COMMAND ${CMAKE_COMMAND} -E env KILN_BENCH_DIR=${CMAKE_BINARY_DIR}/bench-smoke
          bash ${CMAKE_SOURCE_DIR}/bench/run.sh --smoke --kiln ${KILN_BIN})
 set_tests_properties(bench_smoke PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# the decode benchmark's harness (bench/decode.py) on stand-in programs for
+# kiln's generate and llama-bench: commands, parsing and table, no timing
+add_test(NAME bench_decode_harness COMMAND bash ${T}/bench/decode_harness.sh)
+set_tests_properties(bench_decode_harness PROPERTIES SKIP_RETURN_CODE 77)
 
 # safetensors weight files (compiler/safetensors.c): a corpus of good and bad
 # files written by Python's struct + json (make_files.py), then the C test
