@@ -11,7 +11,8 @@
 # kiln: `kiln compile examples/llama.lua --weights GGUF --set ctx=512
 # --threads N` into $KILN_BENCH_DIR/decode-tN/, built with examples/generate.c
 # (-O2 -march=native -ffp-contract=fast, -fopenmp for N > 1, the weights
-# blob linked in, statically where libc allows, as `kiln bench` does).
+# blob linked in, statically where libc allows, as `kiln bench` does),
+# rebuilt only when kiln, llama.lua, generate.c, the model or cc changed.
 # llama.cpp: llama-bench from bench/llamacpp.sh (built once into
 # build/llamacpp from PyPI's llama-cpp-python sdist).
 # Either engine is skipped with a note when it cannot be built (kiln: no
@@ -69,6 +70,13 @@ build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   local t=$1 dir=$out/decode-t$1 cc=${CC:-cc} omp=
   [ "$t" -gt 1 ] && omp=-fopenmp
   mkdir -p "$dir"
+  # reused when nothing it is built from changed (the two builds take minutes)
+  local key; key=$( { sha256sum "$kiln" "$root/examples/llama.lua" "$root/examples/generate.c" \
+    "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t"; } | sha256sum)
+  if [ -x "$dir/generate" ] && [ -f "$dir/bound" ] && [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ]; then
+    echo "PROG=$dir/generate"; echo "BOUND=$("$dir/bound")"; return 0
+  fi
+  rm -f "$dir/stamp"
   "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --set ctx=512 --threads="$t" \
     --isa=native -o "$dir/smol.c" >"$dir/compile.log" 2>&1 || { echo "kiln compile failed: $(tail -3 "$dir/compile.log")" >&2; return 1; }
   local hdr; hdr=$(ls "$dir"/*.h | grep -v kiln_rt.h | head -1)
@@ -85,6 +93,7 @@ build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   printf '#include <stdio.h>\n#include "%s.h"\nint main(void) { printf("%%zu\\n", (size_t)%s_WEIGHTS_SIZE + %s_WORKSPACE_SIZE%s + (2u << 20)); return 0; }\n' \
     "$name" "$up" "$up" "$(grep -q "typedef struct ${name}_state" "$hdr" && echo " + sizeof(${name}_state)")" >"$dir/bound.c"
   local bound=; $cc -I"$dir" -o "$dir/bound" "$dir/bound.c" 2>/dev/null && bound=$("$dir/bound")
+  echo "$key" >"$dir/stamp"
   echo "PROG=$dir/generate"
   echo "BOUND=$bound"
 }
