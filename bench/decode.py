@@ -143,7 +143,7 @@ def ratio(a, b):
 def table(results, threads, bounds):
     cols = ["engine", "threads", "prefill tok/s", "decode tok/s", "ms/token @%d" % POSITIONS[0],
             "ms/token @%d" % POSITIONS[1], "@%d / @%d" % (POSITIONS[1], POSITIONS[0]),
-            "peak RSS MB", "kiln bound MB"]
+            "peak RSS MiB", "kiln bound MiB"]
     rows = []
     for t in threads:
         fig = {}
