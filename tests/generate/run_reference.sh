@@ -3,7 +3,9 @@
 # compiled by kiln against a PyTorch Llama of our own (issue 10):
 #   kiln compile examples/llama.lua --weights FILE --set ctx=128 -o WORK/smol.c
 #   cc the model (+ the weights blob, linked in) and examples/generate.c
-#   WORK/generate --ids --tokens 32 --dump-logits logits.f32 "The capital of France is"
+#   WORK/generate --ids --tokens 32 --ignore-eos --dump-logits logits.f32 "The capital of France is"
+#   (greedy: " Paris.\n\nThe answer is: 2018-01-22 12:12:53." then EOS at
+#   token 30, and on: --ignore-eos makes both sides run all 32)
 #   tools/llama_reference.py on the same prompt ids (float64, no KV cache)
 # then compare_logits.py: the same 32 greedy tokens, and every step's
 # logits within 1e-3 by max|app - ref| / max|ref|. The GGUF is fetched once
@@ -37,10 +39,10 @@ cc -c "$work/smol_weights.S" -I"$work" -o "$work/smol_weights.o"
 cc -std=c11 -O2 -Wall -Wextra -Werror ${KILN_APP_CFLAGS:-} -I"$work" "$root/examples/generate.c" \
   "$work/smol.o" "$work/smol_weights.o" -lm -o "$work/generate"
 
-"$work/generate" --ids --tokens $ntok --dump-logits "$work/logits.f32" "$prompt" >"$work/ids.txt" 2>"$work/timing.txt"
+"$work/generate" --ids --tokens $ntok --ignore-eos --dump-logits "$work/logits.f32" "$prompt" >"$work/ids.txt" 2>"$work/timing.txt"
 cat "$work/timing.txt"
 ids=$(head -n 1 "$work/ids.txt")
 [ "$ids" = 504,3575,282,4649,314 ] || { echo "reference: FAIL the prompt's ids are $ids"; exit 1; }
 /usr/bin/python3 "$root/tools/llama_reference.py" --gguf "$gguf" --cache "$base/llama_reference/smollm2" \
-  --gguf-python "$py" --prompt-ids "$ids" --tokens $ntok --out "$work/ref"
+  --gguf-python "$py" --prompt-ids "$ids" --tokens $ntok --ignore-eos --out "$work/ref"
 /usr/bin/python3 "$here/compare_logits.py" "$work/ids.txt" "$work/logits.f32" "$work/ref" 1e-3
