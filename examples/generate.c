@@ -558,6 +558,9 @@ int main(int argc, char **argv) {
       put_bytes(t, len);
     }
     put_flush();
+    free(ids.id);
+    free(merge_slot);
+    free(special);
     return 0;
   }
   if (ids.n == 0)
