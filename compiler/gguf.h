@@ -76,7 +76,7 @@ typedef struct GgufTensor {
   const char *name;        /* unique in the file */
   int ggml_type;           /* GGML_TYPE_* as in the file */
   const char *type_name;   /* "F32", "Q4_1", "Q6_K", ... */
-  int n_dims;              /* 1..4 */
+  int n_dims;              /* 0..4 (0: a scalar) */
   int64_t ne[4];           /* GGUF order: ne[0] varies fastest (unused dims are 1) */
   Type type;               /* what kiln binds: dims ne reversed (row-major: GGUF ne=[576,49152]
                               is [49152,576]); f32 for F32, F16, BF16 and the block-quantized

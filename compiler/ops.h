@@ -44,6 +44,10 @@ typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
  *                     (Reshape and friends): simplify makes it an alias
  *   OPF_HALF          computes f16/bf16 (in f32, or as bit patterns); ops
  *                     without it refuse them (op_check_half)
+ *   OPF_NOFOLD        never evaluated at compile time, even on constant
+ *                     inputs: its output is much larger than its inputs
+ *                     (DequantizeBlocks: 4-8x the blocks), and passes
+ *                     fuse it into its readers instead (fold.c)
  * Ops that accumulate into their output input by input (Max, Sum, ...) or
  * write before they read (GEMMs and their epilogues) have no INPLACE flag. */
 enum {
@@ -52,6 +56,7 @@ enum {
   OPF_INPLACE_PAIR = 1 << 2,
   OPF_VIEW = 1 << 3,
   OPF_HALF = 1 << 4,
+  OPF_NOFOLD = 1 << 5,
 };
 
 typedef struct OpInfo {

@@ -463,6 +463,43 @@ add_test(NAME quantize_model_encoder_2l_interp
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
 
+# GGUF weight files (compiler/gguf.c): the reader on the fixture
+# tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
+# on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
+# once into the build folder; skipped (77) offline)
+add_executable(test_gguf ${T}/gguf/test_gguf.c)
+target_link_libraries(test_gguf PRIVATE kilnlib)
+add_test(NAME gguf_reader COMMAND test_gguf ${T}/gguf)
+add_test(NAME gguf_reader_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" \"$3\" \"$f\""
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm $<TARGET_FILE:test_gguf> ${T}/gguf)
+set_tests_properties(gguf_reader_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# binding: tests/gguf/bind/model.lua binds all 21 tensors of the fixture by
+# name (--strict-weights), F32/F16 as f32 constants and the Q8_0/Q4_0/Q4_1
+# ones through DequantizeBlocks, against the gguf package's own
+# dequantization (tests/gguf/make_bind_case.py wrote the reference); the
+# file is told by its magic bytes, so a .gguf under another name binds too
+add_test(NAME gguf_bind_c COMMAND ${KILN_BIN} check -q ${T}/gguf/bind
+         --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
+add_test(NAME gguf_bind_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/bind
+         --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
+add_test(NAME gguf_bind_blob_by_magic
+         COMMAND sh -c "mkdir -p \"$2\" && cp \"$1/tiny_llama.gguf\" \"$2/weights.safetensors\" &&
+                        \"$0\" check -q --weights=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
+                 ${KILN_BIN} ${T}/gguf ${CMAKE_BINARY_DIR}/gguf-tests)
+# bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
+# magic and version, huge counts and lengths, offsets past the end,
+# misaligned or overlapping, n_dims 5, duplicate names and keys, unknown
+# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
+# --strict-weights): one line "kiln: ...", exit 1, no file
+add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
+# the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
+# and taken through every pass and emission (kiln info); skipped offline
+add_test(NAME gguf_bind_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
 # ---- text generation (issue 10; tests/generate/) ----
 # tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
 # examples/generate.c's BPE encoder over them, through a stub model (test

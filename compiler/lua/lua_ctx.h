@@ -27,6 +27,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "../gguf.h"
 #include "../safetensors.h"
 #include "lua_frontend.h"
 
@@ -41,7 +42,8 @@ typedef struct LuaCtx {
   int64_t mem, max_mem;      /* allocator */
   bool mem_exceeded;
   int last_line;             /* script line at the last hook call (for memory errors) */
-  SafeTensors *weights;      /* bound weights, or NULL */
+  SafeTensors *weights;      /* bound .safetensors weights, or NULL */
+  Gguf *gguf;                /* bound .gguf weights, or NULL (at most one of the two) */
   const char *weights_path;
   bool *set_used;            /* per --set, whether config{} consumed it */
   const char *config_origin; /* "model.lua:3" of the config{} call, for unknown --set keys */

@@ -1,7 +1,9 @@
 /* fold.c — constant folding through each op's _eval. A node whose present
  * inputs are all constants is evaluated at compile time (unless its result
  * would exceed the size cap, so folding never blows a small model up into a
- * huge weight table); a node whose outputs are all constants is dropped. */
+ * huge weight table); a node whose outputs are all constants is dropped.
+ * Ops flagged OPF_NOFOLD (ops.h) are never evaluated here: their result
+ * would be a larger copy of weights kept smaller on purpose. */
 #include <string.h>
 
 #include "../ops.h"
@@ -32,8 +34,8 @@ static bool int8_weight_kept(const Graph *g, const Node *n) {
 
 bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d) {
   *folded = false;
-  if (int8_weight_kept(g, n))
-    return true;
+  if (int8_weight_kept(g, n) || (op_table[n->op].flags & OPF_NOFOLD))
+    return true; /* OPF_NOFOLD: the op says its result is no constant worth storing */
   size_t bytes = 0;
   bool all_const = true;
   for (int j = 0; j < n->nout; j++) {

@@ -8,10 +8,11 @@
 #   token 30, and on: --ignore-eos makes both sides run all 32)
 #   tools/llama_reference.py on the same prompt ids (float64, no KV cache)
 # then compare_logits.py: the same 32 greedy tokens, and every step's
-# logits within 1e-3 by max|app - ref| / max|ref|. The GGUF is fetched once
-# (fetch_smollm2.sh), the reference's dequantized tensors are cached beside
-# WORK_DIR (llama_reference/), and the dequantization runs in the
-# tokenizers+gguf venv (tokvenv.sh). $KILN_APP_CFLAGS is added to the
+# logits within 1e-3 by max|app - ref| / max|ref|. The GGUF is fetched
+# once into BUILD/smollm (tests/gguf/fetch_smollm.sh, shared with the GGUF
+# tests), the reference's dequantized tensors are cached beside WORK_DIR
+# (llama_reference/), and the dequantization runs in the tokenizers+gguf
+# venv (tokvenv.sh). $KILN_APP_CFLAGS is added to the
 # app's build. Exit 0 on success, 1 on failure, 77 (ctest's skip) when the
 # model or a Python (torch, the venv) cannot be had.
 set -euo pipefail
@@ -28,7 +29,7 @@ ntok=32
 py=$("$here/tokvenv.sh" "${KILN_TOKVENV:-$base/tokvenv}") ||
   { echo "reference: SKIP: no venv with tokenizers and gguf (offline?)"; exit 77; }
 rc=0
-gguf=$("$here/fetch_smollm2.sh" "${KILN_SMOLLM2_DIR:-$base/smollm2}") || rc=$?
+gguf=$("$root/tests/gguf/fetch_smollm.sh" "$(cd "$base/.." && pwd)/smollm") || rc=$?
 [ $rc = 0 ] || exit $rc
 rm -rf "$work"
 mkdir -p "$work"
