@@ -421,10 +421,10 @@ static int64_t argmax(const float *x) {
 }
 
 static void check_rc(int rc, const char *what) {
-  if (rc == KILN_ERR_CACHE_FULL)
+  if (rc == KILN_E_CACHE_FULL)
     die("%s: the KV cache is full (compile with a larger --set ctx=N)", what);
   if (rc != KILN_OK)
-    die("%s failed (KILN_ERR_ARG or another error code)", what);
+    die("%s failed (KILN_E_ARG or another error code)", what);
 }
 
 /* The weights of a model this size are in a blob, linked in by

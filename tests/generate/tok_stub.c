@@ -21,7 +21,7 @@ static const char *api_h =
     "int p_prefill(p_state *state, const int64_t tokens[P_PREFILL], int n, float logits[P_VOCAB]);\n"
     "int p_step(p_state *state, int64_t token, float logits[P_VOCAB]);\n"
     "int64_t p_length(const p_state *state);\n"
-    "#define KILN_OK 0\n#define KILN_ERR_ARG (-1)\n#define KILN_ERR_CACHE_FULL (-2)\n"
+    "#define KILN_OK 0\n#define KILN_E_CACHE_FULL 6\n#define KILN_E_ARG 7\n"
     "#define P_WEIGHTS_SIZE 64 /* a stub: nothing to bind */\n"
     "static inline int p_bind_linked_weights(void) { return KILN_OK; }\n"
     "const char *p_weights_error(int code);\n";
@@ -34,11 +34,11 @@ static const char *api_c =
     "  for (int i = 0; i < P_VOCAB; i++) logits[i] = (float)(i % 7) * 0.01f;\n"
     "  logits[(token + 1) % P_VOCAB] = 10.0f;\n}\n"
     "static int append(p_state *state, const int64_t *tokens, int n, float *logits) {\n"
-    "  if (state->len + n > P_CTX) return KILN_ERR_CACHE_FULL;\n"
+    "  if (state->len + n > P_CTX) return KILN_E_CACHE_FULL;\n"
     "  state->len += n; state->last = tokens[n - 1]; stub_logits(tokens[n - 1], logits);\n"
     "  return KILN_OK;\n}\n"
     "int p_prefill(p_state *state, const int64_t tokens[P_PREFILL], int n, float logits[P_VOCAB]) {\n"
-    "  if (n < 1 || n > P_PREFILL) return KILN_ERR_ARG;\n"
+    "  if (n < 1 || n > P_PREFILL) return KILN_E_ARG;\n"
     "  return append(state, tokens, n, logits);\n}\n"
     "int p_step(p_state *state, int64_t token, float logits[P_VOCAB]) {\n"
     "  return append(state, &token, 1, logits);\n}\n";
