@@ -4,10 +4,10 @@
  * tokens are GPT-2 byte-level text; control and user-defined tokens are
  * their text as it is, which is how llama.cpp prints them too), resolve
  * every merge to ids through a hash table of the stored texts, then print.
- * The text table is a few hundred string literals of about 100 characters
+ * The text table is one string literal in lines of about 100 characters
  * (valid UTF-8 written as it is, other bytes as octal escapes); the
  * integer tables are bare numbers, 16 or 24 to a line, so that gcc reads
- * them quickly and the .c stays about 1.5 MB for a 49k vocabulary. */
+ * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
 #include "tokenizer.h"
 
 #include <ctype.h>
