@@ -52,7 +52,8 @@
  * symbols, marks or digits listed in char_class), so text in some
  * non-Latin scripts (combining marks, rare digits) may split differently.
  * tests/generate/run_tokenizer.sh checks it against Hugging Face's on
- * varied English text.
+ * varied English text and a few lines of other scripts (measured too: the
+ * same ids on all 319 paragraphs of kiln's own Markdown docs and sources).
  *
  * Memory: the model's state (KV cache and length) is a few tens of MB, too
  * big for the stack, so it is a static object, as are the logits; the
