@@ -502,6 +502,12 @@ add_test(NAME gguf_bind_blob_by_magic
 # types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
 # --strict-weights): one line "kiln: ...", exit 1, no file
 add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
+# the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
+# and taken through every pass and emission (kiln info); skipped offline
+add_test(NAME gguf_bind_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
 # Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
