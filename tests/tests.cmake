@@ -17,6 +17,20 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# the block kernels' f16 scales: kiln_f16_to_f32_fast, plain and with F16C
+add_executable(unit_f16_fast ${T}/unit/f16_fast.c)
+target_include_directories(unit_f16_fast PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_f16_fast PRIVATE -O2)
+add_test(NAME unit_f16_fast COMMAND unit_f16_fast)
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND EXISTS /proc/cpuinfo)
+  file(READ /proc/cpuinfo KILN_CPUINFO_F16C)
+  if(KILN_CPUINFO_F16C MATCHES "[ \t]f16c[ \n]")
+    add_executable(unit_f16_fast_f16c ${T}/unit/f16_fast.c)
+    target_include_directories(unit_f16_fast_f16c PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+    target_compile_options(unit_f16_fast_f16c PRIVATE -O2 -mf16c)
+    add_test(NAME unit_f16_fast_f16c COMMAND unit_f16_fast_f16c)
+  endif()
+endif()
 
 # ONNX backend node tests, against the committed pass lists
 add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
