@@ -585,3 +585,14 @@ foreach(dir ${KILN_BQ_CASES})
                                                    "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
+
+# ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
+# part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)
+# as a decoder graph — prefill + steps == prefill bit for bit, and torch's
+# logits through its own cache within 1e-4 at every position — and the
+# refusals (no past, a Concat on the wrong axis, positions from the past's
+# shape, a Lua model, bad --kv-cache / --prefill), one line each
+add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
+add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
+add_test(NAME generate_past_bad
+         COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)

@@ -1,0 +1,577 @@
+/* onnx_decoder.c — an ONNX decoder exported with a KV cache in its
+ * interface (torch `use_cache=True`: inputs input_ids [B, S], optional
+ * attention_mask [B, past+S] and position_ids [B, S], past_key_values.L.key
+ * / .value [B, H, past, D]; outputs logits [B, S, V] and present.L.key /
+ * .value [B, H, past+S, D]) into kiln's generative model (Graph.decoder,
+ * issue 10): the same graph the Lua frontend's decoder{} builds, so the
+ * emitter writes NAME_prefill / NAME_step / NAME_length for it.
+ *
+ * The pattern, per layer, as torch exports it (checked before anything
+ * is changed; the first mismatch is the error, naming the node):
+ *
+ *   K = Concat(past.L.key, k_new) on axis 2     V = Concat(past.L.value, v_new) on axis 2
+ *   s = MatMul(q, Transpose(K, perm 0,1,3,2))
+ *   s -> any of: Div/Mul by a scale, Add of a mask, Where(mask, ., s), Cast -> Softmax(last axis)
+ *   y = MatMul(softmax, V)
+ *
+ * The graph is copied twice into a new one — for T = prefill tokens and
+ * for T = 1, B = 1 — with a value map: constants (and nodes that read only
+ * constants) once, shared; input_ids from the entry's tokens, position_ids
+ * from start + 0..T-1; each Concat becomes a CacheWrite of k_new as rows
+ * [T, H, D] into a state [ctx, H, D] both entries share, and y becomes
+ * CachedAttention(q, kcache, vcache, start, count) with the scale folded
+ * in; the logits are the last real token's row. attention_mask is
+ * dropped (one stream, every position real: all ones), and with it the
+ * causal-mask arithmetic that read the past's shape; present.* outputs
+ * are dropped (the caches are the present). Whatever the logits still
+ * need from the mask, a past or a concatenation after that is an error
+ * naming the node that reads it. */
+#include <string.h>
+
+#include "build.h"
+#include "onnx_decoder.h"
+#include "ops.h"
+
+/* One layer's attention over its past. */
+typedef struct PastAttn {
+  int kpast, vpast;          /* the past inputs (source value ids) */
+  int knew, vnew;            /* the rows Concat appends: [B, H, S, D] */
+  int q;                     /* the queries [B, H, S, D] */
+  int out_node;              /* the MatMul(probs, V) it ends in */
+  double scale;              /* product of the constant factors on the scores */
+  int scale_vid, scale_op;   /* a factor that is not a constant (OP_DIV/OP_MUL), or -1 */
+  int kstate, vstate;        /* the caches (values of the new graph) */
+} PastAttn;
+
+typedef struct Src {
+  Graph *g;
+  int ids, mask, pos;        /* inputs, -1 when absent */
+  int logits;                /* the output kept */
+  PastAttn *at;
+  int nat;
+  int *attn_at;              /* node -> its PastAttn (the node is its out_node), or -1 */
+  const char **poison;       /* value -> why no node the logits need may read it, or NULL */
+  bool *live;                /* node: the logits need it */
+  bool *shared;              /* value: the same in both entries (constants) */
+  bool *shared_node;         /* node: reads only shared values */
+} Src;
+
+static bool is_past(const Value *v, bool *key) {
+  size_t n = strlen(v->name);
+  if (strncmp(v->name, "past", 4) || v->data)
+    return false;
+  if (n > 4 && !strcmp(v->name + n - 4, ".key"))
+    return *key = true;
+  if (n > 6 && !strcmp(v->name + n - 6, ".value"))
+    return !(*key = false);
+  return false;
+}
+
+bool onnx_has_past_inputs(const Graph *g) {
+  bool key;
+  for (int i = 0; i < g->ninputs; i++)
+    if (is_past(gval(g, g->inputs[i]), &key))
+      return true;
+  return false;
+}
+
+/* The nodes reading value vid: how many, the first in *first. */
+static int readers(const Graph *g, int vid, int *first) {
+  int k = 0;
+  *first = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++)
+      if (g->nodes[i].in[j] == vid) {
+        if (!k++)
+          *first = i;
+        break;
+      }
+  return k;
+}
+
+/* A scalar the model fixes: an initializer, or a Constant node's value. */
+static bool const_scalar(const Graph *g, int vid, double *x) {
+  const Value *v = gval(g, vid);
+  if (v->data && v->type.rank >= 0 && type_numel(&v->type) == 1 && dt_is_float(v->type.dt) && !dt_is_half(v->type.dt))
+    return *x = el_get_f(v->type.dt, v->data, 0), true;
+  if (v->producer < 0 || g->nodes[v->producer].op != OP_CONSTANT)
+    return false;
+  const Node *n = &g->nodes[v->producer];
+  const Attr *a = attr_get(n, "value");
+  if (a && a->kind == ATTR_TENSOR && a->t && a->t->data && type_numel(&a->t->type) == 1 &&
+      dt_is_float(a->t->type.dt) && !dt_is_half(a->t->type.dt))
+    return *x = el_get_f(a->t->type.dt, a->t->data, 0), true;
+  if ((a = attr_get(n, "value_float")) && a->kind == ATTR_FLOAT)
+    return *x = a->f, true;
+  return false;
+}
+
+/* past: f32 [B, H, past, D] with B 1 or symbolic, H and D fixed. */
+static bool check_past(const Graph *g, int vid, Diag *d) {
+  const Value *v = gval(g, vid);
+  const Type *t = &v->type;
+  char ts[128];
+  if (t->dt != DT_F32 || t->rank != 4 || t->dims[1] < 1 || t->dims[3] < 1 || (t->dims[0] != -1 && t->dims[0] != 1))
+    return diag_error(d, "input '%s' is %s; expected f32 [batch, heads, past, head_dim] with heads and head_dim "
+                      "fixed numbers (batch 1 or symbolic)", v->name, type_str(t, ts, sizeof ts));
+  return true;
+}
+
+/* The one Concat(past, new) on the sequence axis that appends to past;
+ * its node index, or -1 + d. */
+static int past_concat(const Graph *g, int past, Diag *d) {
+  const char *name = gval(g, past)->name;
+  int found = -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = &g->nodes[i];
+    if (n->op != OP_CONCAT)
+      continue;
+    for (int j = 0; j < n->nin; j++)
+      if (n->in[j] == past) {
+        if (found >= 0)
+          return diag_node(d, g, n, "appends to '%s' a second time; expected one Concat(past, new) per past", name), -1;
+        if (n->nin != 2 || j != 0)
+          return diag_node(d, g, n, "reads '%s' as input %d of %d; expected Concat(past, new): the past first, "
+                           "then the new rows", name, j, n->nin), -1;
+        int axis;
+        int64_t a = attr_int(n, "axis", 1 << 20);
+        if (!axis_norm(a, 4, &axis) || axis != 2)
+          return diag_node(d, g, n, "concatenates '%s' on axis %lld; expected axis 2 (or -2), the sequence axis "
+                           "of [batch, heads, past, head_dim]", name, (long long)a), -1;
+        found = i;
+      }
+  }
+  if (found < 0)
+    diag_error(d, "input '%s' is not appended to; expected present = Concat('%s', new rows) on the sequence axis",
+               name, name);
+  return found;
+}
+
+/* The attention reading the keys K (a past Concat's output): fills q,
+ * out_node, the scale and the value past; false + d. */
+static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
+  Graph *g = s->g;
+  int K = g->nodes[kcat].out[0], t, m;
+  const char *kn = gval(g, K)->name;
+  if (readers(g, K, &t) != 1 || g->nodes[t].op != OP_TRANSPOSE)
+    return t < 0 ? diag_node(d, g, &g->nodes[kcat], "output '%s' is read by no node; expected the attention's "
+                             "Transpose(perm 0,1,3,2) -> MatMul(q, keys)", kn)
+                 : diag_node(d, g, &g->nodes[t], "reads the keys '%s'%s; expected them read by one Transpose(perm "
+                             "0,1,3,2) into MatMul(q, keys), and by the present output", kn,
+                             g->nodes[t].op == OP_TRANSPOSE ? " with other readers beside it" : "");
+  const Attr *perm = attr_get(&g->nodes[t], "perm");
+  static const int64_t want[4] = {0, 1, 3, 2};
+  if (!perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want))
+    return diag_node(d, g, &g->nodes[t], "transposes the keys '%s' with another perm; expected perm [0, 1, 3, 2] "
+                     "(the keys transposed for MatMul(q, keys))", kn);
+  int kt = g->nodes[t].out[0];
+  if (readers(g, kt, &m) != 1 || g->nodes[m].op != OP_MATMUL || g->nodes[m].in[1] != kt)
+    return diag_node(d, g, m >= 0 ? &g->nodes[m] : &g->nodes[t], "reads the transposed keys; expected one "
+                     "MatMul(q, transposed keys) making the scores");
+  at->q = g->nodes[m].in[0];
+  at->scale = 1;
+  at->scale_vid = -1;
+  int x = g->nodes[m].out[0];
+  for (int steps = 0; steps < 32; steps++) {
+    int c;
+    int nr = readers(g, x, &c);
+    if (nr != 1)
+      return diag_node(d, g, &g->nodes[gval(g, x)->producer], "its output is read by %d nodes; expected one chain "
+                       "scores -> scale / mask -> Softmax -> MatMul(probs, values)", nr);
+    Node *n = &g->nodes[c];
+    double f;
+    int other = n->nin == 2 ? n->in[n->in[0] == x ? 1 : 0] : -1;
+    switch (n->op) {
+    case OP_DIV:
+    case OP_MUL:
+      if (n->op == OP_DIV && n->in[0] != x)
+        return diag_node(d, g, n, "divides by the scores; expected the scores divided by a scale");
+      if (const_scalar(g, other, &f))
+        at->scale = n->op == OP_DIV ? at->scale / f : at->scale * f;
+      else if (at->scale_vid < 0)
+        at->scale_vid = other, at->scale_op = n->op;
+      else
+        return diag_node(d, g, n, "scales the scores a second time by a value that is not a constant; expected "
+                         "at most one computed scale");
+      break;
+    case OP_ADD: /* + mask */
+    case OP_CAST:
+      break;
+    case OP_WHERE: /* Where(mask, fill, scores) or Where(mask, scores, fill) */
+      if (n->in[0] == x)
+        return diag_node(d, g, n, "uses the scores as its condition; expected Where(mask, scores, fill) or "
+                         "Where(mask, fill, scores)");
+      break;
+    case OP_SOFTMAX: {
+      int64_t axis = attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+      if (axis != -1 && axis != 3)
+        return diag_node(d, g, n, "has axis %lld; expected the softmax over the keys, axis -1 (or 3)", (long long)axis);
+      int y = n->out[0], o;
+      if (readers(g, y, &o) != 1 || g->nodes[o].op != OP_MATMUL || g->nodes[o].in[0] != y)
+        return diag_node(d, g, n, "its output is read by %s; expected one MatMul(probs, values)",
+                         o < 0 ? "no node" : node_op_name(&g->nodes[o]));
+      int V = g->nodes[o].in[1], vc = gval(g, V)->producer;
+      bool key;
+      if (vc < 0 || g->nodes[vc].op != OP_CONCAT || g->nodes[vc].nin != 2 || g->nodes[vc].in[0] < 0 ||
+          !is_past(gval(g, g->nodes[vc].in[0]), &key) || key)
+        return diag_node(d, g, &g->nodes[o], "multiplies the attention by '%s'; expected the values with their "
+                         "past, Concat(past_key_values.L.value, new values)", gval(g, V)->name);
+      at->vpast = g->nodes[vc].in[0];
+      at->vnew = g->nodes[vc].in[1];
+      at->out_node = o;
+      if (!check_past(g, at->vpast, d) || past_concat(g, at->vpast, d) != vc)
+        return false;
+      return true;
+    }
+    default:
+      return diag_node(d, g, n, "reads the attention scores; expected only Div/Mul by a scale, Add or Where of "
+                       "a mask, and Cast between MatMul(q, keys) and the Softmax");
+    }
+    x = n->out[0];
+  }
+  return diag_node(d, g, &g->nodes[m], "starts a chain of more than 32 nodes; expected scores -> scale / mask -> "
+                   "Softmax -> MatMul(probs, values)");
+}
+
+/* Inputs, outputs and the attentions of the source graph. */
+static bool analyse(Src *s, Diag *d) {
+  Graph *g = s->g;
+  Arena *a = g->arena;
+  s->ids = s->mask = s->pos = s->logits = -1;
+  s->at = arena_alloc(a, sizeof(PastAttn) * (size_t)(g->ninputs + 1));
+  s->poison = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
+  s->attn_at = arena_alloc(a, sizeof(int) * (size_t)(g->nnodes + 1));
+  for (int i = 0; i < g->nnodes; i++)
+    s->attn_at[i] = -1;
+  for (int i = 0; i < g->ninputs; i++) {
+    int vid = g->inputs[i];
+    const Value *v = gval(g, vid);
+    bool key;
+    char ts[128];
+    if (v->data)
+      continue;
+    if (!strcmp(v->name, "input_ids") || !strcmp(v->name, "position_ids")) {
+      if (v->type.dt != DT_I64 || v->type.rank != 2 || (v->type.dims[0] != -1 && v->type.dims[0] != 1))
+        return diag_error(d, "input '%s' is %s; expected i64 [batch, seq]", v->name, type_str(&v->type, ts, sizeof ts));
+      *(v->name[0] == 'i' ? &s->ids : &s->pos) = vid;
+    } else if (!strcmp(v->name, "attention_mask")) {
+      s->mask = vid;
+      s->poison[vid] = "outside the attentions' masking; expected the mask used only to mask scores (kiln drops "
+                       "it: one stream, every position real)";
+    } else if (is_past(v, &key)) {
+      if (!check_past(g, vid, d))
+        return false;
+      s->poison[vid] = "other than through the Concat that appends to it; expected the past read by that Concat "
+                       "only (positions given as position_ids, the mask built from attention_mask)";
+    } else
+      return diag_error(d, "input '%s' is not one kiln knows in a model with a past; expected input_ids, "
+                        "attention_mask, position_ids and past_key_values.L.key / .value", v->name);
+  }
+  if (s->ids < 0)
+    return diag_error(d, "the model has no input 'input_ids'; expected the token ids as input_ids [batch, seq]");
+  for (int i = 0; i < g->noutputs; i++) {
+    const char *name = gval(g, g->outputs[i])->name;
+    if (!strncmp(name, "present", 7))
+      continue;
+    if (s->logits >= 0)
+      return diag_error(d, "outputs '%s' and '%s' are not present.*; expected one output, the logits, beside the "
+                        "present keys and values", gval(g, s->logits)->name, name);
+    s->logits = g->outputs[i];
+  }
+  if (s->logits < 0)
+    return diag_error(d, "every output is a present.*; expected the logits [batch, seq, vocab] among them");
+  /* each key past: its Concat, the attention that reads it, the value past */
+  for (int i = 0; i < g->ninputs; i++) {
+    int vid = g->inputs[i];
+    bool key;
+    if (!is_past(gval(g, vid), &key) || !key)
+      continue;
+    int kc = past_concat(g, vid, d);
+    if (kc < 0)
+      return false;
+    PastAttn *at = &s->at[s->nat];
+    *at = (PastAttn){.kpast = vid, .knew = g->nodes[kc].in[1], .kstate = -1, .vstate = -1};
+    if (!match_attention(s, at, kc, d))
+      return false;
+    const Type *kt = &gval(g, vid)->type, *vt = &gval(g, at->vpast)->type;
+    if (kt->dims[1] != vt->dims[1])
+      return diag_error(d, "inputs '%s' and '%s' have %lld and %lld heads; expected the same", gval(g, vid)->name,
+                        gval(g, at->vpast)->name, (long long)kt->dims[1], (long long)vt->dims[1]);
+    for (int k = 0; k < s->nat; k++)
+      if (s->at[k].vpast == at->vpast)
+        return diag_error(d, "input '%s' is the values of two attentions; expected one past per layer",
+                          gval(g, at->vpast)->name);
+    s->attn_at[at->out_node] = s->nat++;
+    s->poison[g->nodes[kc].out[0]] = "(the keys with their past) other than through the attention; expected "
+                                     "them read by the attention and the present output only";
+    s->poison[g->nodes[at->out_node].in[1]] =
+        "(the values with their past) other than through the attention; expected them read by the attention "
+        "and the present output only";
+  }
+  for (int i = 0; i < g->ninputs; i++) { /* a value past no attention reads */
+    int vid = g->inputs[i];
+    bool key, used = false;
+    if (!is_past(gval(g, vid), &key))
+      continue;
+    for (int k = 0; k < s->nat; k++)
+      used = used || s->at[k].vpast == vid || s->at[k].kpast == vid;
+    if (!used)
+      return diag_error(d, "input '%s' is not the keys or values of an attention kiln recognises; expected "
+                        "past_key_values.L.key read by MatMul(q, keys) and .value by MatMul(probs, values)",
+                        gval(g, vid)->name);
+  }
+  if (!s->nat)
+    return diag_error(d, "the model has no past_key_values.L.key input; expected a decoder exported with its "
+                      "past (use_cache=True)");
+  return true;
+}
+
+/* What the logits need, and which of it is the same in both entries;
+ * false + d when they need the mask, a past or a concatenation. */
+static bool mark_live(Src *s, Diag *d) {
+  Graph *g = s->g;
+  Arena *a = g->arena;
+  bool *need = arena_alloc(a, (size_t)g->nvals + 1);
+  s->live = arena_alloc(a, (size_t)g->nnodes + 1);
+  s->shared = arena_alloc(a, (size_t)g->nvals + 1);
+  s->shared_node = arena_alloc(a, (size_t)g->nnodes + 1);
+  need[s->logits] = true;
+  if (s->poison[s->logits])
+    return diag_error(d, "output '%s' is a past or the mask; expected the logits", gval(g, s->logits)->name);
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const Node *n = &g->nodes[i];
+    for (int j = 0; j < n->nout; j++)
+      s->live[i] = s->live[i] || need[n->out[j]];
+    if (!s->live[i])
+      continue;
+    int at = s->attn_at[i];
+    int deps[4], nd = 0;
+    if (at >= 0) {
+      const PastAttn *p = &s->at[at];
+      deps[nd++] = p->q, deps[nd++] = p->knew, deps[nd++] = p->vnew;
+      if (p->scale_vid >= 0)
+        deps[nd++] = p->scale_vid;
+    }
+    for (int j = 0; j < (at >= 0 ? nd : n->nin); j++) {
+      int v = at >= 0 ? deps[j] : n->in[j];
+      if (v < 0)
+        continue;
+      if (s->poison[v])
+        return diag_node(d, g, n, "reads '%s' %s", gval(g, v)->name, s->poison[v]);
+      need[v] = true;
+    }
+  }
+  for (int v = 0; v < g->nvals; v++)
+    s->shared[v] = gval(g, v)->data && gval(g, v)->producer < 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = &g->nodes[i];
+    bool sh = s->live[i] && s->attn_at[i] < 0;
+    for (int j = 0; sh && j < n->nin; j++)
+      sh = n->in[j] < 0 || s->shared[n->in[j]];
+    s->shared_node[i] = sh;
+    for (int j = 0; j < n->nout; j++)
+      s->shared[n->out[j]] = sh;
+  }
+  return true;
+}
+
+/* ---- the new graph ------------------------------------------------------------ */
+
+typedef struct Out {
+  Graph *g;                  /* the decoder graph */
+  Src *s;
+  int *smap;                 /* source value -> new value, for shared values */
+  int *map;                  /* the same for the entry being copied */
+  const char *entry;
+} Out;
+
+/* op(in) with one new output named entry:hint; returns the output. */
+static int add(Out *o, int op, const char *hint, const int *in, int nin, int *node) {
+  Graph *g = o->g;
+  int y = ir_value(g, arena_printf(g->arena, "%s:%s", o->entry, hint));
+  int idx = graph_add_node(g, op, arena_printf(g->arena, "%s:%s", o->entry, hint), in, nin, &y, 1);
+  g->nodes[idx].origin = "kiln --kv-cache";
+  if (node)
+    *node = idx;
+  return y;
+}
+
+static int add_i64(Out *o, const char *hint, const int64_t *v, int n) {
+  return ir_const_i64(o->g, arena_printf(o->g->arena, "%s:%s", o->entry, hint), v, n);
+}
+
+static int reshape(Out *o, const char *hint, int x, const int64_t *shape, int n) {
+  int in[2] = {x, add_i64(o, arena_printf(o->g->arena, "%s_shape", hint), shape, n)};
+  return add(o, OP_RESHAPE, hint, in, 2, NULL);
+}
+
+static int transpose(Out *o, const char *hint, int x, const int64_t *perm) {
+  int idx, y = add(o, OP_TRANSPOSE, hint, &x, 1, &idx);
+  ir_attr_ints(o->g, idx, "perm", perm, 4);
+  return y;
+}
+
+/* Source value v in the new graph. */
+static int lookup(Out *o, int v) {
+  if (v < 0)
+    return -1;
+  if (!o->s->shared[v])
+    return o->map[v];
+  if (o->smap[v] < 0) { /* an initializer, copied once */
+    const Value *sv = gval(o->s->g, v);
+    int nv = graph_add_value(o->g, sv->name);
+    Value *w = gval(o->g, nv);
+    w->type = sv->type;
+    w->data = sv->data;
+    o->smap[v] = nv;
+  }
+  return o->smap[v];
+}
+
+/* A KV cache: state [ctx, H, D] named like its past, zeros at first. */
+static int cache_state(Out *o, int past, int64_t ctx) {
+  const Value *p = gval(o->s->g, past);
+  int vid = graph_add_value(o->g, p->name);
+  Value *v = gval(o->g, vid);
+  v->type = (Type){.dt = DT_F32, .rank = 3, .dims = {ctx, p->type.dims[1], p->type.dims[3]}};
+  v->is_input = v->is_state = true;
+  v->state_next = -1; /* none: CacheWrite changes it where it lives */
+  v->state_init = arena_alloc(o->g->arena, type_bytes(&v->type) + 1);
+  graph_add_input(o->g, vid);
+  return vid;
+}
+
+/* The attention ending in source node i, over the caches. */
+static void put_attention(Out *o, PastAttn *p, const DecoderEntry *e, int i, int64_t ctx) {
+  const Graph *sg = o->s->g;
+  const char *nm = sg->nodes[i].name ? sg->nodes[i].name : "attention";
+  static const int64_t heads_first[4] = {0, 2, 1, 3};
+  int64_t hd = gval(sg, p->kpast)->type.dims[3], vd = gval(sg, p->vpast)->type.dims[3];
+  Arena *a = o->g->arena;
+  if (p->kstate < 0) {
+    p->kstate = cache_state(o, p->kpast, ctx);
+    p->vstate = cache_state(o, p->vpast, ctx);
+  }
+  /* [1, H, T, D] -> [1, T, H, D] -> [T, H, D] */
+  int q = reshape(o, arena_printf(a, "%s/q_rows", nm), transpose(o, arena_printf(a, "%s/q_t", nm),
+                  lookup(o, p->q), heads_first), (int64_t[]){e->tokens, -1, hd}, 3);
+  if (p->scale_vid >= 0) {
+    int in[2] = {q, lookup(o, p->scale_vid)};
+    q = add(o, p->scale_op, arena_printf(a, "%s/q_scaled", nm), in, 2, NULL);
+  }
+  int rows[2], caches[2];
+  for (int kv = 0; kv < 2; kv++) {
+    const char *what = kv ? "v" : "k";
+    int x = transpose(o, arena_printf(a, "%s/%s_t", nm, what), lookup(o, kv ? p->vnew : p->knew), heads_first);
+    rows[kv] = reshape(o, arena_printf(a, "%s/%s_rows", nm, what), x,
+                       (int64_t[]){e->tokens, -1, kv ? vd : hd}, 3);
+    int in[4] = {kv ? p->vstate : p->kstate, rows[kv], e->start_vid, e->count_vid};
+    caches[kv] = add(o, OP_CACHEWRITE, arena_printf(a, "%s/%s_cache", nm, what), in, 4, NULL);
+  }
+  int idx, in[5] = {q, caches[0], caches[1], e->start_vid, e->count_vid};
+  int y = add(o, OP_CACHEDATTENTION, arena_printf(a, "%s/cached", nm), in, 5, &idx);
+  ir_attr_float(o->g, idx, "scale", p->scale);
+  /* [T, H, Dv] -> [1, T, H, Dv] -> [1, H, T, Dv], what the MatMul gave */
+  y = reshape(o, arena_printf(a, "%s/y4", nm), y, (int64_t[]){1, e->tokens, -1, vd}, 4);
+  o->map[sg->nodes[i].out[0]] = transpose(o, arena_printf(a, "%s/y", nm), y, heads_first);
+}
+
+/* A copy of source node i reading the mapped inputs. */
+static void put_copy(Out *o, int i, bool shared) {
+  const Graph *sg = o->s->g;
+  const Node *n = &sg->nodes[i];
+  Arena *a = o->g->arena;
+  int *in = arena_alloc(a, sizeof(int) * (size_t)(n->nin + 1));
+  int *out = arena_alloc(a, sizeof(int) * (size_t)(n->nout + 1));
+  for (int j = 0; j < n->nin; j++)
+    in[j] = lookup(o, n->in[j]);
+  for (int j = 0; j < n->nout; j++) {
+    const char *vn = gval(sg, n->out[j])->name;
+    out[j] = ir_value(o->g, shared ? vn : arena_printf(a, "%s:%s", o->entry, vn));
+    *(shared ? &o->smap[n->out[j]] : &o->map[n->out[j]]) = out[j];
+  }
+  const char *name = n->name ? n->name : node_op_name(n);
+  int idx = graph_add_node(o->g, n->op, shared ? name : arena_printf(a, "%s:%s", o->entry, name), in, n->nin,
+                           out, n->nout);
+  Node *m = &o->g->nodes[idx];
+  m->opset = n->opset;
+  m->origin = n->origin;
+  m->nattr = n->nattr;
+  m->attrs = n->nattr ? arena_dup(a, n->attrs, sizeof(Attr) * (size_t)n->nattr) : NULL;
+}
+
+/* An entry input "<entry>.<role>", i64[n]. */
+static int entry_input(Graph *g, const char *entry, const char *role, int64_t n) {
+  int vid = graph_add_value(g, arena_printf(g->arena, "%s.%s", entry, role));
+  Value *v = gval(g, vid);
+  v->type = (Type){.dt = DT_I64, .rank = 1, .dims = {n}};
+  v->is_input = true;
+  graph_add_input(g, vid);
+  return vid;
+}
+
+/* The source graph once more, as entry e. */
+static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
+  Src *s = o->s;
+  Graph *sg = s->g, *g = o->g;
+  o->entry = e->name;
+  for (int v = 0; v < sg->nvals; v++)
+    o->map[v] = -1;
+  e->tokens_vid = entry_input(g, e->name, "tokens", e->tokens);
+  e->start_vid = entry_input(g, e->name, "start", 1);
+  e->count_vid = entry_input(g, e->name, "count", 1);
+  o->map[s->ids] = reshape(o, "input_ids", e->tokens_vid, (int64_t[]){1, -1}, 2);
+  if (s->pos >= 0) { /* start + 0 .. T-1 */
+    int64_t *steps = arena_alloc(g->arena, sizeof(int64_t) * (size_t)e->tokens);
+    for (int64_t i = 0; i < e->tokens; i++)
+      steps[i] = i;
+    int in[2] = {e->start_vid, add_i64(o, "steps", steps, (int)e->tokens)};
+    o->map[s->pos] = reshape(o, "position_ids", add(o, OP_ADD, "positions", in, 2, NULL), (int64_t[]){1, -1}, 2);
+  }
+  bool first = e == &g->decoder->entries[0];
+  for (int i = 0; i < sg->nnodes; i++) {
+    if (!s->live[i] || (s->shared_node[i] && !first))
+      continue;
+    if (s->attn_at[i] >= 0)
+      put_attention(o, &s->at[s->attn_at[i]], e, i, ctx);
+    else
+      put_copy(o, i, s->shared_node[i]);
+  }
+  /* logits [1, T, V]: the row of the last real token, flattened */
+  int one = add_i64(o, "one", (int64_t[]){1}, 1);
+  int last = add(o, OP_SUB, "last", (int[]){e->count_vid, one}, 2, NULL);
+  int idx, in[2] = {lookup(o, s->logits), last};
+  int row = add(o, OP_GATHER, "logits_last", in, 2, &idx);
+  ir_attr_int(g, idx, "axis", 1);
+  int y = reshape(o, "logits", row, (int64_t[]){-1}, 1);
+  Value *v = gval(g, y);
+  v->name = arena_printf(g->arena, "%s.logits", e->name);
+  v->is_output = true;
+  graph_add_output(g, y);
+  e->logits_out = g->noutputs - 1;
+}
+
+Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, Diag *d) {
+  KILN_ASSERT(prefill >= 1 && prefill <= ctx);
+  Src s = {.g = sg};
+  if (!analyse(&s, d) || !mark_live(&s, d))
+    return NULL;
+  Arena *a = sg->arena;
+  Graph *g = graph_new(a, sg->file);
+  g->name = sg->name;
+  g->opset = sg->opset;
+  Decoder *dec = arena_alloc(a, sizeof *dec);
+  *dec = (Decoder){.ctx = ctx, .nentries = 2,
+                   .entries = {{.name = "prefill", .tokens = prefill}, {.name = "step", .tokens = 1}}};
+  g->decoder = dec;
+  Out o = {.g = g, .s = &s};
+  o.smap = arena_alloc(a, sizeof(int) * (size_t)(sg->nvals + 1));
+  o.map = arena_alloc(a, sizeof(int) * (size_t)(sg->nvals + 1));
+  for (int v = 0; v < sg->nvals; v++)
+    o.smap[v] = -1;
+  for (int k = 0; k < dec->nentries; k++)
+    put_entry(&o, &dec->entries[k], ctx);
+  if (!graph_toposort(g, d))
+    return NULL;
+  return g;
+}

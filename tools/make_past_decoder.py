@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""make_past_decoder.py OUTDIR — a small GPT-2-like decoder exported from
+torch the way `use_cache=True` models are (inputs input_ids [B, S],
+attention_mask [B, past+S], position_ids [B, S], past_key_values.L.key /
+.value [B, H, past, D]; outputs logits [B, S, V] and present.L.key /
+.value [B, H, past+S, D], each a Concat(past, new) on the sequence axis),
+plus torch's own logits for a token sequence run through the cache, for
+`kiln compile --kv-cache` (tests/generate/past/run_past.sh).
+
+Writes OUTDIR/decoder_with_past.onnx and OUTDIR/reference.bin:
+  int64 n, int64 vocab, int64 prefill (the first chunk's length),
+  int64 tokens[n], float32 logits[n][vocab] (logits[i]: after token i).
+torch (Debian's 1.13 on /usr/bin/python3) and a fixed seed: the files
+are committed, this script says how they were made."""
+import math
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+
+LAYERS, D, HEADS, VOCAB, MAXPOS = 2, 32, 4, 64, 64
+HD = D // HEADS
+
+
+def configure(layers, d, heads, vocab, maxpos):
+    global LAYERS, D, HEADS, VOCAB, MAXPOS, HD
+    LAYERS, D, HEADS, VOCAB, MAXPOS, HD = layers, d, heads, vocab, maxpos, d // heads
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(D)
+        self.qkv = nn.Linear(D, 3 * D)
+        self.proj = nn.Linear(D, D)
+        self.ln2 = nn.LayerNorm(D)
+        self.fc = nn.Linear(D, 4 * D)
+        self.out = nn.Linear(4 * D, D)
+
+    def forward(self, x, mask, past_k, past_v):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q = q.view(b, s, HEADS, HD).transpose(1, 2)          # [B, H, S, D]
+        k = k.view(b, s, HEADS, HD).transpose(1, 2)
+        v = v.view(b, s, HEADS, HD).transpose(1, 2)
+        k = torch.cat([past_k, k], dim=2)                     # [B, H, past+S, D]
+        v = torch.cat([past_v, v], dim=2)
+        att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(HD)
+        att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
+        att = torch.softmax(att, dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, D)
+        x = x + self.proj(y)
+        x = x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))
+        return x, k, v
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, D)
+        self.wpe = nn.Embedding(MAXPOS, D)
+        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln_f = nn.LayerNorm(D)
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        s = input_ids.shape[1]
+        keys = past[0].shape[2] + s
+        if position_ids is None:  # the positions after the past's length (bad_positions_from_past.onnx)
+            position_ids = torch.arange(past[0].shape[2], keys).unsqueeze(0)
+        # causal over the past: query i (position past + i) sees keys 0 .. past + i
+        qi = torch.arange(s).unsqueeze(1) + (keys - s)
+        kj = torch.arange(keys).unsqueeze(0)
+        mask = (kj <= qi)[None, None] & attention_mask[:, None, None, :].bool()
+        x = self.wte(input_ids) + self.wpe(position_ids)
+        present = []
+        for i, blk in enumerate(self.blocks):
+            x, k, v = blk(x, mask, past[2 * i], past[2 * i + 1])
+            present += [k, v]
+        logits = torch.matmul(self.ln_f(x), self.wte.weight.t())  # tied head
+        return (logits, *present)
+
+
+def run(model, tokens, past):
+    s = tokens.shape[1]
+    plen = past[0].shape[2]
+    mask = torch.ones(1, plen + s, dtype=torch.int64)
+    pos = torch.arange(plen, plen + s).unsqueeze(0)
+    out = model(tokens, mask, pos, *past)
+    return out[0], list(out[1:])
+
+
+def export(model, path, positions=True):
+    names_in = ["input_ids", "attention_mask"] + (["position_ids"] if positions else [])
+    names_out = ["logits"]
+    dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"},
+           "logits": {0: "batch", 1: "seq"}}
+    if positions:
+        dyn["position_ids"] = {0: "batch", 1: "seq"}
+    for i in range(LAYERS):
+        for kv in ("key", "value"):
+            names_in.append(f"past_key_values.{i}.{kv}")
+            names_out.append(f"present.{i}.{kv}")
+            dyn[names_in[-1]] = {0: "batch", 2: "past"}
+            dyn[names_out[-1]] = {0: "batch", 2: "total"}
+    past = [torch.randn(1, HEADS, 3, HD) for _ in range(2 * LAYERS)]
+    ids = torch.randint(0, VOCAB, (1, 2))
+    args = (ids, torch.ones(1, 5, dtype=torch.int64), torch.arange(3, 5).unsqueeze(0) if positions else None, *past)
+    torch.onnx.export(model, args, path, input_names=names_in,
+                      output_names=names_out, dynamic_axes=dyn, opset_version=14, do_constant_folding=True)
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/generate/past"
+    torch.manual_seed(1234)
+    model = Decoder().eval()
+    with torch.no_grad():
+        for p in model.parameters():  # larger than the default init: logits that differ
+            p.mul_(2.0)
+        for m in model.modules():  # norms that are not all ones and zeros
+            if isinstance(m, nn.LayerNorm):
+                m.weight.normal_(1.0, 0.2)
+                m.bias.normal_(0.0, 0.1)
+    export(model, f"{outdir}/decoder_with_past.onnx")
+
+    # torch's logits through its own cache: a prompt chunk, then one token at a time
+    n, prefill = 24, 5
+    g = torch.Generator().manual_seed(99)
+    tokens = torch.randint(0, VOCAB, (1, n), generator=g)
+    rows = []
+    with torch.no_grad():
+        empty = [torch.zeros(1, HEADS, 0, HD) for _ in range(2 * LAYERS)]
+        logits, past = run(model, tokens[:, :prefill], empty)
+        rows += [logits[0, i] for i in range(prefill)]
+        for i in range(prefill, n):
+            logits, past = run(model, tokens[:, i:i + 1], past)
+            rows.append(logits[0, 0])
+        full, _ = run(model, tokens, empty)  # the whole sequence at once agrees
+        err = (torch.stack(rows) - full[0]).abs().max().item()
+        assert err < 1e-4 * full.abs().max().item(), f"cache and full run differ by {err}"
+    with open(f"{outdir}/reference.bin", "wb") as f:
+        f.write(struct.pack("<3q", n, VOCAB, prefill))
+        f.write(struct.pack(f"<{n}q", *tokens[0].tolist()))
+        f.write(torch.stack(rows).numpy().astype("<f4").tobytes())
+
+    # bad input for the refusals (tests/generate/past/run_bad.sh): a one-layer
+    # miniature whose first past is concatenated on the heads axis
+    import onnx
+    configure(1, 8, 2, 8, 8)
+    export(Decoder().eval(), f"{outdir}/bad_concat_axis.onnx")
+    m = onnx.load(f"{outdir}/bad_concat_axis.onnx")
+    cat = next(n for n in m.graph.node if n.op_type == "Concat" and n.input[0] == "past_key_values.0.key")
+    next(a for a in cat.attribute if a.name == "axis").i = 1
+    onnx.save(m, f"{outdir}/bad_concat_axis.onnx")
+    # ... and one that computes its positions from the past's length
+    export(Decoder().eval(), f"{outdir}/bad_positions_from_past.onnx", positions=False)
+
+
+if __name__ == "__main__":
+    main()
