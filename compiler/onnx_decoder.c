@@ -37,7 +37,9 @@ typedef struct PastAttn {
   int kpast, vpast;          /* the past inputs (source value ids) */
   int knew, vnew;            /* the rows Concat appends: [B, H, S, D] */
   int q;                     /* the queries [B, H, S, D] */
+  bool seq_first[3];         /* q, knew, vnew are [B, S, H, D] (torch's transpose to heads-first peeled off) */
   int out_node;              /* the MatMul(probs, V) it ends in */
+  int out_t;                 /* the Transpose(0,2,1,3) back to [B, S, H, Dv] that alone reads it, or -1 */
   double scale;              /* product of the constant factors on the scores */
   int scale_vid, scale_op;   /* a factor that is not a constant (OP_DIV/OP_MUL), or -1 */
   int kstate, vstate;        /* the caches (values of the new graph) */
@@ -50,10 +52,13 @@ typedef struct Src {
   PastAttn *at;
   int nat;
   int *attn_at;              /* node -> its PastAttn (the node is its out_node), or -1 */
+  bool *skip;                /* node: an out_t, whose output its attention gives */
   const char **poison;       /* value -> why no node the logits need may read it, or NULL */
   bool *live;                /* node: the logits need it */
   bool *shared;              /* value: the same in both entries (constants) */
   bool *shared_node;         /* node: reads only shared values */
+  bool *tail;                /* node: between the cut and the logits, row by row */
+  int cut;                   /* the value the last token's row is taken of (the logits when no tail) */
 } Src;
 
 static bool is_past(const Value *v, bool *key) {
@@ -169,6 +174,8 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
     return diag_node(d, g, m >= 0 ? &g->nodes[m] : &g->nodes[t], "reads the transposed keys; expected one "
                      "MatMul(q, transposed keys) making the scores");
   at->q = g->nodes[m].in[0];
+  if (at->q < 0)
+    return diag_node(d, g, &g->nodes[m], "has no queries; expected MatMul(q, transposed keys)");
   at->scale = 1;
   at->scale_vid = -1;
   int x = g->nodes[m].out[0];
@@ -181,6 +188,8 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
     Node *n = &g->nodes[c];
     double f;
     int other = n->nin == 2 ? n->in[n->in[0] == x ? 1 : 0] : -1;
+    if ((n->op == OP_DIV || n->op == OP_MUL) && other < 0)
+      return diag_node(d, g, n, "has an absent input; expected the scores scaled by a value");
     switch (n->op) {
     case OP_DIV:
     case OP_MUL:
@@ -210,12 +219,12 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
       if (readers(g, y, &o) != 1 || g->nodes[o].op != OP_MATMUL || g->nodes[o].in[0] != y)
         return diag_node(d, g, n, "its output is read by %s; expected one MatMul(probs, values)",
                          o < 0 ? "no node" : node_op_name(&g->nodes[o]));
-      int V = g->nodes[o].in[1], vc = gval(g, V)->producer;
+      int V = g->nodes[o].in[1], vc = V >= 0 ? gval(g, V)->producer : -1;
       bool key;
       if (vc < 0 || g->nodes[vc].op != OP_CONCAT || g->nodes[vc].nin != 2 || g->nodes[vc].in[0] < 0 ||
           !is_past(gval(g, g->nodes[vc].in[0]), &key) || key)
         return diag_node(d, g, &g->nodes[o], "multiplies the attention by '%s'; expected the values with their "
-                         "past, Concat(past_key_values.L.value, new values)", gval(g, V)->name);
+                         "past, Concat(past_key_values.L.value, new values)", V >= 0 ? gval(g, V)->name : "");
       at->vpast = g->nodes[vc].in[0];
       at->vnew = g->nodes[vc].in[1];
       at->out_node = o;
@@ -233,6 +242,29 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
                    "Softmax -> MatMul(probs, values)");
 }
 
+static bool heads_swap(const Node *n) {
+  static const int64_t swap[4] = {0, 2, 1, 3};
+  const Attr *perm = n->op == OP_TRANSPOSE ? attr_get(n, "perm") : NULL;
+  return perm && perm->kind == ATTR_INTS && perm->n == 4 && !memcmp(perm->ints, swap, sizeof swap);
+}
+
+/* torch makes q, k, v heads-first with Transpose(0,2,1,3) and turns the
+ * result back the same way; the cache wants rows [S, H, D]: read the
+ * values before the first transpose and give the one after the second. */
+static void peel_transposes(const Graph *g, PastAttn *at) {
+  int *v[3] = {&at->q, &at->knew, &at->vnew};
+  for (int i = 0; i < 3; i++) {
+    int p = gval(g, *v[i])->producer;
+    if (p >= 0 && heads_swap(&g->nodes[p]) && g->nodes[p].in[0] >= 0) {
+      *v[i] = g->nodes[p].in[0];
+      at->seq_first[i] = true;
+    }
+  }
+  int y = g->nodes[at->out_node].out[0], r;
+  if (!gval(g, y)->is_output && readers(g, y, &r) == 1 && heads_swap(&g->nodes[r]))
+    at->out_t = r;
+}
+
 /* Inputs, outputs and the attentions of the source graph. */
 static bool analyse(Src *s, Diag *d) {
   Graph *g = s->g;
@@ -241,6 +273,7 @@ static bool analyse(Src *s, Diag *d) {
   s->at = arena_alloc(a, sizeof(PastAttn) * (size_t)(g->ninputs + 1));
   s->poison = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
   s->attn_at = arena_alloc(a, sizeof(int) * (size_t)(g->nnodes + 1));
+  s->skip = arena_alloc(a, (size_t)g->nnodes + 1);
   for (int i = 0; i < g->nnodes; i++)
     s->attn_at[i] = -1;
   for (int i = 0; i < g->ninputs; i++) {
@@ -290,9 +323,16 @@ static bool analyse(Src *s, Diag *d) {
     if (kc < 0)
       return false;
     PastAttn *at = &s->at[s->nat];
-    *at = (PastAttn){.kpast = vid, .knew = g->nodes[kc].in[1], .kstate = -1, .vstate = -1};
+    *at = (PastAttn){.kpast = vid, .knew = g->nodes[kc].in[1], .kstate = -1, .vstate = -1, .out_t = -1};
+    if (at->knew < 0)
+      return diag_node(d, g, &g->nodes[kc], "appends nothing to '%s'; expected Concat(past, new rows)",
+                       gval(g, vid)->name);
     if (!match_attention(s, at, kc, d))
       return false;
+    if (at->vnew < 0)
+      return diag_error(d, "the Concat that appends to '%s' appends nothing; expected Concat(past, new rows)",
+                        gval(g, at->vpast)->name);
+    peel_transposes(g, at);
     const Type *kt = &gval(g, vid)->type, *vt = &gval(g, at->vpast)->type;
     if (kt->dims[1] != vt->dims[1])
       return diag_error(d, "inputs '%s' and '%s' have %lld and %lld heads; expected the same", gval(g, vid)->name,
@@ -302,6 +342,8 @@ static bool analyse(Src *s, Diag *d) {
         return diag_error(d, "input '%s' is the values of two attentions; expected one past per layer",
                           gval(g, at->vpast)->name);
     s->attn_at[at->out_node] = s->nat++;
+    if (at->out_t >= 0)
+      s->skip[at->out_t] = true;
     s->poison[g->nodes[kc].out[0]] = "(the keys with their past) other than through the attention; expected "
                                      "them read by the attention and the present output only";
     s->poison[g->nodes[at->out_node].in[1]] =
@@ -373,6 +415,104 @@ static bool mark_live(Src *s, Diag *d) {
       s->shared[n->out[j]] = sh;
   }
   return true;
+}
+
+/* ---- the logits of the last token only ------------------------------------------
+ * A prefill chunk needs one row of logits, and the head (final norm, the
+ * vocabulary projection, sometimes the last feed-forward) works row by
+ * row: the row is taken where that tail starts, so the head runs on one
+ * token instead of T (for GPT-2 small at T = 64, 5 of 16 GFLOP). */
+
+/* The rank of a shared value before inference: an initializer's, or a
+ * Constant node's tensor; -1 when not known. */
+static int shared_rank(const Src *s, int v) {
+  const Value *x = gval(s->g, v);
+  if (x->data)
+    return x->type.rank;
+  if (x->producer < 0 || s->g->nodes[x->producer].op != OP_CONSTANT)
+    return -1;
+  const Node *n = &s->g->nodes[x->producer];
+  const Attr *a = attr_get(n, "value");
+  if (a && a->kind == ATTR_TENSOR && a->t)
+    return a->t->type.rank;
+  return attr_get(n, "value_float") || attr_get(n, "value_int") ? 0 : -1;
+}
+
+static bool last_axis(const Node *n, const char *attr, int64_t dflt) {
+  const Attr *a = attr_get(n, attr);
+  if (!a)
+    return dflt == -1;
+  return a->kind == ATTR_INTS ? a->n == 1 && a->ints[0] == -1 : a->kind == ATTR_INT && a->i == -1;
+}
+
+/* Does node n compute each row (every axis but the last) from the same
+ * row of its inputs that are not shared, the shared ones broadcast over
+ * the rows? */
+static bool row_wise(const Src *s, const Node *n) {
+  if (n->nout != 1 || s->attn_at[n - s->g->nodes] >= 0)
+    return false;
+  for (int j = 0; j < n->nin; j++) /* shared inputs: vectors along the last axis, or scalars */
+    if (n->in[j] >= 0 && s->shared[n->in[j]] && !(n->op == OP_MATMUL && j == 1) &&
+        !(n->op == OP_REDUCEMEAN && j == 1) && (shared_rank(s, n->in[j]) < 0 || shared_rank(s, n->in[j]) > 1))
+      return false;
+  switch (n->op) {
+  case OP_MATMUL: /* x · W, W a matrix */
+    return n->in[1] >= 0 && s->shared[n->in[1]] && shared_rank(s, n->in[1]) == 2 && !s->shared[n->in[0]];
+  case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW:
+  case OP_ABS: case OP_ERF: case OP_EXP: case OP_LOG: case OP_NEG: case OP_RECIPROCAL: case OP_RELU:
+  case OP_SIGMOID: case OP_SOFTPLUS: case OP_SQRT: case OP_TANH: case OP_IDENTITY: case OP_CAST: case OP_GELU:
+    return true;
+  case OP_REDUCEMEAN:
+    return n->nin == 1 && last_axis(n, "axes", 0);
+  case OP_SOFTMAX:
+    return last_axis(n, "axis", n->opset >= 13 ? -1 : 1);
+  case OP_LAYERNORM: case OP_RMSNORM:
+    return last_axis(n, "axis", -1);
+  default:
+    return false;
+  }
+}
+
+/* The tail: grown back from the logits' producer, a value at a time (the
+ * latest producer first) while the value's producer is row-wise and
+ * every reader of the value is in the tail; the cut is the earliest
+ * point where one value feeds the whole tail. */
+static void find_tail(Src *s) {
+  Graph *g = s->g;
+  Arena *a = g->arena;
+  bool *in = arena_alloc(a, (size_t)g->nnodes + 1);
+  s->tail = arena_alloc(a, (size_t)g->nnodes + 1);
+  s->cut = s->logits;
+  int first = gval(g, s->logits)->producer, r;
+  if (first < 0 || !row_wise(s, &g->nodes[first]) || readers(g, s->logits, &r))
+    return;
+  in[first] = true;
+  for (;;) {
+    /* the frontier: values tail nodes read that are not made in the tail nor shared */
+    int front = -1, nfront = 0, best = -1;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int j = 0; in[i] && j < g->nodes[i].nin; j++) {
+        int v = g->nodes[i].in[j];
+        if (v < 0 || s->shared[v] || (gval(g, v)->producer >= 0 && in[gval(g, v)->producer]) || v == front)
+          continue;
+        if (front != v && nfront++ == 0)
+          front = v;
+        int p = gval(g, v)->producer;
+        bool all_in = p >= 0 && row_wise(s, &g->nodes[p]) && !gval(g, v)->is_output;
+        for (int k = 0; all_in && k < g->nnodes; k++)
+          for (int m = 0; all_in && m < g->nodes[k].nin; m++)
+            all_in = g->nodes[k].in[m] != v || in[k];
+        if (all_in && p > best)
+          best = p;
+      }
+    if (nfront == 1) { /* one value feeds it all: a cut */
+      s->cut = front;
+      memcpy(s->tail, in, (size_t)g->nnodes);
+    }
+    if (best < 0)
+      return;
+    in[best] = true;
+  }
 }
 
 /* ---- the new graph ------------------------------------------------------------ */
@@ -452,9 +592,11 @@ static void put_attention(Out *o, PastAttn *p, const DecoderEntry *e, int i, int
     p->kstate = cache_state(o, p->kpast, ctx);
     p->vstate = cache_state(o, p->vpast, ctx);
   }
-  /* [1, H, T, D] -> [1, T, H, D] -> [T, H, D] */
-  int q = reshape(o, arena_printf(a, "%s/q_rows", nm), transpose(o, arena_printf(a, "%s/q_t", nm),
-                  lookup(o, p->q), heads_first), (int64_t[]){e->tokens, -1, hd}, 3);
+  /* [1, H, T, D] -> [1, T, H, D] (unless torch's transpose was peeled off) -> [T, H, D] */
+  int q = lookup(o, p->q);
+  if (!p->seq_first[0])
+    q = transpose(o, arena_printf(a, "%s/q_t", nm), q, heads_first);
+  q = reshape(o, arena_printf(a, "%s/q_rows", nm), q, (int64_t[]){e->tokens, -1, hd}, 3);
   if (p->scale_vid >= 0) {
     int in[2] = {q, lookup(o, p->scale_vid)};
     q = add(o, p->scale_op, arena_printf(a, "%s/q_scaled", nm), in, 2, NULL);
@@ -462,7 +604,9 @@ static void put_attention(Out *o, PastAttn *p, const DecoderEntry *e, int i, int
   int rows[2], caches[2];
   for (int kv = 0; kv < 2; kv++) {
     const char *what = kv ? "v" : "k";
-    int x = transpose(o, arena_printf(a, "%s/%s_t", nm, what), lookup(o, kv ? p->vnew : p->knew), heads_first);
+    int x = lookup(o, kv ? p->vnew : p->knew);
+    if (!p->seq_first[1 + kv])
+      x = transpose(o, arena_printf(a, "%s/%s_t", nm, what), x, heads_first);
     rows[kv] = reshape(o, arena_printf(a, "%s/%s_rows", nm, what), x,
                        (int64_t[]){e->tokens, -1, kv ? vd : hd}, 3);
     int in[4] = {kv ? p->vstate : p->kstate, rows[kv], e->start_vid, e->count_vid};
@@ -471,9 +615,13 @@ static void put_attention(Out *o, PastAttn *p, const DecoderEntry *e, int i, int
   int idx, in[5] = {q, caches[0], caches[1], e->start_vid, e->count_vid};
   int y = add(o, OP_CACHEDATTENTION, arena_printf(a, "%s/cached", nm), in, 5, &idx);
   ir_attr_float(o->g, idx, "scale", p->scale);
-  /* [T, H, Dv] -> [1, T, H, Dv] -> [1, H, T, Dv], what the MatMul gave */
+  /* [T, H, Dv] -> [1, T, H, Dv]: what the transpose after the MatMul gave,
+   * or -> [1, H, T, Dv], what the MatMul gave */
   y = reshape(o, arena_printf(a, "%s/y4", nm), y, (int64_t[]){1, e->tokens, -1, vd}, 4);
-  o->map[sg->nodes[i].out[0]] = transpose(o, arena_printf(a, "%s/y", nm), y, heads_first);
+  if (p->out_t >= 0)
+    o->map[sg->nodes[p->out_t].out[0]] = y;
+  else
+    o->map[sg->nodes[i].out[0]] = transpose(o, arena_printf(a, "%s/y", nm), y, heads_first);
 }
 
 /* A copy of source node i reading the mapped inputs. */
@@ -530,20 +678,24 @@ static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
   }
   bool first = e == &g->decoder->entries[0];
   for (int i = 0; i < sg->nnodes; i++) {
-    if (!s->live[i] || (s->shared_node[i] && !first))
+    if (!s->live[i] || s->skip[i] || s->tail[i] || (s->shared_node[i] && !first))
       continue;
     if (s->attn_at[i] >= 0)
       put_attention(o, &s->at[s->attn_at[i]], e, i, ctx);
     else
       put_copy(o, i, s->shared_node[i]);
   }
-  /* logits [1, T, V]: the row of the last real token, flattened */
+  /* the row of the last real token where the tail starts ([1, T, ...] ->
+   * [1, 1, ...]), the tail on it, the logits flattened */
   int one = add_i64(o, "one", (int64_t[]){1}, 1);
   int last = add(o, OP_SUB, "last", (int[]){e->count_vid, one}, 2, NULL);
-  int idx, in[2] = {lookup(o, s->logits), last};
-  int row = add(o, OP_GATHER, "logits_last", in, 2, &idx);
+  int idx, in[2] = {lookup(o, s->cut), last};
+  o->map[s->cut] = add(o, OP_GATHER, "last_row", in, 2, &idx);
   ir_attr_int(g, idx, "axis", 1);
-  int y = reshape(o, "logits", row, (int64_t[]){-1}, 1);
+  for (int i = 0; i < sg->nnodes; i++)
+    if (s->tail[i])
+      put_copy(o, i, false);
+  int y = reshape(o, "logits", lookup(o, s->logits), (int64_t[]){-1}, 1);
   Value *v = gval(g, y);
   v->name = arena_printf(g->arena, "%s.logits", e->name);
   v->is_output = true;
@@ -556,6 +708,7 @@ Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, Diag *d) 
   Src s = {.g = sg};
   if (!analyse(&s, d) || !mark_live(&s, d))
     return NULL;
+  find_tail(&s);
   Arena *a = sg->arena;
   Graph *g = graph_new(a, sg->file);
   g->name = sg->name;
