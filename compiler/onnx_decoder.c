@@ -57,6 +57,8 @@ typedef struct Src {
   bool *live;                /* node: the logits need it */
   bool *shared;              /* value: the same in both entries (constants) */
   bool *shared_node;         /* node: reads only shared values */
+  int *cat_of;               /* value -> 1 + 2·attention + (0 keys, 1 values) for a past Concat's output, or 0 */
+  signed char *shape_kind;   /* node: Shape of a past Concat's output: 1 the seq dim is read (computed), 2 not (constant) */
   bool *tail;                /* node: between the cut and the logits, row by row */
   int cut;                   /* the value the last token's row is taken of (the logits when no tail) */
 } Src;
@@ -274,6 +276,8 @@ static bool analyse(Src *s, Diag *d) {
   s->poison = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
   s->attn_at = arena_alloc(a, sizeof(int) * (size_t)(g->nnodes + 1));
   s->skip = arena_alloc(a, (size_t)g->nnodes + 1);
+  s->cat_of = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
+  s->shape_kind = arena_alloc(a, (size_t)g->nnodes + 1);
   for (int i = 0; i < g->nnodes; i++)
     s->attn_at[i] = -1;
   for (int i = 0; i < g->ninputs; i++) {
@@ -341,6 +345,8 @@ static bool analyse(Src *s, Diag *d) {
       if (s->at[k].vpast == at->vpast)
         return diag_error(d, "input '%s' is the values of two attentions; expected one past per layer",
                           gval(g, at->vpast)->name);
+    s->cat_of[g->nodes[kc].out[0]] = 1 + 2 * s->nat;
+    s->cat_of[g->nodes[at->out_node].in[1]] = 2 + 2 * s->nat;
     s->attn_at[at->out_node] = s->nat++;
     if (at->out_t >= 0)
       s->skip[at->out_t] = true;
@@ -368,6 +374,66 @@ static bool analyse(Src *s, Diag *d) {
   return true;
 }
 
+/* A small integer tensor the model fixes (an initializer or a Constant
+ * node's value): its elements into v[0..*n), at most 8. */
+static bool const_ints(const Graph *g, int vid, int64_t *v, int *n) {
+  if (vid < 0)
+    return false;
+  const Value *x = gval(g, vid);
+  const Tensor *t = NULL;
+  Tensor tmp;
+  if (x->data && x->producer < 0) {
+    tmp = (Tensor){x->type, x->data};
+    t = &tmp;
+  } else if (x->producer >= 0 && g->nodes[x->producer].op == OP_CONSTANT) {
+    const Attr *a = attr_get(&g->nodes[x->producer], "value");
+    t = a && a->kind == ATTR_TENSOR ? a->t : NULL;
+  }
+  if (!t || !t->data || t->type.rank < 0 || !dt_is_int(t->type.dt) || type_numel(&t->type) > 8)
+    return false;
+  *n = (int)type_numel(&t->type);
+  for (int i = 0; i < *n; i++)
+    v[i] = el_get_i(t->type.dt, t->data, i);
+  return true;
+}
+
+/* Does a live reader of Shape node i's output (the shape of a past
+ * Concat, [1, H, past + T, D]) read its dim 2, or read it in a way kiln
+ * cannot tell? Gather(axis 0) and Slice(axis 0, step 1) with constant
+ * indices are told apart. */
+static bool shape_reads_seq(const Src *s, int i) {
+  const Graph *g = s->g;
+  int y = g->nodes[i].out[0];
+  for (int k = 0; k < g->nnodes; k++) {
+    const Node *n = &g->nodes[k];
+    if (!s->live[k] || n->nin < 1 || n->in[0] != y)
+      continue;
+    for (int j = 1; j < n->nin; j++)
+      if (n->in[j] == y)
+        return true;
+    int64_t a[8], b[8], ax[8], st[8];
+    int na, nb, nax = 0, nst = 0;
+    if (n->op == OP_GATHER && attr_int(n, "axis", 0) == 0 && const_ints(g, n->in[1], a, &na)) {
+      for (int j = 0; j < na; j++)
+        if (a[j] == 2 || a[j] == -2 || a[j] < -4 || a[j] > 3)
+          return true;
+      continue;
+    }
+    if (n->op == OP_SLICE && n->opset >= 10 && const_ints(g, n->in[1], a, &na) && const_ints(g, n->in[2], b, &nb) &&
+        na == 1 && nb == 1 && (n->nin < 4 || n->in[3] < 0 || (const_ints(g, n->in[3], ax, &nax) && nax == 1 && ax[0] == 0)) &&
+        (n->nin < 5 || n->in[4] < 0 || (const_ints(g, n->in[4], st, &nst) && nst == 1 && st[0] == 1))) {
+      int64_t lo = a[0] < 0 ? a[0] + 4 : a[0], hi = b[0] < 0 ? b[0] + 4 : b[0];
+      lo = lo < 0 ? 0 : lo > 4 ? 4 : lo;
+      hi = hi < 0 ? 0 : hi > 4 ? 4 : hi;
+      if (lo <= 2 && 2 < hi)
+        return true;
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
 /* What the logits need, and which of it is the same in both entries;
  * false + d when they need the mask, a past or a concatenation. */
 static bool mark_live(Src *s, Diag *d) {
@@ -386,6 +452,11 @@ static bool mark_live(Src *s, Diag *d) {
       s->live[i] = s->live[i] || need[n->out[j]];
     if (!s->live[i])
       continue;
+    if (n->op == OP_SHAPE && n->nin == 1 && n->in[0] >= 0 && s->cat_of[n->in[0]] && !attr_get(n, "start") &&
+        !attr_get(n, "end")) {
+      s->shape_kind[i] = 1; /* [1, H, start + T, D]: made, not read (shape_reads_seq decides how) */
+      continue;
+    }
     int at = s->attn_at[i];
     int deps[4], nd = 0;
     if (at >= 0) {
@@ -403,6 +474,9 @@ static bool mark_live(Src *s, Diag *d) {
       need[v] = true;
     }
   }
+  for (int i = 0; i < g->nnodes; i++)
+    if (s->shape_kind[i] && s->live[i])
+      s->shape_kind[i] = shape_reads_seq(s, i) ? 1 : 2;
   for (int v = 0; v < g->nvals; v++)
     s->shared[v] = gval(g, v)->data && gval(g, v)->producer < 0;
   for (int i = 0; i < g->nnodes; i++) {
@@ -624,6 +698,30 @@ static void put_attention(Out *o, PastAttn *p, const DecoderEntry *e, int i, int
     o->map[sg->nodes[i].out[0]] = transpose(o, arena_printf(a, "%s/y", nm), y, heads_first);
 }
 
+/* Shape of a past Concat's output, [1, H, start + T, D]: a constant when
+ * nothing reads the sequence dim (a scale from the head size), else
+ * computed from start. */
+static void put_shape(Out *o, const DecoderEntry *e, int i) {
+  const Graph *sg = o->s->g;
+  int c = o->s->cat_of[sg->nodes[i].in[0]] - 1;
+  const PastAttn *p = &o->s->at[c / 2];
+  const Type *pt = &gval(sg, c % 2 ? p->vpast : p->kpast)->type;
+  const char *nm = sg->nodes[i].name ? sg->nodes[i].name : "Shape";
+  Arena *a = o->g->arena;
+  int y;
+  if (o->s->shape_kind[i] == 2) {
+    y = add_i64(o, nm, (int64_t[]){1, pt->dims[1], 1, pt->dims[3]}, 4);
+  } else {
+    int in[2] = {e->start_vid, add_i64(o, arena_printf(a, "%s/T", nm), &e->tokens, 1)}, idx;
+    int parts[3] = {add_i64(o, arena_printf(a, "%s/BH", nm), (int64_t[]){1, pt->dims[1]}, 2),
+                    add(o, OP_ADD, arena_printf(a, "%s/keys", nm), in, 2, NULL),
+                    add_i64(o, arena_printf(a, "%s/D", nm), &pt->dims[3], 1)};
+    y = add(o, OP_CONCAT, nm, parts, 3, &idx);
+    ir_attr_int(o->g, idx, "axis", 0);
+  }
+  o->map[sg->nodes[i].out[0]] = y;
+}
+
 /* A copy of source node i reading the mapped inputs. */
 static void put_copy(Out *o, int i, bool shared) {
   const Graph *sg = o->s->g;
@@ -682,6 +780,8 @@ static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
       continue;
     if (s->attn_at[i] >= 0)
       put_attention(o, &s->at[s->attn_at[i]], e, i, ctx);
+    else if (s->shape_kind[i])
+      put_shape(o, e, i);
     else
       put_copy(o, i, s->shared_node[i]);
   }

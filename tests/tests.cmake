@@ -594,5 +594,9 @@ endforeach()
 # shape, a Lua model, bad --kv-cache / --prefill), one line each
 add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
 add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
+# Hugging Face's GPT-2 style: concat on dim -2, the scale from value.size(-1)
+# (a Shape of the present values), an additive mask, no attention_mask input
+add_test(NAME generate_past_hf_style
+         COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 4 decoder_hf_style.onnx reference_hf_style.bin)
 add_test(NAME generate_past_bad
          COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)

@@ -21,6 +21,11 @@ import torch.nn as nn
 
 LAYERS, D, HEADS, VOCAB, MAXPOS = 2, 32, 4, 64, 64
 HD = D // HEADS
+# "plain": the scores divided by a Python constant, masked_fill (a Where);
+# "hf": as Hugging Face's GPT-2 writes it — concatenated on dim -2, the
+# scale from value.size(-1) (a Shape of the present values), an additive
+# mask, tanh GELU, and no attention_mask input (decoder_hf_style.onnx)
+STYLE = "plain"
 
 
 def configure(layers, d, heads, vocab, maxpos):
@@ -44,14 +49,21 @@ class Block(nn.Module):
         q = q.view(b, s, HEADS, HD).transpose(1, 2)          # [B, H, S, D]
         k = k.view(b, s, HEADS, HD).transpose(1, 2)
         v = v.view(b, s, HEADS, HD).transpose(1, 2)
-        k = torch.cat([past_k, k], dim=2)                     # [B, H, past+S, D]
-        v = torch.cat([past_v, v], dim=2)
-        att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(HD)
-        att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
+        if STYLE == "hf":
+            k = torch.cat((past_k, k), dim=-2)
+            v = torch.cat((past_v, v), dim=-2)
+            att = torch.matmul(q, k.transpose(-1, -2))
+            att = att / torch.full([], v.size(-1) ** 0.5, dtype=att.dtype)
+            att = att + (1.0 - mask.to(att.dtype)) * torch.finfo(att.dtype).min
+        else:
+            k = torch.cat([past_k, k], dim=2)                 # [B, H, past+S, D]
+            v = torch.cat([past_v, v], dim=2)
+            att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(HD)
+            att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
         att = torch.softmax(att, dim=-1)
         y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, D)
         x = x + self.proj(y)
-        x = x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))
+        x = x + self.out(nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh" if STYLE == "hf" else "none"))
         return x, k, v
 
 
@@ -71,7 +83,9 @@ class Decoder(nn.Module):
         # causal over the past: query i (position past + i) sees keys 0 .. past + i
         qi = torch.arange(s).unsqueeze(1) + (keys - s)
         kj = torch.arange(keys).unsqueeze(0)
-        mask = (kj <= qi)[None, None] & attention_mask[:, None, None, :].bool()
+        mask = (kj <= qi)[None, None]
+        if attention_mask is not None:
+            mask = mask & attention_mask[:, None, None, :].bool()
         x = self.wte(input_ids) + self.wpe(position_ids)
         present = []
         for i, blk in enumerate(self.blocks):
@@ -84,17 +98,19 @@ class Decoder(nn.Module):
 def run(model, tokens, past):
     s = tokens.shape[1]
     plen = past[0].shape[2]
-    mask = torch.ones(1, plen + s, dtype=torch.int64)
+    mask = torch.ones(1, plen + s, dtype=torch.int64) if STYLE == "plain" else None
     pos = torch.arange(plen, plen + s).unsqueeze(0)
     out = model(tokens, mask, pos, *past)
     return out[0], list(out[1:])
 
 
 def export(model, path, positions=True):
-    names_in = ["input_ids", "attention_mask"] + (["position_ids"] if positions else [])
+    mask = STYLE == "plain"
+    names_in = ["input_ids"] + (["attention_mask"] if mask else []) + (["position_ids"] if positions else [])
     names_out = ["logits"]
-    dyn = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "total"},
-           "logits": {0: "batch", 1: "seq"}}
+    dyn = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    if mask:
+        dyn["attention_mask"] = {0: "batch", 1: "total"}
     if positions:
         dyn["position_ids"] = {0: "batch", 1: "seq"}
     for i in range(LAYERS):
@@ -105,14 +121,16 @@ def export(model, path, positions=True):
             dyn[names_out[-1]] = {0: "batch", 2: "total"}
     past = [torch.randn(1, HEADS, 3, HD) for _ in range(2 * LAYERS)]
     ids = torch.randint(0, VOCAB, (1, 2))
-    args = (ids, torch.ones(1, 5, dtype=torch.int64), torch.arange(3, 5).unsqueeze(0) if positions else None, *past)
+    args = (ids, torch.ones(1, 5, dtype=torch.int64) if mask else None,
+            torch.arange(3, 5).unsqueeze(0) if positions else None, *past)
     torch.onnx.export(model, args, path, input_names=names_in,
                       output_names=names_out, dynamic_axes=dyn, opset_version=14, do_constant_folding=True)
 
 
-def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/generate/past"
-    torch.manual_seed(1234)
+def make(outdir, onnx_name, ref_name, seed):
+    """A model with random weights, exported, and torch's logits through its
+    own cache for 24 tokens (a prompt chunk of 5, then one at a time)."""
+    torch.manual_seed(seed)
     model = Decoder().eval()
     with torch.no_grad():
         for p in model.parameters():  # larger than the default init: logits that differ
@@ -121,9 +139,7 @@ def main():
             if isinstance(m, nn.LayerNorm):
                 m.weight.normal_(1.0, 0.2)
                 m.bias.normal_(0.0, 0.1)
-    export(model, f"{outdir}/decoder_with_past.onnx")
-
-    # torch's logits through its own cache: a prompt chunk, then one token at a time
+    export(model, f"{outdir}/{onnx_name}")
     n, prefill = 24, 5
     g = torch.Generator().manual_seed(99)
     tokens = torch.randint(0, VOCAB, (1, n), generator=g)
@@ -138,10 +154,20 @@ def main():
         full, _ = run(model, tokens, empty)  # the whole sequence at once agrees
         err = (torch.stack(rows) - full[0]).abs().max().item()
         assert err < 1e-4 * full.abs().max().item(), f"cache and full run differ by {err}"
-    with open(f"{outdir}/reference.bin", "wb") as f:
+    with open(f"{outdir}/{ref_name}", "wb") as f:
         f.write(struct.pack("<3q", n, VOCAB, prefill))
         f.write(struct.pack(f"<{n}q", *tokens[0].tolist()))
         f.write(torch.stack(rows).numpy().astype("<f4").tobytes())
+
+
+def main():
+    global STYLE
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/generate/past"
+    make(outdir, "decoder_with_past.onnx", "reference.bin", 1234)
+    STYLE = "hf"
+    configure(2, 16, 2, 32, 32)
+    make(outdir, "decoder_hf_style.onnx", "reference_hf_style.bin", 4321)
+    STYLE = "plain"
 
     # bad input for the refusals (tests/generate/past/run_bad.sh): a one-layer
     # miniature whose first past is concatenated on the heads axis

@@ -4,8 +4,8 @@
  * prefill, tokens[n], then float logits[n][vocab], logits[i] after token
  * i). Two ways through the cache must both match at every position,
  * relative to the row's largest logit:
- *   - a prompt chunk of `prefill` tokens, then one step per token (how
- *     torch made the reference);
+ *   - a prompt of `prefill` tokens (in chunks of MODEL_PREFILL), then one
+ *     step per token (how torch made the reference);
  *   - for every length i, a fresh state fed tokens 0..i-1 in chunks of
  *     MODEL_PREFILL (each prefill's last row).
  * Built by run_past.sh as MODEL_H / prefix M, like cache_app.c. Usage:
@@ -23,6 +23,18 @@
 #define UP(x) CAT(MU, x)
 
 enum { CTX = UP(_CTX), P = UP(_PREFILL), V = UP(_VOCAB) };
+
+/* Append tokens[0..n) to s in chunks of at most P. */
+static int feed(API(_state) *s, const int64_t *tokens, int64_t n, float *logits) {
+  for (int64_t at = 0; at < n;) {
+    int k = n - at < P ? (int)(n - at) : P;
+    int rc = API(_prefill)(s, tokens + at, k, logits);
+    if (rc != KILN_OK)
+      return rc;
+    at += k;
+  }
+  return KILN_OK;
+}
 
 static double diff(const float *a, const float *b) {
   double d = 0, m = 0;
@@ -42,9 +54,9 @@ int main(int argc, char **argv) {
   if (!f || fread(head, sizeof head, 1, f) != 1)
     return fprintf(stderr, "%s: cannot read the header\n", argv[1]), 2;
   int64_t n = head[0], vocab = head[1], first = head[2];
-  if (vocab != V || n < 1 || n > CTX || first < 1 || first > n || first > P)
-    return fprintf(stderr, "%s: n %lld, vocab %lld, prefill %lld; expected vocab %d, n <= %d, prefill <= %d\n",
-                   argv[1], (long long)n, (long long)vocab, (long long)first, V, CTX, P), 2;
+  if (vocab != V || n < 1 || n > CTX || first < 1 || first > n)
+    return fprintf(stderr, "%s: n %lld, vocab %lld, prefill %lld; expected vocab %d, n <= %d, 1 <= prefill <= n\n",
+                   argv[1], (long long)n, (long long)vocab, (long long)first, V, CTX), 2;
   int64_t *tokens = malloc(sizeof *tokens * (size_t)n);
   float *ref = malloc(sizeof *ref * (size_t)(n * V)), got[V];
   if (fread(tokens, sizeof *tokens, (size_t)n, f) != (size_t)n || fread(ref, sizeof *ref, (size_t)(n * V), f) != (size_t)(n * V))
@@ -53,7 +65,7 @@ int main(int argc, char **argv) {
   static API(_state) s;
   double worst_step = 0, worst_chunk = 0;
   API(_state_init)(&s);
-  if (API(_prefill)(&s, tokens, (int)first, got) != KILN_OK)
+  if (feed(&s, tokens, first, got) != KILN_OK)
     return fprintf(stderr, "prefill of %lld tokens failed\n", (long long)first), 1;
   worst_step = diff(got, ref + (first - 1) * V);
   for (int64_t i = first; i < n; i++) {
@@ -66,12 +78,8 @@ int main(int argc, char **argv) {
   }
   for (int64_t i = 1; i <= n; i++) {
     API(_state_init)(&s);
-    for (int64_t at = 0; at < i;) {
-      int k = i - at < P ? (int)(i - at) : P;
-      if (API(_prefill)(&s, tokens + at, k, got) != KILN_OK)
-        return fprintf(stderr, "prefill of %d tokens at %lld failed\n", k, (long long)at), 1;
-      at += k;
-    }
+    if (feed(&s, tokens, i, got) != KILN_OK)
+      return fprintf(stderr, "prefill of %lld tokens failed\n", (long long)i), 1;
     double d = diff(got, ref + (i - 1) * V);
     if (d > tol)
       fprintf(stderr, "chunks of %d, %lld tokens: %.3g\n", P, (long long)i, d);
