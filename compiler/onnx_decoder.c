@@ -218,6 +218,8 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
       if (axis != -1 && axis != 3)
         return diag_node(d, g, n, "has axis %lld; expected the softmax over the keys, axis -1 (or 3)", (long long)axis);
       int y = n->out[0], o;
+      for (int casts = 0; casts < 4 && readers(g, y, &o) == 1 && g->nodes[o].op == OP_CAST; casts++)
+        y = g->nodes[o].out[0]; /* softmax(.., dtype=float32).to(q.dtype) */
       if (readers(g, y, &o) != 1 || g->nodes[o].op != OP_MATMUL || g->nodes[o].in[0] != y)
         return diag_node(d, g, n, "its output is read by %s; expected one MatMul(probs, values)",
                          o < 0 ? "no node" : node_op_name(&g->nodes[o]));
@@ -236,7 +238,7 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
     }
     default:
       return diag_node(d, g, n, "reads the attention scores; expected only Div/Mul by a scale, Add or Where of "
-                       "a mask, and Cast between MatMul(q, keys) and the Softmax");
+                       "a mask, and Cast between MatMul(q, keys) and the Softmax (Cast after it)");
     }
     x = n->out[0];
   }

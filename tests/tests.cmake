@@ -598,5 +598,8 @@ add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.
 # (a Shape of the present values), an additive mask, no attention_mask input
 add_test(NAME generate_past_hf_style
          COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 4 decoder_hf_style.onnx reference_hf_style.bin)
+# Llama-like at opset 17: RMSNorm, rotary positions, softmax cast back, SiLU gate
+add_test(NAME generate_past_llama
+         COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 2 8 decoder_llama.onnx reference_llama.bin)
 add_test(NAME generate_past_bad
          COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)

@@ -7,10 +7,15 @@ attention_mask [B, past+S], position_ids [B, S], past_key_values.L.key /
 plus torch's own logits for a token sequence run through the cache, for
 `kiln compile --kv-cache` (tests/generate/past/run_past.sh).
 
-Writes OUTDIR/decoder_with_past.onnx and OUTDIR/reference.bin:
-  int64 n, int64 vocab, int64 prefill (the first chunk's length),
-  int64 tokens[n], float32 logits[n][vocab] (logits[i]: after token i).
-torch (Debian's 1.13 on /usr/bin/python3) and a fixed seed: the files
+Writes, into OUTDIR:
+  decoder_with_past.onnx + reference.bin    GPT-2-like, opset 14 (masked_fill, a constant scale)
+  decoder_hf_style.onnx + reference_hf_style.bin   as Hugging Face's GPT-2 writes attention
+                                            (scale from value.size(-1), additive mask, no attention_mask)
+  decoder_llama.onnx + reference_llama.bin  Llama-like, opset 17 (RMSNorm, rotary, SiLU gate, untied head)
+  bad_concat_axis.onnx, bad_positions_from_past.onnx   for the refusals
+A reference is int64 n, int64 vocab, int64 prefill (the first chunk's
+length), int64 tokens[n], float32 logits[n][vocab] (logits[i]: after token
+i). torch (Debian's 1.13 on /usr/bin/python3) and fixed seeds: the files
 are committed, this script says how they were made."""
 import math
 import struct
@@ -95,6 +100,73 @@ class Decoder(nn.Module):
         return (logits, *present)
 
 
+class RMSNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(D))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+def rotate_half(x):
+    return torch.cat((-x[..., HD // 2:], x[..., :HD // 2]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """Llama as Hugging Face writes it: RMSNorm, rotary positions from
+    position_ids, an additive mask, softmax in f32 cast back, SiLU gate."""
+    def __init__(self):
+        super().__init__()
+        self.n1, self.n2 = RMSNorm(), RMSNorm()
+        self.q, self.k, self.v, self.o = (nn.Linear(D, D, bias=False) for _ in range(4))
+        self.gate, self.up = nn.Linear(D, 3 * D // 2, bias=False), nn.Linear(D, 3 * D // 2, bias=False)
+        self.down = nn.Linear(3 * D // 2, D, bias=False)
+
+    def forward(self, x, cos, sin, mask, past_k, past_v):
+        b, s, _ = x.shape
+        h = self.n1(x)
+        q = self.q(h).view(b, s, HEADS, HD).transpose(1, 2)
+        k = self.k(h).view(b, s, HEADS, HD).transpose(1, 2)
+        v = self.v(h).view(b, s, HEADS, HD).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k = torch.cat([past_k, k], dim=2)
+        v = torch.cat([past_v, v], dim=2)
+        att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HD) + mask
+        att = nn.functional.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
+        y = torch.matmul(att, v).transpose(1, 2).contiguous().reshape(b, s, D)
+        x = x + self.o(y)
+        h = self.n2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h)), k, v
+
+
+class Llama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, D)
+        self.blocks = nn.ModuleList(LlamaBlock() for _ in range(LAYERS))
+        self.norm = RMSNorm()
+        self.head = nn.Linear(D, VOCAB, bias=False)  # untied
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, HD, 2).float() / HD)))
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        s = input_ids.shape[1]
+        keys = past[0].shape[2] + s
+        f = position_ids[..., None].float() * self.inv_freq
+        emb = torch.cat((f, f), dim=-1)
+        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        qi = torch.arange(s)[:, None] + (keys - s)
+        kj = torch.arange(keys)[None]
+        allowed = (kj <= qi)[None, None] & attention_mask[:, None, None, :].bool()
+        mask = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
+        x = self.embed(input_ids)
+        present = []
+        for i, blk in enumerate(self.blocks):
+            x, k, v = blk(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
+            present += [k, v]
+        return (self.head(self.norm(x)), *present)
+
+
 def run(model, tokens, past):
     s = tokens.shape[1]
     plen = past[0].shape[2]
@@ -104,7 +176,7 @@ def run(model, tokens, past):
     return out[0], list(out[1:])
 
 
-def export(model, path, positions=True):
+def export(model, path, positions=True, opset=14):
     mask = STYLE == "plain"
     names_in = ["input_ids"] + (["attention_mask"] if mask else []) + (["position_ids"] if positions else [])
     names_out = ["logits"]
@@ -124,14 +196,14 @@ def export(model, path, positions=True):
     args = (ids, torch.ones(1, 5, dtype=torch.int64) if mask else None,
             torch.arange(3, 5).unsqueeze(0) if positions else None, *past)
     torch.onnx.export(model, args, path, input_names=names_in,
-                      output_names=names_out, dynamic_axes=dyn, opset_version=14, do_constant_folding=True)
+                      output_names=names_out, dynamic_axes=dyn, opset_version=opset, do_constant_folding=True)
 
 
-def make(outdir, onnx_name, ref_name, seed):
+def make(outdir, onnx_name, ref_name, seed, cls=Decoder, opset=14):
     """A model with random weights, exported, and torch's logits through its
     own cache for 24 tokens (a prompt chunk of 5, then one at a time)."""
     torch.manual_seed(seed)
-    model = Decoder().eval()
+    model = cls().eval()
     with torch.no_grad():
         for p in model.parameters():  # larger than the default init: logits that differ
             p.mul_(2.0)
@@ -139,7 +211,7 @@ def make(outdir, onnx_name, ref_name, seed):
             if isinstance(m, nn.LayerNorm):
                 m.weight.normal_(1.0, 0.2)
                 m.bias.normal_(0.0, 0.1)
-    export(model, f"{outdir}/{onnx_name}")
+    export(model, f"{outdir}/{onnx_name}", opset=opset)
     n, prefill = 24, 5
     g = torch.Generator().manual_seed(99)
     tokens = torch.randint(0, VOCAB, (1, n), generator=g)
@@ -168,6 +240,8 @@ def main():
     configure(2, 16, 2, 32, 32)
     make(outdir, "decoder_hf_style.onnx", "reference_hf_style.bin", 4321)
     STYLE = "plain"
+    configure(2, 32, 4, 64, 64)
+    make(outdir, "decoder_llama.onnx", "reference_llama.bin", 777, cls=Llama, opset=17)
 
     # bad input for the refusals (tests/generate/past/run_bad.sh): a one-layer
     # miniature whose first past is concatenated on the heads axis
