@@ -32,10 +32,13 @@
 #include "onnx_decoder.h"
 #include "ops.h"
 
+static bool const_ints(const Graph *g, int vid, int64_t *v, int *n);
+
 /* One layer's attention over its past. */
 typedef struct PastAttn {
   int kpast, vpast;          /* the past inputs (source value ids) */
   int knew, vnew;            /* the rows Concat appends: [B, H, S, D] */
+  int vall;                  /* the values with their past (the value Concat's output) */
   int q;                     /* the queries [B, H, S, D] */
   bool seq_first[3];         /* q, knew, vnew are [B, S, H, D] (torch's transpose to heads-first peeled off) */
   int out_node;              /* the MatMul(probs, V) it ends in */
@@ -154,13 +157,68 @@ static int past_concat(const Graph *g, int past, Diag *d) {
   return found;
 }
 
+/* The nodes reading vid other than Shape nodes (the shape of the keys
+ * or values with their past is made, not read: put_shape): how many, the
+ * first in *first. */
+static int data_readers(const Graph *g, int vid, int *first) {
+  int k = 0;
+  *first = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++)
+      if (g->nodes[i].in[j] == vid && g->nodes[i].op != OP_SHAPE) {
+        if (!k++)
+          *first = i;
+        break;
+      }
+  return k;
+}
+
+/* Is node n Unsqueeze(x, axes [2])? (opset 13 on: axes an input) */
+static bool unsqueeze_axis2(const Graph *g, const Node *n) {
+  int64_t ax[8];
+  int na = 0;
+  if (n->op != OP_UNSQUEEZE)
+    return false;
+  const Attr *a = attr_get(n, "axes");
+  if (a && a->kind == ATTR_INTS)
+    return a->n == 1 && a->ints[0] == 2;
+  return n->nin > 1 && const_ints(g, n->in[1], ax, &na) && na == 1 && ax[0] == 2;
+}
+
+/* Hugging Face's repeat_kv after the keys or values with their past:
+ * Unsqueeze(axes 2) -> Expand -> Reshape, each key/value head once per
+ * query head of its group — what CachedAttention does by indexing
+ * (h / (H / Hkv)). The value after it, or v when there is none. */
+static int skip_repeat(const Graph *g, int v) {
+  int u, e, r;
+  if (data_readers(g, v, &u) != 1 || !unsqueeze_axis2(g, &g->nodes[u]) ||
+      data_readers(g, g->nodes[u].out[0], &e) != 1 || g->nodes[e].op != OP_EXPAND || g->nodes[e].in[0] != g->nodes[u].out[0] ||
+      data_readers(g, g->nodes[e].out[0], &r) != 1 || g->nodes[r].op != OP_RESHAPE || g->nodes[r].in[0] != g->nodes[e].out[0])
+    return v;
+  return g->nodes[r].out[0];
+}
+
+/* The same backwards: the value repeat_kv read, or v. */
+static int before_repeat(const Graph *g, int v) {
+  int r = gval(g, v)->producer;
+  if (r < 0 || g->nodes[r].op != OP_RESHAPE || g->nodes[r].in[0] < 0)
+    return v;
+  int e = gval(g, g->nodes[r].in[0])->producer;
+  if (e < 0 || g->nodes[e].op != OP_EXPAND || g->nodes[e].in[0] < 0)
+    return v;
+  int u = gval(g, g->nodes[e].in[0])->producer;
+  if (u < 0 || !unsqueeze_axis2(g, &g->nodes[u]) || g->nodes[u].in[0] < 0 || skip_repeat(g, g->nodes[u].in[0]) != v)
+    return v;
+  return g->nodes[u].in[0];
+}
+
 /* The attention reading the keys K (a past Concat's output): fills q,
  * out_node, the scale and the value past; false + d. */
 static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
   Graph *g = s->g;
-  int K = g->nodes[kcat].out[0], t, m;
+  int K = skip_repeat(g, g->nodes[kcat].out[0]), t, m;
   const char *kn = gval(g, K)->name;
-  if (readers(g, K, &t) != 1 || g->nodes[t].op != OP_TRANSPOSE)
+  if (data_readers(g, K, &t) != 1 || g->nodes[t].op != OP_TRANSPOSE)
     return t < 0 ? diag_node(d, g, &g->nodes[kcat], "output '%s' is read by no node; expected the attention's "
                              "Transpose(perm 0,1,3,2) -> MatMul(q, keys)", kn)
                  : diag_node(d, g, &g->nodes[t], "reads the keys '%s'%s; expected them read by one Transpose(perm "
@@ -223,13 +281,15 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
       if (readers(g, y, &o) != 1 || g->nodes[o].op != OP_MATMUL || g->nodes[o].in[0] != y)
         return diag_node(d, g, n, "its output is read by %s; expected one MatMul(probs, values)",
                          o < 0 ? "no node" : node_op_name(&g->nodes[o]));
-      int V = g->nodes[o].in[1], vc = V >= 0 ? gval(g, V)->producer : -1;
+      int V = g->nodes[o].in[1] >= 0 ? before_repeat(g, g->nodes[o].in[1]) : -1;
+      int vc = V >= 0 ? gval(g, V)->producer : -1;
       bool key;
       if (vc < 0 || g->nodes[vc].op != OP_CONCAT || g->nodes[vc].nin != 2 || g->nodes[vc].in[0] < 0 ||
           !is_past(gval(g, g->nodes[vc].in[0]), &key) || key)
         return diag_node(d, g, &g->nodes[o], "multiplies the attention by '%s'; expected the values with their "
                          "past, Concat(past_key_values.L.value, new values)", V >= 0 ? gval(g, V)->name : "");
       at->vpast = g->nodes[vc].in[0];
+      at->vall = V;
       at->vnew = g->nodes[vc].in[1];
       at->out_node = o;
       if (!check_past(g, at->vpast, d) || past_concat(g, at->vpast, d) != vc)
@@ -348,13 +408,13 @@ static bool analyse(Src *s, Diag *d) {
         return diag_error(d, "input '%s' is the values of two attentions; expected one past per layer",
                           gval(g, at->vpast)->name);
     s->cat_of[g->nodes[kc].out[0]] = 1 + 2 * s->nat;
-    s->cat_of[g->nodes[at->out_node].in[1]] = 2 + 2 * s->nat;
+    s->cat_of[at->vall] = 2 + 2 * s->nat;
     s->attn_at[at->out_node] = s->nat++;
     if (at->out_t >= 0)
       s->skip[at->out_t] = true;
     s->poison[g->nodes[kc].out[0]] = "(the keys with their past) other than through the attention; expected "
                                      "them read by the attention and the present output only";
-    s->poison[g->nodes[at->out_node].in[1]] =
+    s->poison[at->vall] =
         "(the values with their past) other than through the attention; expected them read by the attention "
         "and the present output only";
   }

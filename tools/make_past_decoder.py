@@ -11,7 +11,8 @@ Writes, into OUTDIR:
   decoder_with_past.onnx + reference.bin    GPT-2-like, opset 14 (masked_fill, a constant scale)
   decoder_hf_style.onnx + reference_hf_style.bin   as Hugging Face's GPT-2 writes attention
                                             (scale from value.size(-1), additive mask, no attention_mask)
-  decoder_llama.onnx + reference_llama.bin  Llama-like, opset 17 (RMSNorm, rotary, SiLU gate, untied head)
+  decoder_llama.onnx + reference_llama.bin  Llama-like, opset 17 (RMSNorm, rotary, SiLU gate, untied head,
+                                            2 key/value heads for 4 query heads, repeated as Hugging Face does)
   bad_concat_axis.onnx, bad_positions_from_past.onnx   for the refusals
 A reference is int64 n, int64 vocab, int64 prefill (the first chunk's
 length), int64 tokens[n], float32 logits[n][vocab] (logits[i]: after token
@@ -31,11 +32,13 @@ HD = D // HEADS
 # scale from value.size(-1) (a Shape of the present values), an additive
 # mask, tanh GELU, and no attention_mask input (decoder_hf_style.onnx)
 STYLE = "plain"
+KV_HEADS = HEADS  # Llama: fewer key/value heads than query heads (grouped-query attention)
 
 
-def configure(layers, d, heads, vocab, maxpos):
-    global LAYERS, D, HEADS, VOCAB, MAXPOS, HD
+def configure(layers, d, heads, vocab, maxpos, kv_heads=None):
+    global LAYERS, D, HEADS, VOCAB, MAXPOS, HD, KV_HEADS
     LAYERS, D, HEADS, VOCAB, MAXPOS, HD = layers, d, heads, vocab, maxpos, d // heads
+    KV_HEADS = kv_heads or heads
 
 
 class Block(nn.Module):
@@ -113,13 +116,23 @@ def rotate_half(x):
     return torch.cat((-x[..., HD // 2:], x[..., :HD // 2]), dim=-1)
 
 
+def repeat_kv(x):
+    """Hugging Face's: each key/value head once per query head of its group."""
+    b, hkv, s, hd = x.shape
+    if hkv == HEADS:
+        return x
+    x = x[:, :, None, :, :].expand(b, hkv, HEADS // hkv, s, hd)
+    return x.reshape(b, HEADS, s, hd)
+
+
 class LlamaBlock(nn.Module):
     """Llama as Hugging Face writes it: RMSNorm, rotary positions from
     position_ids, an additive mask, softmax in f32 cast back, SiLU gate."""
     def __init__(self):
         super().__init__()
         self.n1, self.n2 = RMSNorm(), RMSNorm()
-        self.q, self.k, self.v, self.o = (nn.Linear(D, D, bias=False) for _ in range(4))
+        self.q, self.o = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
+        self.k, self.v = nn.Linear(D, KV_HEADS * HD, bias=False), nn.Linear(D, KV_HEADS * HD, bias=False)
         self.gate, self.up = nn.Linear(D, 3 * D // 2, bias=False), nn.Linear(D, 3 * D // 2, bias=False)
         self.down = nn.Linear(3 * D // 2, D, bias=False)
 
@@ -127,17 +140,19 @@ class LlamaBlock(nn.Module):
         b, s, _ = x.shape
         h = self.n1(x)
         q = self.q(h).view(b, s, HEADS, HD).transpose(1, 2)
-        k = self.k(h).view(b, s, HEADS, HD).transpose(1, 2)
-        v = self.v(h).view(b, s, HEADS, HD).transpose(1, 2)
+        k = self.k(h).view(b, s, KV_HEADS, HD).transpose(1, 2)
+        v = self.v(h).view(b, s, KV_HEADS, HD).transpose(1, 2)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k = torch.cat([past_k, k], dim=2)
         v = torch.cat([past_v, v], dim=2)
+        present = k, v
+        k, v = repeat_kv(k), repeat_kv(v)
         att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HD) + mask
         att = nn.functional.softmax(att, dim=-1, dtype=torch.float32).to(q.dtype)
         y = torch.matmul(att, v).transpose(1, 2).contiguous().reshape(b, s, D)
         x = x + self.o(y)
         h = self.n2(x)
-        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h)), k, v
+        return (x + self.down(nn.functional.silu(self.gate(h)) * self.up(h)), *present)
 
 
 class Llama(nn.Module):
@@ -191,7 +206,7 @@ def export(model, path, positions=True, opset=14):
             names_out.append(f"present.{i}.{kv}")
             dyn[names_in[-1]] = {0: "batch", 2: "past"}
             dyn[names_out[-1]] = {0: "batch", 2: "total"}
-    past = [torch.randn(1, HEADS, 3, HD) for _ in range(2 * LAYERS)]
+    past = [torch.randn(1, KV_HEADS, 3, HD) for _ in range(2 * LAYERS)]
     ids = torch.randint(0, VOCAB, (1, 2))
     args = (ids, torch.ones(1, 5, dtype=torch.int64) if mask else None,
             torch.arange(3, 5).unsqueeze(0) if positions else None, *past)
@@ -217,7 +232,7 @@ def make(outdir, onnx_name, ref_name, seed, cls=Decoder, opset=14):
     tokens = torch.randint(0, VOCAB, (1, n), generator=g)
     rows = []
     with torch.no_grad():
-        empty = [torch.zeros(1, HEADS, 0, HD) for _ in range(2 * LAYERS)]
+        empty = [torch.zeros(1, KV_HEADS, 0, HD) for _ in range(2 * LAYERS)]
         logits, past = run(model, tokens[:, :prefill], empty)
         rows += [logits[0, i] for i in range(prefill)]
         for i in range(prefill, n):
@@ -240,13 +255,13 @@ def main():
     configure(2, 16, 2, 32, 32)
     make(outdir, "decoder_hf_style.onnx", "reference_hf_style.bin", 4321)
     STYLE = "plain"
-    configure(2, 32, 4, 64, 64)
+    configure(2, 32, 4, 64, 64, kv_heads=2)
     make(outdir, "decoder_llama.onnx", "reference_llama.bin", 777, cls=Llama, opset=17)
 
     # bad input for the refusals (tests/generate/past/run_bad.sh): a one-layer
     # miniature whose first past is concatenated on the heads axis
     import onnx
-    configure(1, 8, 2, 8, 8)
+    configure(1, 8, 2, 8, 8, kv_heads=2)
     export(Decoder().eval(), f"{outdir}/bad_concat_axis.onnx")
     m = onnx.load(f"{outdir}/bad_concat_axis.onnx")
     cat = next(n for n in m.graph.node if n.op_type == "Concat" and n.input[0] == "past_key_values.0.key")
