@@ -10,22 +10,26 @@
  * is changed; the first mismatch is the error, naming the node):
  *
  *   K = Concat(past.L.key, k_new) on axis 2     V = Concat(past.L.value, v_new) on axis 2
+ *   [K, V -> repeat_kv: Unsqueeze(axes 2) -> Expand -> Reshape, grouped-query attention]
  *   s = MatMul(q, Transpose(K, perm 0,1,3,2))
- *   s -> any of: Div/Mul by a scale, Add of a mask, Where(mask, ., s), Cast -> Softmax(last axis)
+ *   s -> any of: Div/Mul by a scale, Add of a mask, Where(mask, ., s), Cast -> Softmax(last axis) [-> Cast]
  *   y = MatMul(softmax, V)
  *
  * The graph is copied twice into a new one — for T = prefill tokens and
  * for T = 1, B = 1 — with a value map: constants (and nodes that read only
  * constants) once, shared; input_ids from the entry's tokens, position_ids
  * from start + 0..T-1; each Concat becomes a CacheWrite of k_new as rows
- * [T, H, D] into a state [ctx, H, D] both entries share, and y becomes
+ * [T, Hkv, D] into a state [ctx, Hkv, D] both entries share, and y becomes
  * CachedAttention(q, kcache, vcache, start, count) with the scale folded
- * in; the logits are the last real token's row. attention_mask is
- * dropped (one stream, every position real: all ones), and with it the
- * causal-mask arithmetic that read the past's shape; present.* outputs
- * are dropped (the caches are the present). Whatever the logits still
- * need from the mask, a past or a concatenation after that is an error
- * naming the node that reads it. */
+ * in (torch's Transpose to heads-first and back peeled off where it is
+ * there); Shape of K or V is made ([1, Hkv, start + T, D]); the logits are
+ * the last real token's row, taken where the row-wise tail before them
+ * starts. attention_mask is dropped (one stream, every position real: all
+ * ones), and with it the causal-mask arithmetic that read the past's
+ * shape; present.* outputs are dropped (the caches are the present).
+ * Whatever the logits still need from the mask, a past or a concatenation
+ * after that is an error naming the node that reads it. DESIGN.md,
+ * "ONNX decoders with a past", says why it is done this way. */
 #include <string.h>
 
 #include "build.h"
@@ -212,6 +216,72 @@ static int before_repeat(const Graph *g, int v) {
   return g->nodes[u].in[0];
 }
 
+/* What the nodes a value is computed from say about it (up to 4096 of
+ * them, through every input). */
+typedef struct Cone {
+  bool compare;      /* a comparison or boolean op, a bool constant: a mask is made of these */
+  bool mask_input;   /* attention_mask */
+  bool table;        /* a float constant of more than one element, a MatMul or Gemm: data, not a mask */
+  bool input;        /* a graph input read other than by Shape */
+  bool too_big;
+} Cone;
+
+static void cone_of(const Graph *g, int vid, Cone *c, bool *seen, int *budget) {
+  if (vid < 0 || seen[vid])
+    return;
+  seen[vid] = true;
+  if (--*budget < 0) {
+    c->too_big = true;
+    return;
+  }
+  const Value *v = gval(g, vid);
+  if (v->producer < 0) {
+    if (v->data && dt_is_float(v->type.dt) && type_numel(&v->type) > 1)
+      c->table = true;
+    else if (v->data && v->type.dt == DT_BOOL)
+      c->compare = true;
+    else if (!v->data) {
+      c->input = true;
+      c->mask_input = c->mask_input || !strcmp(v->name, "attention_mask");
+    }
+    return;
+  }
+  const Node *n = &g->nodes[v->producer];
+  const Attr *a;
+  switch (n->op) {
+  case OP_SHAPE:
+    return; /* a shape: numbers, whatever it reads */
+  case OP_CONSTANT:
+    if ((a = attr_get(n, "value")) && a->kind == ATTR_TENSOR && a->t) {
+      c->table = c->table || (dt_is_float(a->t->type.dt) && type_numel(&a->t->type) > 1);
+      c->compare = c->compare || a->t->type.dt == DT_BOOL;
+    }
+    return;
+  case OP_LESS: case OP_LESSOREQUAL: case OP_GREATER: case OP_GREATEROREQUAL: case OP_EQUAL:
+  case OP_NOT: case OP_AND: case OP_OR: case OP_XOR: case OP_TRILU: case OP_ISINF: case OP_ISNAN:
+    c->compare = true;
+    break;
+  case OP_CAST:
+    c->compare = c->compare || attr_int(n, "to", 0) == DT_BOOL;
+    break;
+  case OP_MATMUL: case OP_GEMM:
+    c->table = true;
+    break;
+  default:
+    break;
+  }
+  for (int j = 0; j < n->nin; j++)
+    cone_of(g, n->in[j], c, seen, budget);
+}
+
+static Cone cone(const Graph *g, int vid) {
+  Cone c = {0};
+  bool *seen = arena_alloc(g->arena, (size_t)g->nvals + 1);
+  int budget = 4096;
+  cone_of(g, vid, &c, seen, &budget);
+  return c;
+}
+
 /* The attention reading the keys K (a past Concat's output): fills q,
  * out_node, the scale and the value past; false + d. */
 static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
@@ -247,6 +317,7 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
                        "scores -> scale / mask -> Softmax -> MatMul(probs, values)", nr);
     Node *n = &g->nodes[c];
     double f;
+    Cone c2;
     int other = n->nin == 2 ? n->in[n->in[0] == x ? 1 : 0] : -1;
     if ((n->op == OP_DIV || n->op == OP_MUL) && other < 0)
       return diag_node(d, g, n, "has an absent input; expected the scores scaled by a value");
@@ -257,19 +328,35 @@ static bool match_attention(Src *s, PastAttn *at, int kcat, Diag *d) {
         return diag_node(d, g, n, "divides by the scores; expected the scores divided by a scale");
       if (const_scalar(g, other, &f))
         at->scale = n->op == OP_DIV ? at->scale / f : at->scale * f;
+      else if ((c2 = cone(g, other)).input || c2.table || c2.too_big)
+        return diag_node(d, g, n, "scales the scores by '%s', computed from %s; expected a scale: a constant, or "
+                         "a number made from shapes (value.size(-1) ** 0.5)", gval(g, other)->name,
+                         c2.too_big ? "more than 4096 values" : c2.input ? "an input" : "weights");
       else if (at->scale_vid < 0)
         at->scale_vid = other, at->scale_op = n->op;
       else
         return diag_node(d, g, n, "scales the scores a second time by a value that is not a constant; expected "
                          "at most one computed scale");
       break;
-    case OP_ADD: /* + mask */
+    case OP_ADD: /* + mask: made of comparisons (or attention_mask), not of weights (ALiBi slopes,
+                    a relative-position table), which would be wrong to drop */
+      c2 = cone(g, other);
+      if (other < 0 || (!c2.compare && !c2.mask_input) || c2.table || c2.too_big)
+        return diag_node(d, g, n, "adds '%s' to the scores, computed %s; expected a mask (made of comparisons or "
+                         "attention_mask), which kiln drops: a bias on the scores (ALiBi, relative positions) is "
+                         "not supported", other >= 0 ? gval(g, other)->name : "",
+                         c2.too_big ? "from more than 4096 values" : c2.table ? "from weights" : "without a comparison");
+      break;
     case OP_CAST:
       break;
-    case OP_WHERE: /* Where(mask, fill, scores) or Where(mask, scores, fill) */
-      if (n->in[0] == x)
+    case OP_WHERE: /* Where(mask, fill, scores) or Where(mask, scores, fill), fill very negative */
+      if (n->in[0] == x || n->nin != 3)
         return diag_node(d, g, n, "uses the scores as its condition; expected Where(mask, scores, fill) or "
                          "Where(mask, fill, scores)");
+      if (!const_scalar(g, n->in[n->in[1] == x ? 2 : 1], &f) || f > -1e4)
+        return diag_node(d, g, n, "fills the scores with '%s'; expected a mask's fill, a constant of -1e4 or less "
+                         "(-inf, the float's lowest)", n->in[n->in[1] == x ? 2 : 1] >= 0 ?
+                         gval(g, n->in[n->in[1] == x ? 2 : 1])->name : "");
       break;
     case OP_SOFTMAX: {
       int64_t axis = attr_int(n, "axis", n->opset >= 13 ? -1 : 1);

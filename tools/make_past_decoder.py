@@ -13,7 +13,7 @@ Writes, into OUTDIR:
                                             (scale from value.size(-1), additive mask, no attention_mask)
   decoder_llama.onnx + reference_llama.bin  Llama-like, opset 17 (RMSNorm, rotary, SiLU gate, untied head,
                                             2 key/value heads for 4 query heads, repeated as Hugging Face does)
-  bad_concat_axis.onnx, bad_positions_from_past.onnx   for the refusals
+  bad_concat_axis.onnx, bad_positions_from_past.onnx, bad_alibi.onnx   for the refusals
 A reference is int64 n, int64 vocab, int64 prefill (the first chunk's
 length), int64 tokens[n], float32 logits[n][vocab] (logits[i]: after token
 i). torch (Debian's 1.13 on /usr/bin/python3) and fixed seeds: the files
@@ -67,6 +67,10 @@ class Block(nn.Module):
             k = torch.cat([past_k, k], dim=2)                 # [B, H, past+S, D]
             v = torch.cat([past_v, v], dim=2)
             att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(HD)
+            if STYLE == "alibi":  # a bias on the scores kiln must not take for a mask
+                keys = k.shape[2]
+                dist = (torch.arange(keys)[None] - (torch.arange(s)[:, None] + keys - s)).float()
+                att = att + torch.tensor([0.5 ** (i + 1) for i in range(HEADS)]).view(1, HEADS, 1, 1) * dist
             att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
         att = torch.softmax(att, dim=-1)
         y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, D)
@@ -269,6 +273,10 @@ def main():
     onnx.save(m, f"{outdir}/bad_concat_axis.onnx")
     # ... and one that computes its positions from the past's length
     export(Decoder().eval(), f"{outdir}/bad_positions_from_past.onnx", positions=False)
+    # ... and one with ALiBi's bias added to the scores
+    STYLE = "alibi"
+    export(Decoder().eval(), f"{outdir}/bad_alibi.onnx")
+    STYLE = "plain"
 
 
 if __name__ == "__main__":
