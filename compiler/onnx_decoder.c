@@ -244,7 +244,7 @@ static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
 
 Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, Diag *d) {
   KILN_ASSERT(prefill >= 1 && prefill <= ctx);
-  Src s = {.g = sg};
+  Src s = {.g = sg, .ctx = ctx};
   if (!past_match(&s, d))
     return NULL;
   Arena *a = sg->arena;

@@ -410,6 +410,14 @@ static bool analyse(Src *s, Diag *d) {
   }
   if (s->ids < 0)
     return diag_error(d, "the model has no input 'input_ids'; expected the token ids as input_ids [batch, seq]");
+  for (int i = 0; s->pos >= 0 && i < g->nnodes; i++) { /* learned positions: a table of enough rows */
+    const Node *n = &g->nodes[i];
+    const Value *t = n->op == OP_GATHER && n->nin == 2 && n->in[1] == s->pos && n->in[0] >= 0 ? gval(g, n->in[0]) : NULL;
+    if (t && t->data && t->type.rank >= 1 && t->type.dims[0] < s->ctx)
+      return diag_node(d, g, n, "looks position_ids up in '%s', a table of %lld positions; expected --kv-cache=%lld "
+                       "or less (the model knows no later positions)", t->name, (long long)t->type.dims[0],
+                       (long long)t->type.dims[0]);
+  }
   for (int i = 0; i < g->noutputs; i++) {
     const char *name = gval(g, g->outputs[i])->name;
     if (!strncmp(name, "present", 7))

@@ -23,6 +23,7 @@ typedef struct PastAttn {
 
 typedef struct Src {
   Graph *g;
+  int64_t ctx;               /* the caches' capacity (--kv-cache) */
   int ids, mask, pos;        /* inputs, -1 when absent */
   int logits;                /* the output kept */
   PastAttn *at;

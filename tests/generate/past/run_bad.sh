@@ -38,6 +38,8 @@ case_ positions_from_past "node '/Shape_1' (Shape): reads 'past_key_values.0.key
   compile "$here/bad_positions_from_past.onnx" --kv-cache=8 -o o.c
 case_ alibi "adds '/blocks.0/Mul_output_0' to the scores, computed from weights; expected a mask" \
   compile "$here/bad_alibi.onnx" --kv-cache=8 -o o.c
+case_ positions_table "looks position_ids up in 'wpe.weight', a table of 64 positions; expected --kv-cache=64 or less" \
+  compile "$past" --kv-cache=65 -o o.c
 case_ lua_model "a .lua model makes its cache with decoder{}" \
   compile "$here/../tiny_decoder.lua" --kv-cache=32 -o o.c
 case_ kv_cache_zero "--kv-cache=0: expected the cache's capacity" compile "$past" --kv-cache=0 -o o.c
