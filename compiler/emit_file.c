@@ -548,8 +548,6 @@ static const char *temp_name(Emit *e, const Value *v) {
 
 /* The run function's body: per node, the workspace tensors it defines,
  * then the call of its kernel. */
-enum { ENTRY_ALL = -2 };
-
 static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry, int entry) {
   Graph *g = e->g;
   Arena *a = g->arena;
@@ -558,9 +556,9 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry
   for (int c = 0; c < e->ks->ncalls; c++) {
     const KCall *call = &e->ks->calls[c];
     const Node *n = call->node;
-    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != ENTRY_ALL)
+    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != DECODER_ENTRY_ALL)
       continue; /* another entry point's */
-    if (node_entry && node_entry[n - g->nodes] == ENTRY_ALL)
+    if (node_entry && node_entry[n - g->nodes] == DECODER_ENTRY_ALL)
       for (int j = 0; j < n->nout; j++)
         e->refs[n->out[j]] = NULL; /* declared again in this entry's function */
     for (int j = 0; j < n->nout; j++) {
@@ -635,39 +633,6 @@ static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
  * forward) over the shared workspace, weights and state, and the public
  * wrappers that check the request against the cache, pass the position
  * and keep the length in the state struct. */
-
-/* The entry each node belongs to: the one whose inputs it depends on, or
- * ENTRY_ALL for a node that reads only constants and states but is not
- * folded (DequantizeBlocks left unfused): every entry runs it. NULL + d
- * when a node depends on two entries' inputs. */
-static int *entry_of_nodes(Graph *g, Diag *d) {
-  int *val = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
-  int *node = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nnodes + 1));
-  for (int v = 0; v < g->nvals; v++)
-    val[v] = -1;
-  for (int k = 0; k < g->decoder->nentries; k++) {
-    const DecoderEntry *en = &g->decoder->entries[k];
-    val[en->tokens_vid] = val[en->start_vid] = val[en->count_vid] = k;
-  }
-  for (int i = 0; i < g->nnodes; i++) {
-    const Node *n = &g->nodes[i];
-    int k = -1;
-    for (int j = 0; j < n->nin; j++) {
-      int e = n->in[j] >= 0 ? val[n->in[j]] : -1;
-      if (e >= 0 && k >= 0 && e != k)
-        return diag_node(d, g, n, "reads values of both the %s and the %s entry; expected each node in one "
-                         "entry point", g->decoder->entries[k].name, g->decoder->entries[e].name), NULL;
-      k = e >= 0 ? e : k;
-    }
-    bool computed = false;
-    for (int j = 0; j < n->nout; j++)
-      computed = computed || !g->vals[n->out[j]].data;
-    node[i] = k >= 0 ? k : computed ? ENTRY_ALL : -1;
-    for (int j = 0; j < n->nout; j++)
-      val[n->out[j]] = k;
-  }
-  return node;
-}
 
 /* Is graph input/output i (the inputs-then-outputs list) entry k's? */
 static bool entry_io(const Graph *g, int k, int i) {
@@ -904,7 +869,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   int *node_entry = NULL;
   Buf *bodies = NULL;
   if (g->decoder) { /* one function per entry point */
-    if (!(node_entry = entry_of_nodes(g, d)))
+    if (!(node_entry = graph_decoder_entries(g, d)))
       return false;
     bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
     for (int k = 0; k < g->decoder->nentries; k++)
