@@ -19,7 +19,7 @@
  * product of the logical dims but the last) and the kiln op
  * DequantizeBlocks {format} makes the f32 tensor they stand for
  * (compiler/ops/dequantize_blocks.c). Constant folding leaves it alone
- * (OPF_NOFOLD); fuse_blockquant turns the products and gathers that read
+ * (OPF_NOFOLD); fuse_blocks turns the products and gathers that read
  * it into kernels that read the blocks. */
 #ifndef KILN_BLOCKQUANT_H
 #define KILN_BLOCKQUANT_H

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "driver.h"
+#include "tokenizer.h"
 #include "info.h"
 #include "onnx.h"
 #include "ops.h"
@@ -363,6 +364,8 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   check_outputs(a, out, c->model);
+  const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
+  c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
@@ -385,7 +388,8 @@ static int cmd_compile(Cli *c) {
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
-                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights};
+                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights,
+                    .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;

@@ -62,6 +62,7 @@ bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fold(Graph *g, const PassOptions *o, Diag *d);
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
 /* The fusions, one pass each (passes/fuse_*.c, the rules in fuse_match.h) */
+bool pass_fuse_blocks(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_normalize(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_attention(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_gelu(Graph *g, const PassOptions *o, Diag *d);

@@ -463,16 +463,26 @@ add_test(NAME quantize_model_encoder_2l_interp
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
 
+# generative decoding (decoder{}): prefill + steps == prefill of the whole
+# sequence, bit for bit, through the public API, on every ISA and thread count
+foreach(isa generic avx2 avx512 native)
+  foreach(threads 1 2)
+    add_test(NAME generate_cache_tiny_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+  endforeach()
+endforeach()
+
 # GGUF weight files (compiler/gguf.c): the reader on the fixture
 # tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
-# on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
-# once into the build folder; skipped (77) offline)
+# on the real SmolLM2-135M Q4_1 file (tests/generate/fetch_smollm2.sh fetches
+# it once into the build folder, shared with the generate tests; skipped
+# (77) offline)
 add_executable(test_gguf ${T}/gguf/test_gguf.c)
 target_link_libraries(test_gguf PRIVATE kilnlib)
 add_test(NAME gguf_reader COMMAND test_gguf ${T}/gguf)
 add_test(NAME gguf_reader_smollm
          COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" \"$3\" \"$f\""
-                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm $<TARGET_FILE:test_gguf> ${T}/gguf)
+                 ${T}/generate/fetch_smollm2.sh ${CMAKE_BINARY_DIR}/generate-tests/smollm2 $<TARGET_FILE:test_gguf> ${T}/gguf)
 set_tests_properties(gguf_reader_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # binding: tests/gguf/bind/model.lua binds all 21 tensors of the fixture by
 # name (--strict-weights), F32/F16 as f32 constants and the Q8_0/Q4_0/Q4_1
@@ -497,5 +507,68 @@ add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
 # and taken through every pass and emission (kiln info); skipped offline
 add_test(NAME gguf_bind_smollm
          COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
-                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+                 ${T}/generate/fetch_smollm2.sh ${CMAKE_BINARY_DIR}/generate-tests/smollm2 ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
 set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
+# Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
+# start offset, partial), the standard op in .kir (rank 4 ids, interleaved
+# partial rank 3, f64 without ids) and Lua's x:rope; the interpreter, and
+# the C under each --isa and with --threads 2
+foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4_ids
+        native_partial_interleaved native_no_ids_f64 lua_rope)
+  set(dir ${T}/generated/rotary/${case})
+  set(model "")
+  if(EXISTS ${dir}/model.lua)
+    set(model --model ${dir}/model.lua)
+  endif()
+  add_test(NAME rotary_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${dir} ${model})
+  foreach(isa generic avx2 avx512)
+    add_test(NAME rotary_${case}_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} ${model})
+  endforeach()
+  add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
+endforeach()
+
+# ---- text generation (issue 10; tests/generate/) ----
+# tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
+# examples/generate.c's BPE encoder over them, through a stub model (test
+# only): tiny GGUF files with good and bad vocabularies, then the real
+# SmolLM2 vocabulary against Hugging Face tokenizers (a venv of its own);
+# skipped (77) offline. smollm2_reference: kiln's SmolLM2-135M-Instruct
+# (examples/llama.lua on the Q4_1 GGUF) against tools/llama_reference.py
+# (PyTorch): the same 32 greedy tokens and each step's logits within 1e-3
+# of the reference's largest.
+add_executable(tok_stub ${T}/generate/tok_stub.c)
+target_link_libraries(tok_stub PRIVATE kilnlib)
+add_test(NAME generate_tokenizer
+         COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
+set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME smollm2_reference
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
+set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+
+# ggml block-quantized weights (DequantizeBlocks -> fuse_blocks ->
+# BlockLinear / BlockGather, compiler/kernels/qgemm_kernel.c): q8_0, q4_0,
+# q4_1 with M = 1, 3 (decode: blocks unpacked in registers) and 64
+# (prefill: tiles dequantized once), K 32, 576, 1536, 2080 (K in chunks),
+# N off the 4-row tile, bias on and off, a tied table read by a gather
+# and a product (tools/make_blockquant_cases.py), under every vector width
+# (the same variants as the f32 GEMM; --isa does not change these
+# kernels), the plain C path, the interpreter, native flags and 2 threads.
+# The reference is exact (float64 sums of the exactly dequantized
+# weights); the kernels sum K products in f32 in their own order (and
+# decode scales a block's sum by d), so the tolerance is 1e-4 absolute and
+# relative: measured at most about 0.5e-4 on |y| up to 40 with K = 2080.
+file(GLOB KILN_BQ_CASES LIST_DIRECTORIES true ${T}/generated/blockquant/*)
+foreach(dir ${KILN_BQ_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    kiln_gemm_variant_tests(${dir} bq_${name} --rtol=1e-4 --atol=1e-4)
+    add_test(NAME gemm_bq_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    add_test(NAME gemm_bq_${name}_native COMMAND ${KILN_BIN} check -q --isa=native --rtol=1e-4 --atol=1e-4
+                                                 "--cflags=-O2 -march=native -ffp-contract=fast" ${dir})
+    add_test(NAME gemm_bq_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-4 --atol=1e-4
+                                                   "--cflags=${KILN_V8}" ${dir})
+  endif()
+endforeach()

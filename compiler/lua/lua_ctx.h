@@ -12,6 +12,7 @@
  *      |       checks (lua_model.h)
  *      v
  *   state.c    state{} and state_update() (lua_state.h)
+ *      |       decoder.c  decoder{}: prefill and step entries, KV caches (lua_decoder.h)
  *      |
  *      v
  *   tensor.c   tensors as userdata, their methods and op() (lua_tensor.h)
@@ -48,6 +49,8 @@ typedef struct LuaCtx {
   bool *set_used;            /* per --set, whether config{} consumed it */
   const char *config_origin; /* "model.lua:3" of the config{} call, for unknown --set keys */
   const char *weights_origin;/* ... of the weights() call, for unused tensors */
+  bool decoder_replay;       /* decoder{} builds its second entry: param{} of a
+                                declared name gives the same tensor */
 } LuaCtx;
 
 /* The run's context, as lctx_bind left it in L's registry. */

@@ -14,6 +14,7 @@
 #include "../build.h"
 #include "../ops.h"
 #include "lua_ctx.h"
+#include "lua_decoder.h"
 #include "lua_model.h"
 #include "lua_state.h"
 #include "lua_tensor.h"
@@ -330,7 +331,9 @@ static int param(lua_State *L) {
   LuaCtx *c = lctx(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *name = name_field(L, 1, "param");
-  check_new_name(L, name, "param");
+  int prev = c->decoder_replay ? graph_find_value(c->g, name) : -1;
+  if (prev < 0)
+    check_new_name(L, name, "param");
   Type t = {.dt = DT_F32};
   field(L, 1, "shape", 2);
   check_shape(L, lua_gettop(L), &t, arena_printf(c->a, "param '%s'", name));
@@ -338,6 +341,14 @@ static int param(lua_State *L) {
   if (field(L, 1, "dtype", 3) == LUA_TSTRING)
     t.dt = check_dtype(L, lua_tostring(L, -1), "param");
   lua_pop(L, 1);
+  if (prev >= 0) { /* decoder{}'s second entry: the tensor the first one declared */
+    char a[128], b[128];
+    if (!type_equal(&gval(c->g, prev)->type, &t))
+      dsl_fail(L, "param '%s' is %s here and %s in the first entry; expected the same", name,
+               type_str(&t, a, sizeof a), type_str(&gval(c->g, prev)->type, b, sizeof b));
+    lt_push(L, prev);
+    return 1;
+  }
   int vid;
   if (c->gguf) {
     vid = gguf_param(L, name, &t);
@@ -353,6 +364,19 @@ static int param(lua_State *L) {
     init_param(L, 1, name, &t, gval(c->g, vid)->data);
   }
   lt_push(L, vid);
+  return 1;
+}
+
+/* has_param(name): whether the bound weights (GGUF or safetensors) have a
+ * tensor called name; false when none are bound (the params are random).
+ * For optional tensors: a GGUF without output.weight ties it to
+ * token_embd.weight. */
+static int has_param(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *name = luaL_checkstring(L, 1);
+  bool has = c->gguf ? gguf_tensor(c->gguf, name) != NULL
+                     : c->weights ? safetensors_find(c->weights, name) != NULL : false;
+  lua_pushboolean(L, has);
   return 1;
 }
 
@@ -578,13 +602,14 @@ static int arange(lua_State *L) {
 void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
-      {"weights", weights}, {"gguf_meta", gguf_meta}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"const", const_}, {"full", full}, {"zeros", zeros},
       {"ones", ones}, {"arange", arange}, {NULL, NULL},
   };
   lua_pushglobaltable(L);
   luaL_setfuncs(L, globals, 0);
   lua_pop(L, 1);
   dsl_open_state(L);
+  dsl_open_decoder(L);
 }
 
 bool dsl_finish_model(LuaCtx *c, Diag *d) {

@@ -348,6 +348,25 @@ function nn.feed_forward(name, x, d_ff, opts)
   return nn.linear(name .. "." .. names.outer, h, last_dim(x), {seed = opts.seed})
 end
 
+--- nn.swiglu(name, x, {d_ff [, names, bias = false, seed]}): Llama's
+-- feed-forward network down(silu(gate(x)) · up(x)) (Shazeer 2020), three
+-- Linears without biases named name.gate, name.up, name.down; names
+-- {gate=, up=, down=} renames them (Hugging Face: gate_proj, up_proj,
+-- down_proj; GGUF: ffn_gate, ffn_up, ffn_down). silu(g) · u is one
+-- elementwise loop after fusion (fuse_chain).
+local SWIGLU = {gate = "gate", up = "up", down = "down"}
+function nn.swiglu(name, x, opts)
+  need_name(name, "swiglu")
+  opts = opts or {}
+  need_tensor(x, "swiglu", "x")
+  need_int(opts.d_ff, "swiglu", "opts.d_ff")
+  local names = opts.names or SWIGLU
+  local lin = {bias = opts.bias or false, seed = opts.seed}
+  local g = nn.linear(name .. "." .. names.gate, x, opts.d_ff, lin)
+  local u = nn.linear(name .. "." .. names.up, x, opts.d_ff, lin)
+  return nn.linear(name .. "." .. names.down, g:silu() * u, last_dim(x), lin)
+end
+
 -- ---- transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer) ----------
 
 -- x + f(x) around a sublayer, post-norm (the paper: norm(x + f(x))) or

@@ -6,7 +6,7 @@
  * [rows, cols] without the attribute.
  *
  * The op is OPF_NOFOLD: folding it would store the weights 4-8x larger.
- * fuse_blockquant turns the products and gathers reading it into
+ * fuse_blocks turns the products and gathers reading it into
  * BlockLinear and BlockGather, which read the blocks themselves; a node
  * left over (another reader) runs here, into the workspace, plainly. */
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 #include "../blockquant.h"
 #include "../emit.h"
+#include "../kernels/qgemm_kernel.h"
 #include "../ops.h"
 
 /* The node's format and logical shape, checked against raw's type [rows,
@@ -91,34 +92,6 @@ bool dequantize_blocks_eval(const Node *n, const Tensor *in, Tensor *out, Diag *
   return true;
 }
 
-/* The C statements that set y[0..32) from the block at b (the reference
- * arithmetic; kiln_f16_to_f32 is exact). */
-void dequantize_blocks_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
-  emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
-  switch (fmt) {
-  case BQ_Q8_0:
-    emit_line(e, "for (int i = 0; i < 32; i++)");
-    emit_line(e, "  %s[i] = d * (float)(int8_t)%s[2 + i];", y, b);
-    break;
-  case BQ_Q4_0:
-    emit_line(e, "for (int j = 0; j < 16; j++) {");
-    emit_line(e, "  %s[j] = d * (float)((%s[2 + j] & 15) - 8);", y, b);
-    emit_line(e, "  %s[j + 16] = d * (float)((%s[2 + j] >> 4) - 8);", y, b);
-    emit_line(e, "}");
-    break;
-  case BQ_Q4_1:
-    emit_line(e, "const float m = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
-    emit_line(e, "for (int j = 0; j < 16; j++) {");
-    emit_line(e, "  const float lo = d * (float)(%s[4 + j] & 15), hi = d * (float)(%s[4 + j] >> 4);", b, b);
-    emit_line(e, "  %s[j] = lo + m;", y);
-    emit_line(e, "  %s[j + 16] = hi + m;", y);
-    emit_line(e, "}");
-    break;
-  default:
-    KILN_ASSERT(0);
-  }
-}
-
 bool dequantize_blocks_emit(Emit *e, const Node *n) {
   BqFormat fmt;
   if (!bq_format_from_name(attr_str(n, "format", NULL), &fmt))
@@ -135,7 +108,7 @@ bool dequantize_blocks_emit(Emit *e, const Node *n) {
   e->indent++;
   emit_line(e, "const uint8_t *b = %s + r * %d;", emit_ref(e, n->in[0]), bq_formats[fmt].block_bytes);
   emit_line(e, "float *yb = %s + r * 32;", emit_ref(e, n->out[0]));
-  dequantize_blocks_emit_block(e, fmt, "b", "yb");
+  qgemm_emit_block(e, fmt, "b", "yb");
   e->indent--;
   emit_line(e, "}");
   return true;

@@ -9,6 +9,8 @@ const Pass pass_list[] = {
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
     {"simplify", pass_simplify, "remove Identity/Dropout, make Reshape-like ops free aliases"},
+    {"fuse_blocks", pass_fuse_blocks, "x·Wᵀ and Gather of ggml block-quantized W to BlockLinear/BlockGather, "
+                                      "reading the blocks"},
     {"fuse_normalize", pass_fuse_normalize, "Gemm by a constant to Linear, Transposes that move only dims of 1 to views"},
     {"fuse_attention", pass_fuse_attention, "Q K^T scale [+ mask] [+ top-k] -> Softmax -> . V to one "
                                             "Attention, reading sliced Q, K, V in place"},

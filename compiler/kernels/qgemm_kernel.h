@@ -1,0 +1,35 @@
+/* qgemm_kernel.h — the generator of products by ggml block-quantized
+ * weights (compiler/blockquant.h), for BlockLinear's _emit (compiler/ops/
+ * block_linear.c); the generator sees no Node:
+ *
+ *   Y[M,N] = X[M,K] · Wᵀ (+ bias[N]),   W[N,K] as the blocks Wb[N, K/32·bb]
+ *
+ * The blocks are read as the GGUF file stores them (a row of W is K/32
+ * consecutive blocks), never repacked, so a table that an embedding
+ * gather also reads is stored once. See qgemm_kernel.c for the kernels. */
+#ifndef KILN_QGEMM_KERNEL_H
+#define KILN_QGEMM_KERNEL_H
+
+#include "../blockquant.h"
+#include "../emit.h"
+
+typedef struct QGemmSpec {
+  int64_t m, n, k;     /* K a multiple of 32 */
+  BqFormat fmt;
+  const char *a;       /* C pointer expression of X[m,k], row-major */
+  const char *w;       /* C pointer expression of the blocks (const uint8_t *) */
+  const char *w_name;  /* the weight's name, for comments (may be NULL) */
+  const char *bias;    /* C pointer expression of bias[n], or NULL */
+  const char *y;       /* C pointer expression of Y[m,n], row-major */
+} QGemmSpec;
+
+/* Write the kernel for s into the current block (it opens its own block).
+ * False, writing nothing, when K is not a whole number of blocks. */
+bool emit_qgemm(Emit *e, const QGemmSpec *s);
+
+/* C statements that set the floats y[0..32) from the block at b (both C
+ * expressions): the reference arithmetic (blockquant.h), d and m through
+ * kiln_f16_to_f32, d*q (+ m) in f32. For gathers and the plain paths. */
+void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y);
+
+#endif
