@@ -14,7 +14,8 @@ and numpy (run it with build/venv/bin/python; no torch):
                    0..255 cover any ASCII text.
   q6k.gguf         one Q6_K tensor ("blk.0.ffn_down.weight", [64,256]), for the
                    "kiln does not read Q6_K" error, and the other types kiln
-                   reads: BF16 (to f32), I32 and F64 (q6k.json: their values).
+                   reads: BF16 (to f32), I32 and F64 (q6k.json: their values);
+                   general.alignment 64.
   tiny_llama.json  what the C test checks against: every tensor's name, ggml
                    type, ne, its first and last 8 values and their sum as f32
                    (dequantized by the gguf package for the block types), and
@@ -211,7 +212,7 @@ def main():
     other = write(os.path.join(out, "q6k.gguf"), "llama",
                   [("blk.0.ffn_down.weight", (64, 256), Q.Q6_K), ("extra.bf16", (2, 32), Q.BF16),
                    ("extra.i32", (2, 4), Q.I32), ("extra.f64", (3,), Q.F64)],
-                  rng, lambda w: None)
+                  rng, lambda w: w.add_custom_alignment(64))
     with open(os.path.join(out, "q6k.json"), "w") as f:
         json.dump({"tensors": other[1:]}, f, separators=(",", ":"))
 

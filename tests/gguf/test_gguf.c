@@ -201,6 +201,9 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   char *path = arena_printf(a, "%s/q6k.gguf", dir);
   if (!CHECK_AT(gguf_load(a, path, &q6, &d), d.msg))
     return;
+  CHECK(q6.alignment == 64 && q6.data_start % 64 == 0);
+  for (int i = 0; i < q6.n; i++)
+    CHECK_AT(q6.t[i].offset % 64 == 0, q6.t[i].name);
   GgufTensor *t = gguf_tensor(&q6, "blk.0.ffn_down.weight");
   CHECK(t && !t->readable && t->quantized && t->file_bytes == 64 * 210);
   Type q6t = {.dt = DT_F32, .rank = 2, .dims = {64, 256}};
@@ -324,6 +327,14 @@ int main(int argc, char **argv) {
     check_frontend(argv[1]);
   }
   CHECK(!gguf_file_is_gguf(jpath));
+  /* version 2 has version 3's layout: the same file read as version 2 */
+  if (g.image) {
+    unsigned char *v2 = arena_dup(a, g.image, g.image_len);
+    v2[4] = 2;
+    Gguf g2;
+    d = (Diag){0};
+    CHECK_AT(gguf_parse(a, v2, g.image_len, "v2.gguf", &g2, &d) && g2.version == 2 && g2.n == g.n, d.msg);
+  }
   if (argc > 2)
     check_real(a, argv[2]);
   json_decref(ref);
