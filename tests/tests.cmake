@@ -17,6 +17,20 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# the block kernels' f16 scales: kiln_f16_to_f32_fast, plain and with F16C
+add_executable(unit_f16_fast ${T}/unit/f16_fast.c)
+target_include_directories(unit_f16_fast PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_f16_fast PRIVATE -O2)
+add_test(NAME unit_f16_fast COMMAND unit_f16_fast)
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND EXISTS /proc/cpuinfo)
+  file(READ /proc/cpuinfo KILN_CPUINFO_F16C)
+  if(KILN_CPUINFO_F16C MATCHES "[ \t]f16c[ \n]")
+    add_executable(unit_f16_fast_f16c ${T}/unit/f16_fast.c)
+    target_include_directories(unit_f16_fast_f16c PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+    target_compile_options(unit_f16_fast_f16c PRIVATE -O2 -mf16c)
+    add_test(NAME unit_f16_fast_f16c COMMAND unit_f16_fast_f16c)
+  endif()
+endif()
 
 # ONNX backend node tests, against the committed pass lists
 add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
@@ -474,15 +488,14 @@ endforeach()
 
 # GGUF weight files (compiler/gguf.c): the reader on the fixture
 # tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
-# on the real SmolLM2-135M Q4_1 file (tests/generate/fetch_smollm2.sh fetches
-# it once into the build folder, shared with the generate tests; skipped
-# (77) offline)
+# on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
+# once into the build folder; skipped (77) offline)
 add_executable(test_gguf ${T}/gguf/test_gguf.c)
 target_link_libraries(test_gguf PRIVATE kilnlib)
 add_test(NAME gguf_reader COMMAND test_gguf ${T}/gguf)
 add_test(NAME gguf_reader_smollm
          COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" \"$3\" \"$f\""
-                 ${T}/generate/fetch_smollm2.sh ${CMAKE_BINARY_DIR}/generate-tests/smollm2 $<TARGET_FILE:test_gguf> ${T}/gguf)
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm $<TARGET_FILE:test_gguf> ${T}/gguf)
 set_tests_properties(gguf_reader_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # binding: tests/gguf/bind/model.lua binds all 21 tensors of the fixture by
 # name (--strict-weights), F32/F16 as f32 constants and the Q8_0/Q4_0/Q4_1
@@ -507,7 +520,7 @@ add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
 # and taken through every pass and emission (kiln info); skipped offline
 add_test(NAME gguf_bind_smollm
          COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
-                 ${T}/generate/fetch_smollm2.sh ${CMAKE_BINARY_DIR}/generate-tests/smollm2 ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
 set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
