@@ -321,15 +321,36 @@ static void emit_prefill(Emit *e, const QGemmSpec *s, const QGeo *g, const View 
   }
 }
 
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
+
 /* One vector width: the full tiles (split among threads), then the rest. */
 static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
   int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
+    /* a prefill chunk holding few real tokens: dequantizing all of W into
+     * panels would cost more than reading it once per row */
+    emit_line(e, "if (m_run < %d) { /* few rows: W's blocks in registers, as in decode */", QG_PREFILL_MIN_ROWS);
+    e->indent++;
+    emit_decode_tiles(e, s, g);
+    e->indent--;
+    emit_line(e, "} else {");
+    e->indent++;
+    emit_prefill(e, s, g, v);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
   if (s->m >= QG_PREFILL_MIN_ROWS) {
     emit_prefill(e, s, g, v);
     return;
   }
+  emit_decode_tiles(e, s, g);
+}
+
+/* Decode: W's rows QG_R at a time (split among threads), then the rest. */
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
   if (g->nt > 0) {
     emit_parallel_for(e, g->nt, g->ns);
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
