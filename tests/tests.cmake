@@ -483,6 +483,16 @@ foreach(isa generic avx2 avx512 native)
   foreach(threads 1 2)
     add_test(NAME generate_cache_tiny_${isa}_t${threads}
       COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+    # examples/llama.lua (RoPE, GQA, SwiGLU, tied output) on random f32
+    # weights: bit for bit; and on the GGUF fixture's Q8_0/Q4_0/Q4_1 blocks,
+    # within 1e-5 of the largest logit: the prefill's panel kernel and the
+    # step's register kernel sum each dot product in another order
+    add_test(NAME generate_cache_llama_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 0
+              --set ctx=32 --set prefill=8)
+    add_test(NAME generate_cache_gguf_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 1e-5
+              --weights ${T}/gguf/tiny_llama.gguf --set ctx=32 --set prefill=8)
   endforeach()
 endforeach()
 
