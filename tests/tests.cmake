@@ -481,3 +481,14 @@ foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4
   endforeach()
   add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
 endforeach()
+
+# One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
+# kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
+# rotation) against numpy's Hugging Face block (tools/make_llama_block_case.py):
+# the interpreter, and the C under each --isa and with --threads 2
+set(dir ${T}/generated/llama_block)
+add_test(NAME llama_block_interp COMMAND ${KILN_BIN} check -q --interp ${dir} --model ${dir}/model.lua)
+foreach(isa generic avx2 avx512)
+  add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
+endforeach()
+add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
