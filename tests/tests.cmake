@@ -492,3 +492,13 @@ foreach(isa generic avx2 avx512)
   add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
 endforeach()
 add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
+# ONNX's own RotaryEmbedding node tests (tools/make_rotary_cases.py writes
+# them as .kir from onnx's case definitions): the interpreter and the C
+file(GLOB KILN_ROTARY_NODE_CASES LIST_DIRECTORIES true ${T}/generated/rotary/onnx_node/*)
+foreach(dir ${KILN_ROTARY_NODE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME rotary_node_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
