@@ -48,6 +48,7 @@ typedef struct Attn {
   double fill;                /* bool masks */
   int64_t topk;
   double topk_fill;
+  int64_t groups;             /* query heads per K/V head (1: one to one) */
   Node *last;
   const char *why;            /* set when it does not fuse */
 } Attn;
@@ -510,7 +511,12 @@ static bool match_attention(Fuser *f, Attn *a, Node *sm) {
   a->k = peel_groups(f, a, peel_operand(f, a, mm->in[1], a->perm[P_K], true), a->perm[P_K], true);
   Type qt = through(g, a->q, a->perm[P_Q]), kt = through(g, a->k, a->perm[P_K]),
        vt = through(g, a->v, a->perm[P_V]);
-  return operands_fit(g, a, &qt, &kt, &vt);
+  if (!operands_fit(g, a, &qt, &kt, &vt))
+    return false;
+  a->groups = 1;
+  for (int i = 0; i < qt.rank - 2; i++)
+    a->groups *= qt.dims[i] / kt.dims[i];
+  return true;
 }
 
 /* ---- the rewrite --------------------------------------------------------------------- */
@@ -548,8 +554,10 @@ static void rewrite(Fuser *f, Attn *a) {
   const char *names[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   for (int p = 0; p < 4; p++)
     set_perm(g, n, names[p], a->perm[p], r);
-  const char *what = arena_printf(g->arena, "attention{mask=%s%s}", attn_mask_name(a->kind),
-                                  a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "");
+  const char *what = arena_printf(g->arena, "attention{mask=%s%s%s}", attn_mask_name(a->kind),
+                                  a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "",
+                                  a->groups > 1 ? arena_printf(g->arena, ", kv shared by %lld query heads",
+                                                               (long long)a->groups) : "");
   fm_fuse_done(f, n, what);
 }
 
