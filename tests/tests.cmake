@@ -502,3 +502,14 @@ foreach(dir ${KILN_ROTARY_NODE_CASES})
     add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
   endif()
 endforeach()
+# the rotary and Llama-block C under clang -Weverything
+if(CLANG)
+  foreach(case ort_half_rank3 native_partial_interleaved native_no_ids_f64)
+    add_test(NAME rotary_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/rotary/${case})
+  endforeach()
+  add_test(NAME llama_block_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
+endif()
