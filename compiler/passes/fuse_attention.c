@@ -163,10 +163,12 @@ static int peel_repeat(Fuser *f, Attn *a, int v, const int *perm) {
     if (lead < 0 || lead >= r - 2 ||
         !repeat_shapes(x, &gval(g, un->out[0])->type, &gval(g, ex->out[0])->type, y, ax, &grp))
       continue;
-    int xv = un->in[0];
-    if (!take(a, g, rs) || !take(a, g, ex) || !take(a, g, un))
-      return v;
-    return xv;
+    if (a->m.n + 3 > MAX_MATCH) /* all three or none */
+      return no(a, "the pattern has more nodes than the matcher holds"), v;
+    take(a, g, rs);
+    take(a, g, ex);
+    take(a, g, un);
+    return un->in[0];
   }
   return v;
 }
