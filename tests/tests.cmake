@@ -595,3 +595,35 @@ foreach(dir ${KILN_BQ_CASES})
                                                    "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
+
+# One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
+# kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
+# rotation) against numpy's Hugging Face block (tools/make_llama_block_case.py):
+# the interpreter, and the C under each --isa and with --threads 2
+set(dir ${T}/generated/llama_block)
+add_test(NAME llama_block_interp COMMAND ${KILN_BIN} check -q --interp ${dir} --model ${dir}/model.lua)
+foreach(isa generic avx2 avx512)
+  add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
+endforeach()
+add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
+# ONNX's own RotaryEmbedding node tests (tools/make_rotary_cases.py writes
+# them as .kir from onnx's case definitions): the interpreter and the C
+file(GLOB KILN_ROTARY_NODE_CASES LIST_DIRECTORIES true ${T}/generated/rotary/onnx_node/*)
+foreach(dir ${KILN_ROTARY_NODE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME rotary_node_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+# the rotary and Llama-block C under clang -Weverything
+if(CLANG)
+  foreach(case ort_half_rank3 native_partial_interleaved native_no_ids_f64)
+    add_test(NAME rotary_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/rotary/${case})
+  endforeach()
+  add_test(NAME llama_block_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
+endif()
