@@ -703,6 +703,10 @@ static void put_decoder_entries(Buf *c, Emit *e, const char **pn) {
   const Decoder *dec = g->decoder;
   const char *p = e->prefix, *P = upper(g->arena, p);
   (void)pn;
+  buf_printf(c, "/* The workspace of %s_prefill and %s_step (not re-entrant; the _ws\n"
+                " * variants take the caller's): one for both, they never run together. */\n"
+                "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",
+             p, p, p, (long long)(g->ws_size ? g->ws_size : 1));
   for (int k = 0; k < dec->nentries; k++) {
     const DecoderEntry *en = &dec->entries[k];
     bool step = en->tokens == 1 && !strcmp(en->name, "step");
@@ -726,14 +730,12 @@ static void put_decoder_entries(Buf *c, Emit *e, const char **pn) {
                p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
     if (step)
       buf_printf(c, "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
-                    "  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n"
-                    "  return %s_step_ws(workspace, state, token, logits);\n}\n\n",
-                 p, p, P, (long long)(g->ws_size ? g->ws_size : 1), p);
+                    "  return %s_step_ws(%s_workspace, state, token, logits);\n}\n\n",
+                 p, p, P, p, p);
     else
       buf_printf(c, "int %s_%s(%s_state *state, const int64_t tokens[%lld], int n, float logits[%s_VOCAB]) {\n"
-                    "  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n"
-                    "  return %s_%s_ws(workspace, state, tokens, n, logits);\n}\n\n",
-                 p, en->name, p, (long long)en->tokens, P, (long long)(g->ws_size ? g->ws_size : 1), p, en->name);
+                    "  return %s_%s_ws(%s_workspace, state, tokens, n, logits);\n}\n\n",
+                 p, en->name, p, (long long)en->tokens, P, p, en->name, p);
   }
   buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
 }
@@ -826,6 +828,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   /* every name the run function declares, so that no kernel or weight
    * takes one (a run-function parameter named like a kernel would hide it) */
   e.names = nameset_new(a);
+  if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
+    nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
   int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
     io_slot[v] = e.const_of[v] = -1;
