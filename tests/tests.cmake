@@ -483,6 +483,16 @@ foreach(isa generic avx2 avx512 native)
   foreach(threads 1 2)
     add_test(NAME generate_cache_tiny_${isa}_t${threads}
       COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+    # examples/llama.lua (RoPE, GQA, SwiGLU, tied output) on random f32
+    # weights: bit for bit; and on the GGUF fixture's Q8_0/Q4_0/Q4_1 blocks,
+    # within 1e-5 of the largest logit: the prefill's panel kernel and the
+    # step's register kernel sum each dot product in another order
+    add_test(NAME generate_cache_llama_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 0
+              --set ctx=32 --set prefill=8)
+    add_test(NAME generate_cache_gguf_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 1e-5
+              --weights ${T}/gguf/tiny_llama.gguf --set ctx=32 --set prefill=8)
   endforeach()
 endforeach()
 
@@ -603,3 +613,35 @@ add_test(NAME generate_past_llama
          COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 2 8 decoder_llama.onnx reference_llama.bin)
 add_test(NAME generate_past_bad
          COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+
+# One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
+# kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
+# rotation) against numpy's Hugging Face block (tools/make_llama_block_case.py):
+# the interpreter, and the C under each --isa and with --threads 2
+set(dir ${T}/generated/llama_block)
+add_test(NAME llama_block_interp COMMAND ${KILN_BIN} check -q --interp ${dir} --model ${dir}/model.lua)
+foreach(isa generic avx2 avx512)
+  add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
+endforeach()
+add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
+# ONNX's own RotaryEmbedding node tests (tools/make_rotary_cases.py writes
+# them as .kir from onnx's case definitions): the interpreter and the C
+file(GLOB KILN_ROTARY_NODE_CASES LIST_DIRECTORIES true ${T}/generated/rotary/onnx_node/*)
+foreach(dir ${KILN_ROTARY_NODE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME rotary_node_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+# the rotary and Llama-block C under clang -Weverything
+if(CLANG)
+  foreach(case ort_half_rank3 native_partial_interleaved native_no_ids_f64)
+    add_test(NAME rotary_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/rotary/${case})
+  endforeach()
+  add_test(NAME llama_block_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
+endif()
