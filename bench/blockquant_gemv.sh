@@ -82,7 +82,8 @@ printf '%-22s %12s %10s %10s %8s\n' model weight_bytes cpu_ms wall_ms GB/s
 while read -r name bytes; do
   b="$dir/$name"
   mkdir -p "$b"
-  IFS=_ read -r fmt shape mm <<<"$name"
+  mm=${name##*_} rest=${name%_*}
+  shape=${rest##*_}
   k=${shape%x*} n=${shape#*x} m=${mm#m}
   reps=$(( bytes > 20000000 ? 3 : m > 1 ? 10 : 100 ))
   "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights=blob "$@" >/dev/null &&

@@ -501,3 +501,6 @@ foreach(dir ${KILN_BQ_CASES})
                                                    "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
+# ... and the blob holds the blocks once: no f32 copy, the tied table once
+add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
+         ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
