@@ -17,6 +17,10 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# ggml block formats: type numbers, reference blocks, bq_dequantize_node
+add_executable(unit_blockquant ${T}/unit/blockquant.c)
+target_link_libraries(unit_blockquant PRIVATE kilnlib)
+add_test(NAME unit_blockquant COMMAND unit_blockquant)
 # the block kernels' f16 scales: kiln_f16_to_f32_fast, plain and with F16C
 add_executable(unit_f16_fast ${T}/unit/f16_fast.c)
 target_include_directories(unit_f16_fast PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
