@@ -75,7 +75,7 @@ bool block_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   int64_t nn, k;
   char err[256];
   KILN_ASSERT(block_weight(n, &in[1].type, &fmt, &nn, &k, err, sizeof err));
-  int64_t m = k ? type_numel(&in[0].type) / k : 0;
+  int64_t m = nn ? type_numel(&out[0].type) / nn : 0; /* rows of X, also when K is 0 */
   const float *x = in[0].data, *bias = n->nin > 2 ? in[2].data : NULL;
   float *y = out[0].data, *w = malloc(sizeof(float) * (size_t)(k ? k : 1));
   KILN_ASSERT(w);
@@ -98,10 +98,10 @@ bool block_linear_emit(Emit *e, const Node *n) {
   BqFormat fmt;
   int64_t nn, k;
   char err[256];
-  const Type *xt = &gval(e->g, n->in[0])->type;
   if (!block_weight(n, &gval(e->g, n->in[1])->type, &fmt, &nn, &k, err, sizeof err))
     return false;
-  QGemmSpec s = {.m = k ? type_numel(xt) / k : 0, .n = nn, .k = k, .fmt = fmt,
+  int64_t m = nn ? type_numel(&gval(e->g, n->out[0])->type) / nn : 0;
+  QGemmSpec s = {.m = m, .n = nn, .k = k, .fmt = fmt,
                  .a = emit_ref(e, n->in[0]), .w = emit_ref(e, n->in[1]), .w_name = gval(e->g, n->in[1])->name,
                  .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0])};
   return emit_qgemm(e, &s);

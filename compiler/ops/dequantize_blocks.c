@@ -56,7 +56,7 @@ static bool blocks_shape(const Node *n, const Type *raw, BqFormat *fmt, Type *y,
       if (rows > MAX_NUMEL)
         rows = MAX_NUMEL + 1;
     }
-    if (y->dims[y->rank - 1] != cols || rows != (sh->n == 1 ? 1 : raw->dims[0])) {
+    if (y->dims[y->rank - 1] != cols || rows != raw->dims[0]) {
       snprintf(err, errn, "shape %s does not match %lld rows of %lld values (%s); expected [..., %lld] with "
                "%lld rows", type_str(y, rs, sizeof rs), (long long)raw->dims[0], (long long)cols, f,
                (long long)cols, (long long)raw->dims[0]);
