@@ -65,6 +65,9 @@ bool block_linear_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "bias is %s; expected f32[%lld]", type_str(&b->type, bs, sizeof bs), (long long)nn);
   Type y = x->type;
   y.dims[y.rank - 1] = nn;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, xs, sizeof xs),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }
@@ -136,6 +139,9 @@ bool block_gather_infer(Graph *g, Node *n, Diag *d) {
   Type y = ix->type;
   y.dt = DT_F32;
   y.dims[y.rank++] = cols;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, err, sizeof err),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }
