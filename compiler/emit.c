@@ -43,8 +43,20 @@ const char *emit_ref(Emit *e, int vid) {
 const char *emit_const_array(Emit *e, DType dt, const void *data, int64_t n, const char *stem,
                              const char *comment) {
   Arena *a = e->g->arena;
+  int arr = -1;
+  /* the same bytes already emitted (a weight packed alike for two nodes:
+   * a decoder's prefill and step, tied weights): one array */
+  size_t bytes = (size_t)n * dt_size(dt);
+  for (int i = 0; i < e->narrays && arr < 0; i++)
+    if (e->arrays[i].dt == dt && e->arrays[i].n == n && (e->arrays[i].data == data || !memcmp(e->arrays[i].data, data, bytes)))
+      arr = i;
+  if (arr >= 0) {
+    if (e->ks->node)
+      return kernel_param(e, -1, arr);
+    return emit_weight_name(e, e->arrays[arr].k);
+  }
   e->arrays = arena_grow(a, e->arrays, &e->caparrays, e->narrays + 1, sizeof(EmitArray));
-  int arr = e->narrays++;
+  arr = e->narrays++;
   e->arrays[arr] = (EmitArray){dt, data, n, stem, comment, add_const(e, -1 - arr)};
   if (e->ks->node)
     return kernel_param(e, -1, arr);

@@ -42,6 +42,8 @@ typedef struct EmitOptions {
                            marks the large loops for N OpenMP threads (emit.h) */
   EmitGemm gemm;        /* --gemm */
   EmitWeights weights;  /* --weights=inline|blob */
+  const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
+                           tables (compiler/tokenizer.h), or NULL */
 } EmitOptions;
 
 struct WeightsBlob;

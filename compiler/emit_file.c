@@ -15,6 +15,7 @@
 #include "emit_api.h"
 #include "emit_kernel.h"
 #include "ops.h"
+#include "tokenizer.h"
 #include "weights_blob.h"
 
 
@@ -125,6 +126,11 @@ static bool check_states(Graph *g, Diag *d) {
     const Value *v = &g->vals[g->inputs[i]];
     if (!v->is_state)
       continue;
+    if (v->state_next < 0 && v->state_init && op_state_in_place(g, g->inputs[i]))
+      continue; /* a KV cache: CacheWrite changes it where it lives */
+    if (g->decoder)
+      return diag_error(d, "state '%s' has a next value; expected a decoder's state to be its KV caches "
+                        "only (x:cache), which its entry points update in place", v->name);
     if (v->state_next < 0 || v->state_next >= g->noutputs || !v->state_init)
       return diag_error(d, "state '%s' has no next value or no initial value", v->name);
     const Value *next = &g->vals[g->outputs[v->state_next]];
@@ -182,6 +188,8 @@ static void put_state_init(Buf *c, Emit *e, const char **pn) {
                                   arena_printf(g->arena, "initial value of state '%s'", v->name)),
                  pn[i]);
   }
+  if (g->decoder)
+    buf_puts(c, "  state->kiln_length = 0;\n");
   buf_puts(c, "}\n");
 }
 
@@ -268,6 +276,24 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
   buf_puts(b, ")");
 }
 
+/* The return codes of the bind functions (and KILN_OK), guarded so that
+ * several models' headers can be included together. */
+static const char weights_codes[] =
+    "#ifndef KILN_WEIGHTS_CODES\n#define KILN_WEIGHTS_CODES\n"
+    "enum {\n  KILN_OK = 0,\n  KILN_E_WEIGHTS_SIZE = 1,    /* NULL, or not the size this model's blob has */\n"
+    "  KILN_E_WEIGHTS_ALIGN = 2,   /* not 64-byte aligned */\n"
+    "  KILN_E_WEIGHTS_MAGIC = 3,   /* not a kiln weights blob */\n"
+    "  KILN_E_WEIGHTS_VERSION = 4, /* another blob format version or byte order */\n"
+    "  KILN_E_WEIGHTS_MODEL = 5    /* another model's blob, or other weights */\n};\n#endif\n";
+
+/* The header's end: the tokenizer's declarations (if any), then the
+ * extern "C" block and the include guard closed. */
+static void put_header_end(Buf *h, const Buf *tok) {
+  if (tok && tok->len)
+    buf_printf(h, "\n%s", tok->s);
+  buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+}
+
 /* The header's part for a model whose weights are in a blob. */
 static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
   buf_printf(h, "\n/* Weights: %s.weights.bin (%s_WEIGHTS_SIZE bytes), bound once before any other\n"
@@ -280,12 +306,7 @@ static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsB
              p, P, p, p, p, p, p);
   buf_printf(h, "#define %s_WEIGHTS_SIZE %zu\n#define %s_WEIGHTS_HASH UINT64_C(0x%016llx)\n", P, blob->size,
              P, (unsigned long long)blob->hash);
-  buf_puts(h, "#ifndef KILN_WEIGHTS_CODES\n#define KILN_WEIGHTS_CODES\n"
-              "enum {\n  KILN_OK = 0,\n  KILN_E_WEIGHTS_SIZE = 1,    /* NULL, or not the size this model's blob has */\n"
-              "  KILN_E_WEIGHTS_ALIGN = 2,   /* not 64-byte aligned */\n"
-              "  KILN_E_WEIGHTS_MAGIC = 3,   /* not a kiln weights blob */\n"
-              "  KILN_E_WEIGHTS_VERSION = 4, /* another blob format version or byte order */\n"
-              "  KILN_E_WEIGHTS_MODEL = 5    /* another model's blob, or other weights */\n};\n#endif\n");
+  buf_puts(h, weights_codes);
   buf_printf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
                 "int %s_bind_weights(const void *blob, size_t size);\n"
                 "const char *%s_weights_error(int code);\n"
@@ -296,7 +317,8 @@ static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsB
              p, p, p, p, p, p, p, P);
 }
 
-static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob) {
+static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                        const Buf *tok) {
   Arena *a = g->arena;
   const char *P = upper(a, o->prefix);
   char ts[160];
@@ -358,7 +380,8 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   put_signature(h, g, o->prefix, pn, SIG_RUN);
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, SIG_RUN_WS);
-  buf_puts(h, ";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+  buf_puts(h, ";\n");
+  put_header_end(h, tok);
 }
 
 /* Weight k (in order of first use): a graph constant or an array of
@@ -525,7 +548,7 @@ static const char *temp_name(Emit *e, const Value *v) {
 
 /* The run function's body: per node, the workspace tensors it defines,
  * then the call of its kernel. */
-static void put_calls(Emit *e, Buf *body, int64_t *ws_end) {
+static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry, int entry) {
   Graph *g = e->g;
   Arena *a = g->arena;
   e->out = body;
@@ -533,6 +556,11 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end) {
   for (int c = 0; c < e->ks->ncalls; c++) {
     const KCall *call = &e->ks->calls[c];
     const Node *n = call->node;
+    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != DECODER_ENTRY_ALL)
+      continue; /* another entry point's */
+    if (node_entry && node_entry[n - g->nodes] == DECODER_ENTRY_ALL)
+      for (int j = 0; j < n->nout; j++)
+        e->refs[n->out[j]] = NULL; /* declared again in this entry's function */
     for (int j = 0; j < n->nout; j++) {
       int vid = n->out[j];
       Value *v = &g->vals[vid];
@@ -576,6 +604,216 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end) {
   }
 }
 
+/* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
+ * its tables at the end of the .c, their declarations into tok for the
+ * header. */
+static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Diag *d) {
+  if (!o->tokenizer)
+    return true;
+  buf_puts(c, "\n");
+  return tokenizer_emit(o->tokenizer, o->prefix, c, tok, d);
+}
+
+/* The rest of the .c after the preamble: the weights (blob layout, the
+ * literals, the bind function), the kernels, then the functions in fn. */
+static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
+  if (e->blob)
+    emit_blob_layout(c, e);
+  emit_weights(c, e);
+  if (e->blob)
+    emit_bind_weights(c, e);
+  kernels_put(e, c);
+  buf_puts(c, "\n");
+  buf_put(c, fn->s ? fn->s : "", fn->len);
+  buf_free(fn);
+}
+
+/* ---- a generative model's entry points (Graph.decoder) ------------------------
+ * One static forward function per entry (NAME_prefill_forward, NAME_step_
+ * forward) over the shared workspace, weights and state, and the public
+ * wrappers that check the request against the cache, pass the position
+ * and keep the length in the state struct. */
+
+/* Is graph input/output i (the inputs-then-outputs list) entry k's? */
+static bool entry_io(const Graph *g, int k, int i) {
+  const DecoderEntry *en = &g->decoder->entries[k];
+  if (i >= g->ninputs)
+    return i - g->ninputs == en->logits_out;
+  int v = g->inputs[i];
+  return v == en->tokens_vid || v == en->start_vid || v == en->count_vid;
+}
+
+/* static void NAME_ENTRY_forward(ws, [weights,] state, the entry's tensors) */
+static void put_entry_signature(Buf *b, Emit *e, const char **pn, int k) {
+  Graph *g = e->g;
+  buf_printf(b, "static void %s_%s_forward(unsigned char *restrict ws,", e->prefix, g->decoder->entries[k].name);
+  if (e->blob)
+    buf_printf(b, "\n    const struct %s_weights *restrict weights,", e->prefix);
+  buf_printf(b, " %s_state *restrict state", e->prefix);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
+    if (entry_io(g, k, i))
+      buf_printf(b, ",\n    %s%s %s%s", in ? "const " : "", dt_ctype(v->type.dt), pn[i],
+                 array_dims(g->arena, &v->type));
+  }
+  buf_puts(b, ")");
+}
+
+static void put_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  const DecoderEntry *en = &g->decoder->entries[k];
+  buf_printf(c, "/* The %s entry's forward pass: %lld token%s at positions start[0] .., count[0] of\n"
+                " * them real; the caches' rows start[0] .. start[0]+count[0]-1 are written. */\n",
+             en->name, (long long)en->tokens, en->tokens == 1 ? "" : "s");
+  put_entry_signature(c, e, pn, k);
+  buf_puts(c, " {\n  (void)ws;\n");
+  if (e->blob)
+    buf_puts(c, "  (void)weights;\n");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    bool state = in && g->vals[vid].is_state;
+    if (!state && !entry_io(g, k, i))
+      continue;
+    bool ro = in && !(state && op_state_in_place(g, vid));
+    buf_printf(c, "  %s%s *p_%s = (%s%s *)%s%s;\n  (void)p_%s;\n", ro ? "const " : "", ct, pn[i],
+               ro ? "const " : "", ct, state ? "state->" : "", pn[i], pn[i]);
+  }
+  Buf out = {0};
+  e->out = &out;
+  e->indent = 1;
+  int vid = g->outputs[en->logits_out];
+  const char *p = arena_printf(a, "p_%s", pn[g->ninputs + en->logits_out]);
+  if (strcmp(emit_ref(e, vid), p)) /* the logits live elsewhere (a constant?): copied */
+    emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
+              cm(a, g->vals[vid].name));
+  buf_put(c, body->s ? body->s : "", body->len);
+  buf_put(c, out.s ? out.s : "", out.len);
+  buf_free(body);
+  buf_free(&out);
+  buf_puts(c, "}\n\n");
+}
+
+/* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
+static void put_decoder_entries(Buf *c, Emit *e, const char **pn) {
+  Graph *g = e->g;
+  const Decoder *dec = g->decoder;
+  const char *p = e->prefix, *P = upper(g->arena, p);
+  (void)pn;
+  buf_printf(c, "/* The workspace of %s_prefill and %s_step (not re-entrant; the _ws\n"
+                " * variants take the caller's): one for both, they never run together. */\n"
+                "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",
+             p, p, p, (long long)(g->ws_size ? g->ws_size : 1));
+  for (int k = 0; k < dec->nentries; k++) {
+    const DecoderEntry *en = &dec->entries[k];
+    bool step = en->tokens == 1 && !strcmp(en->name, "step");
+    if (step)
+      buf_printf(c, "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
+                    "  if (!state || !logits)\n    return KILN_E_ARG;\n"
+                    "  if (state->kiln_length >= %s_CTX)\n    return KILN_E_CACHE_FULL;\n"
+                    "  const int64_t tokens[1] = {token}, start[1] = {state->kiln_length}, count[1] = {1};\n",
+                 p, p, P, P);
+    else
+      buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state, const int64_t tokens[%lld], int n,\n"
+                    "    float logits[%s_VOCAB]) {\n"
+                    "  if (!state || !tokens || !logits || n < 1 || n > %lld)\n    return KILN_E_ARG;\n"
+                    "  if (state->kiln_length > %s_CTX - n)\n    return KILN_E_CACHE_FULL;\n"
+                    "  int64_t chunk[%lld] = {0}; /* the real tokens, then zeros: every id read is defined */\n"
+                    "  memcpy(chunk, tokens, (size_t)n * sizeof *chunk);\n"
+                    "  const int64_t start[1] = {state->kiln_length}, count[1] = {n};\n",
+                 p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, P, (long long)en->tokens);
+    buf_printf(c, "  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
+                  "  state->kiln_length += %s;\n  return KILN_OK;\n}\n\n",
+               p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
+    if (step)
+      buf_printf(c, "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
+                    "  return %s_step_ws(%s_workspace, state, token, logits);\n}\n\n",
+                 p, p, P, p, p);
+    else
+      buf_printf(c, "int %s_%s(%s_state *state, const int64_t tokens[%lld], int n, float logits[%s_VOCAB]) {\n"
+                    "  return %s_%s_ws(%s_workspace, state, tokens, n, logits);\n}\n\n",
+                 p, en->name, p, (long long)en->tokens, P, p, en->name, p);
+  }
+  buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
+}
+
+/* The header of a generative model: sizes, the state struct with its
+ * caches, the entry points and their codes. */
+static void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                                const Buf *tok) {
+  Arena *a = g->arena;
+  const Decoder *dec = g->decoder;
+  const char *p = o->prefix, *P = upper(a, p);
+  const Value *logits = &g->vals[g->outputs[dec->entries[0].logits_out]];
+  int64_t prefill = dec->entries[0].tokens, vocab = type_numel(&logits->type);
+  char ts[160];
+  buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", p, KILN_VERSION,
+             cm(a, o->source ? o->source : "a model"));
+  buf_printf(h, " * A generative model (decoder{}): it reads tokens and gives the logits of the\n"
+                " * next one, keeping the keys and values of every position it has read in a\n"
+                " * KV cache of %s_CTX positions inside the caller-owned %s_state:\n *\n"
+                " *   %s_state_init(&s);                      empty cache (length 0)\n"
+                " *   %s_prefill(&s, tokens, n, logits);      append n <= %s_PREFILL tokens\n"
+                " *   %s_step(&s, token, logits);             append one token\n"
+                " *   %s_length(&s);                          positions held\n *\n"
+                " * Both entry points write logits[%s_VOCAB], the next-token logits after\n"
+                " * the last token given, and return KILN_OK, KILN_E_CACHE_FULL (the tokens\n"
+                " * do not fit: nothing is written, the state is unchanged) or KILN_E_ARG\n"
+                " * (n outside 1..%s_PREFILL, or a NULL pointer). Token ids outside the\n"
+                " * vocabulary read its nearest row (they are clamped, never out of bounds).\n"
+                " * Each call's cost grows with the positions the cache holds, not with\n"
+                " * its capacity: attention reads rows 0 .. length-1 only.\n *\n",
+             P, p, p, p, P, p, p, P, P);
+  buf_puts(h, " * State layout: one field per cache, [position][...] row-major (row i is\n"
+              " * position i; rows at or past the length are unused), then the length:\n");
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (v->is_state)
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts), cm(a, v->name));
+  }
+  buf_printf(h, " *\n * %s_prefill() and %s_step() use one static workspace of %s_WORKSPACE_SIZE\n"
+                " * bytes and are not re-entrant; the _ws variants take a caller-owned\n"
+                " * workspace of that size (aligned to 64 bytes). Nothing allocates.\n",
+             p, p, P);
+  if (o->threads > 1)
+    buf_printf(h, " *\n * Threads: compiled with --threads %d; build %s.c with -fopenmp.\n", o->threads, p);
+  buf_puts(h, " */\n");
+  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
+  buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n#define %s_CTX %lld /* positions the cache holds */\n"
+                "#define %s_PREFILL %lld /* most tokens one prefill call takes */\n"
+                "#define %s_VOCAB %lld /* logits per call */\n",
+             P, (long long)g->ws_size, P, (long long)dec->ctx, P, (long long)prefill, P, (long long)vocab);
+  if (blob)
+    put_weights_api(h, p, P, blob);
+  else
+    buf_puts(h, weights_codes);
+  buf_puts(h, "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
+              "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
+              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, or a NULL pointer */\n};\n#endif\n");
+  buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  buf_printf(h, "typedef struct %s_state {\n", p);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (v->is_state)
+      buf_printf(h, "  %s %s%s; /* cache '%s' */\n", dt_ctype(v->type.dt), pn[i], array_dims(a, &v->type),
+                 cm(a, v->name));
+  }
+  buf_printf(h, "  int64_t kiln_length; /* positions held: rows 0 .. kiln_length-1 of every cache */\n"
+                "} %s_state;\n\n", p);
+  buf_printf(h, "void %s_state_init(%s_state *state);\n"
+                "int %s_prefill(%s_state *state, const int64_t tokens[%s_PREFILL], int n, float logits[%s_VOCAB]);\n"
+                "int %s_prefill_ws(void *workspace, %s_state *state, const int64_t tokens[%s_PREFILL], int n,\n"
+                "    float logits[%s_VOCAB]);\n"
+                "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
+                "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
+                "int64_t %s_length(const %s_state *state);\n",
+             p, p, p, p, P, P, p, p, P, P, p, p, P, p, p, P, p, p);
+  put_header_end(h, tok);
+}
+
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
@@ -590,6 +828,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   /* every name the run function declares, so that no kernel or weight
    * takes one (a run-function parameter named like a kernel would hide it) */
   e.names = nameset_new(a);
+  if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
+    nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
   int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
     io_slot[v] = e.const_of[v] = -1;
@@ -628,9 +868,19 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
    * the kernels use (no shadowing, even under -Wshadow) */
   for (int k = 0; k < e.ks->nkernels; k++)
     nameset_add_tokens(e.names, e.ks->kernels[k].text);
-  Buf body = {0}, fn = {0};
+  Buf body = {0}, fn = {0}, tok = {0};
   int64_t ws_end = 0;
-  put_calls(&e, &body, &ws_end);
+  int *node_entry = NULL;
+  Buf *bodies = NULL;
+  if (g->decoder) { /* one function per entry point */
+    if (!(node_entry = graph_decoder_entries(g, d)))
+      return false;
+    bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
+    for (int k = 0; k < g->decoder->nentries; k++)
+      put_calls(&e, &bodies[k], &ws_end, node_entry, k);
+  } else {
+    put_calls(&e, &body, &ws_end, NULL, 0);
+  }
 
   buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
              o->prefix, KILN_VERSION, cm(a, o->source ? o->source : "a model"), o->header);
@@ -647,6 +897,18 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   /* the run function, into fn: the weights it reads are known after it */
   Buf *wc = c;
   c = &fn;
+  if (g->decoder) {
+    for (int k = 0; k < g->decoder->nentries; k++)
+      put_entry_forward(c, &e, pn, k, &bodies[k]);
+    put_decoder_entries(c, &e, pn);
+    put_state_init(c, &e, pn);
+    put_file_tail(wc, &e, &fn);
+    if (!put_tokenizer(wc, &tok, o, d))
+      return false;
+    emit_decoder_header(h, g, o, pn, e.blob, &tok);
+    buf_free(&tok);
+    return true;
+  }
   put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS);
   buf_puts(c, " {\n");
   if (e.blob)
@@ -697,15 +959,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   buf_puts(c, ");\n}\n");
   if (has_state(g))
     put_state_init(c, &e, pn);
-  if (e.blob)
-    emit_blob_layout(wc, &e);
-  emit_weights(wc, &e);
-  if (e.blob)
-    emit_bind_weights(wc, &e);
-  kernels_put(&e, wc);
-  buf_puts(wc, "\n");
-  buf_put(wc, fn.s, fn.len);
-  buf_free(&fn);
-  emit_header(h, g, o, pn, e.blob);
+  put_file_tail(wc, &e, &fn);
+  if (!put_tokenizer(wc, &tok, o, d))
+    return false;
+  emit_header(h, g, o, pn, e.blob, &tok);
+  buf_free(&tok);
   return true;
 }

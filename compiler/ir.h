@@ -131,6 +131,27 @@ typedef struct Node {
   bool dead;          /* removed; compacted away by graph_compact */
 } Node;
 
+/* A generative model (Lua decoder{}, issue 10): the graph holds one
+ * forward pass per entry point — a prompt chunk of `tokens` positions
+ * (prefill) and one token (step) — over the same weights and the same
+ * KV-cache states, and the emitter writes one function per entry. An
+ * entry's inputs are its token ids [tokens], the position of its first
+ * token (start, i64[1]: how many the cache held) and how many of its
+ * tokens are real (count, i64[1]); its output is the logits of the last
+ * real token. Every node depends on the inputs of exactly one entry. */
+typedef struct DecoderEntry {
+  const char *name;      /* "prefill", "step" */
+  int64_t tokens;        /* token ids per call */
+  int tokens_vid, start_vid, count_vid; /* graph inputs (value ids) */
+  int logits_out;        /* index in g->outputs */
+} DecoderEntry;
+
+typedef struct Decoder {
+  int64_t ctx;           /* the caches' capacity in positions */
+  int nentries;
+  DecoderEntry entries[2];
+} Decoder;
+
 typedef struct Graph {
   Arena *arena;
   const char *file;   /* where it came from, for diagnostics */
@@ -142,6 +163,7 @@ typedef struct Graph {
   int *outputs; int noutputs, capoutputs;
   int64_t ws_size;    /* workspace bytes, set by the plan pass */
   bool planned;       /* plan ran and no pass has changed the graph since */
+  Decoder *decoder;   /* a generative model's entry points, or NULL */
 } Graph;
 
 Graph *graph_new(Arena *a, const char *file);
@@ -161,6 +183,13 @@ void graph_replace_uses(Graph *g, int from, int to);
 /* Sort nodes topologically (stable for already-sorted input); false + diag
  * on a cycle or a value used before any producer. */
 bool graph_toposort(Graph *g, Diag *d);
+/* A decoder's node -> entry map (arena memory): per node, the index of the
+ * entry whose inputs it reads, DECODER_ENTRY_ALL for a computed node that
+ * reads only constants and states (every entry runs it), -1 for a node
+ * whose outputs are all constants. NULL + d when a node reads two
+ * entries' inputs. */
+enum { DECODER_ENTRY_ALL = -2 };
+int *graph_decoder_entries(Graph *g, Diag *d);
 
 static inline Value *gval(const Graph *g, int vid) { return &g->vals[vid]; }
 /* The state input that graph output k becomes at the next call, or -1. */

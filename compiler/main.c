@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "driver.h"
+#include "tokenizer.h"
 #include "info.h"
 #include "onnx.h"
 #include "ops.h"
@@ -36,8 +37,10 @@ static const char *usage =
     "\n"
     "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
     "  --set KEY=VALUE            override a config{} parameter of the script\n"
-    "  --weights FILE             bind param{}s by name from a .safetensors file (tensors the\n"
-    "                             script does not use are skipped with a note)\n"
+    "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
+    "                             by its magic bytes; Q8_0/Q4_0/Q4_1 tensors stay quantized:\n"
+    "                             docs/gguf.md); tensors the script does not use are skipped\n"
+    "                             with a note\n"
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
@@ -361,6 +364,8 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   check_outputs(a, out, c->model);
+  const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
+  c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
@@ -383,7 +388,8 @@ static int cmd_compile(Cli *c) {
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
-                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights};
+                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights,
+                    .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;

@@ -346,13 +346,46 @@ static bool is_ort_rmsnorm(const char *dom, const char *op_type) {
   return !strcmp(op_type, "SimplifiedLayerNormalization") && (!*dom || !strcmp(dom, "ai.onnx"));
 }
 
+/* ONNX Runtime's contrib com.microsoft RotaryEmbedding is RotaryEmbedding
+ * (compiler/ops/rotary.h) with its inputs in another order, (X,
+ * position_ids, cos_cache, sin_cache), and two attributes of its own that
+ * must keep their defaults: scale 1 and is_packed_batching 0. */
+static bool is_ort_rotary(const char *dom, const char *op_type) {
+  return !strcmp(op_type, "RotaryEmbedding") && !strcmp(dom, "com.microsoft");
+}
+
+/* The contrib node's inputs in the standard order, and its own two
+ * attributes checked and dropped. */
+static bool ort_rotary_fixup(Importer *im, Node *n, const char *nname) {
+  if (n->nin != 4)
+    return diag_error(im->d, "node '%s' (com.microsoft RotaryEmbedding): %d inputs; expected 4 (X, "
+                      "position_ids, cos_cache, sin_cache)", nname, n->nin);
+  int pos = n->in[1];
+  n->in[1] = n->in[2];
+  n->in[2] = n->in[3];
+  n->in[3] = pos;
+  int k = 0;
+  for (int i = 0; i < n->nattr; i++) {
+    const Attr *a = &n->attrs[i];
+    bool own = !strcmp(a->name, "scale") || !strcmp(a->name, "is_packed_batching");
+    if (own && ((a->kind == ATTR_FLOAT && a->f != 1) || (a->kind == ATTR_INT && a->i != 0) ||
+                (a->kind != ATTR_FLOAT && a->kind != ATTR_INT)))
+      return diag_error(im->d, "node '%s' (com.microsoft RotaryEmbedding): attribute '%s' is not its default; "
+                        "expected scale 1 and is_packed_batching 0", nname, a->name);
+    if (!own)
+      n->attrs[k++] = *a;
+  }
+  n->nattr = k;
+  return true;
+}
+
 static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   Graph *g = im->g;
   const char *op_type = np->op_type ? np->op_type : "";
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
-  bool ort_rms = is_ort_rmsnorm(dom, op_type);
-  if (*dom && strcmp(dom, "ai.onnx") != 0)
+  bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
+  if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);
   int op = ort_rms ? OP_RMSNORM : op_lookup(op_type);
@@ -362,7 +395,7 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
   const OpInfo *oi = &op_table[op];
-  if (im->g->opset < oi->since && !ort_rms)
+  if (im->g->opset < oi->since && !ort_rms && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
                       nname, op_type, op_type, oi->since, im->g->opset);
   int nin = (int)np->n_input, nout = (int)np->n_output;
@@ -400,7 +433,7 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   for (size_t i = 0; i < np->n_attribute; i++)
     if (!import_attr(im, n, np->attribute[i]))
       return false;
-  return true;
+  return !ort_rope || ort_rotary_fixup(im, n, nname);
 }
 
 /* Names for the unnamed optional outputs ("" while importing), unlike

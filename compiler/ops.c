@@ -42,6 +42,14 @@ int64_t scan_flops(const Graph *g, const Node *n) { return numel_at(g, n, false,
 
 /* ---- f16 and bf16 ----------------------------------------------------------------- */
 
+bool op_state_in_place(const Graph *g, int vid) {
+  for (int i = 0; i < g->nnodes; i++)
+    if (!g->nodes[i].dead && (op_table[g->nodes[i].op].flags & OPF_UPDATE) && g->nodes[i].nin > 0 &&
+        g->nodes[i].in[0] == vid)
+      return true;
+  return false;
+}
+
 bool op_check_half(const Graph *g, const Node *n, Diag *d) {
   for (int k = 0; k < n->nin + n->nout; k++) {
     int v = k < n->nin ? n->in[k] : n->out[k - n->nin];

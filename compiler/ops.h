@@ -42,6 +42,10 @@ typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
  *                     (AddLayerNorm's residual pair and its two outputs)
  *   OPF_VIEW          output 0 holds input 0's bytes in the same order
  *                     (Reshape and friends): simplify makes it an alias
+ *   OPF_UPDATE        output 0 is input 0, a state, changed where it lives
+ *                     (a KV cache's row write): _infer makes the output an
+ *                     alias of the state, and the generated code writes
+ *                     into the caller's state struct, never a copy
  *   OPF_HALF          computes f16/bf16 (in f32, or as bit patterns); ops
  *                     without it refuse them (op_check_half)
  *   OPF_NOFOLD        never evaluated at compile time, even on constant
@@ -56,7 +60,8 @@ enum {
   OPF_INPLACE_PAIR = 1 << 2,
   OPF_VIEW = 1 << 3,
   OPF_HALF = 1 << 4,
-  OPF_NOFOLD = 1 << 5,
+  OPF_UPDATE = 1 << 5,
+  OPF_NOFOLD = 1 << 6,
 };
 
 typedef struct OpInfo {
@@ -82,6 +87,9 @@ int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
  * OPF_HALF. False, with a message naming the node, when n reads or writes
  * one and its op is not flagged. Called after _infer and before _emit. */
 bool op_check_half(const Graph *g, const Node *n, Diag *d);
+/* Is state vid written in place by a node (an OPF_UPDATE op, CacheWrite)?
+ * Such a state needs no next value: the node changes it where it lives. */
+bool op_state_in_place(const Graph *g, int vid);
 
 /* Multiply-adds count 2; a family's count says what else it counts. */
 #define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo)              \

@@ -481,6 +481,100 @@ add_test(NAME quantize_model_encoder_2l_interp
 # the Lua BERT (preset tiny): int8 against f32 outputs, cosine >= 0.999
 add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/quantize-tests)
 
+# generative decoding (decoder{}): prefill + steps == prefill of the whole
+# sequence, bit for bit, through the public API, on every ISA and thread count
+foreach(isa generic avx2 avx512 native)
+  foreach(threads 1 2)
+    add_test(NAME generate_cache_tiny_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+    # examples/llama.lua (RoPE, GQA, SwiGLU, tied output) on random f32
+    # weights: bit for bit; and on the GGUF fixture's Q8_0/Q4_0/Q4_1 blocks,
+    # within 1e-5 of the largest logit: the prefill's panel kernel and the
+    # step's register kernel sum each dot product in another order
+    add_test(NAME generate_cache_llama_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 0
+              --set ctx=32 --set prefill=8)
+    add_test(NAME generate_cache_gguf_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 1e-5
+              --weights ${T}/gguf/tiny_llama.gguf --set ctx=32 --set prefill=8)
+  endforeach()
+endforeach()
+
+# GGUF weight files (compiler/gguf.c): the reader on the fixture
+# tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
+# on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
+# once into the build folder; skipped (77) offline)
+add_executable(test_gguf ${T}/gguf/test_gguf.c)
+target_link_libraries(test_gguf PRIVATE kilnlib)
+add_test(NAME gguf_reader COMMAND test_gguf ${T}/gguf)
+add_test(NAME gguf_reader_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" \"$3\" \"$f\""
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm $<TARGET_FILE:test_gguf> ${T}/gguf)
+set_tests_properties(gguf_reader_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# binding: tests/gguf/bind/model.lua binds all 21 tensors of the fixture by
+# name (--strict-weights), F32/F16 as f32 constants and the Q8_0/Q4_0/Q4_1
+# ones through DequantizeBlocks, against the gguf package's own
+# dequantization (tests/gguf/make_bind_case.py wrote the reference); the
+# file is told by its magic bytes, so a .gguf under another name binds too
+add_test(NAME gguf_bind_c COMMAND ${KILN_BIN} check -q ${T}/gguf/bind
+         --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
+add_test(NAME gguf_bind_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/bind
+         --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
+add_test(NAME gguf_bind_blob_by_magic
+         COMMAND sh -c "mkdir -p \"$2\" && cp \"$1/tiny_llama.gguf\" \"$2/weights.safetensors\" &&
+                        \"$0\" check -q --weights=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
+                 ${KILN_BIN} ${T}/gguf ${CMAKE_BINARY_DIR}/gguf-tests)
+# bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
+# magic and version, huge counts and lengths, offsets past the end,
+# misaligned or overlapping, n_dims 5, duplicate names and keys, unknown
+# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
+# --strict-weights): one line "kiln: ...", exit 1, no file
+add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
+# the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
+# and taken through every pass and emission (kiln info); skipped offline
+add_test(NAME gguf_bind_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
+# Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
+# start offset, partial), the standard op in .kir (rank 4 ids, interleaved
+# partial rank 3, f64 without ids) and Lua's x:rope; the interpreter, and
+# the C under each --isa and with --threads 2
+foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4_ids
+        native_partial_interleaved native_no_ids_f64 lua_rope)
+  set(dir ${T}/generated/rotary/${case})
+  set(model "")
+  if(EXISTS ${dir}/model.lua)
+    set(model --model ${dir}/model.lua)
+  endif()
+  add_test(NAME rotary_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${dir} ${model})
+  foreach(isa generic avx2 avx512)
+    add_test(NAME rotary_${case}_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} ${model})
+  endforeach()
+  add_test(NAME rotary_${case}_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} ${model})
+endforeach()
+
+# ---- text generation (issue 10; tests/generate/) ----
+# tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
+# examples/generate.c's BPE encoder over them, through a stub model (test
+# only): tiny GGUF files with good and bad vocabularies, then the real
+# SmolLM2 vocabulary against Hugging Face tokenizers (a venv of its own);
+# skipped (77) offline. smollm2_reference: kiln's SmolLM2-135M-Instruct
+# (examples/llama.lua on the Q4_1 GGUF) against tools/llama_reference.py
+# (PyTorch): the same 32 greedy tokens and each step's logits within 1e-3
+# of the reference's largest.
+add_executable(tok_stub ${T}/generate/tok_stub.c)
+target_link_libraries(tok_stub PRIVATE kilnlib)
+add_test(NAME generate_tokenizer
+         COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
+set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME smollm2_reference
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
+set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+
 # ggml block-quantized weights (DequantizeBlocks -> fuse_blocks ->
 # BlockLinear / BlockGather, compiler/kernels/qgemm_kernel.c): q8_0, q4_0,
 # q4_1 with M = 1, 3 (decode: blocks unpacked in registers) and 64
@@ -508,3 +602,35 @@ endforeach()
 # ... and the blob holds the blocks once: no f32 copy, the tied table once
 add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
          ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
+
+# One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
+# kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
+# rotation) against numpy's Hugging Face block (tools/make_llama_block_case.py):
+# the interpreter, and the C under each --isa and with --threads 2
+set(dir ${T}/generated/llama_block)
+add_test(NAME llama_block_interp COMMAND ${KILN_BIN} check -q --interp ${dir} --model ${dir}/model.lua)
+foreach(isa generic avx2 avx512)
+  add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
+endforeach()
+add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
+# ONNX's own RotaryEmbedding node tests (tools/make_rotary_cases.py writes
+# them as .kir from onnx's case definitions): the interpreter and the C
+file(GLOB KILN_ROTARY_NODE_CASES LIST_DIRECTORIES true ${T}/generated/rotary/onnx_node/*)
+foreach(dir ${KILN_ROTARY_NODE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME rotary_node_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+# the rotary and Llama-block C under clang -Weverything
+if(CLANG)
+  foreach(case ort_half_rank3 native_partial_interleaved native_no_ids_f64)
+    add_test(NAME rotary_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/rotary/${case})
+  endforeach()
+  add_test(NAME llama_block_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
+endif()

@@ -70,6 +70,9 @@ typedef struct QGeo {
 
 static const char *ll(Emit *e, int64_t v) { return emit_int(e, v); }
 
+/* The bound of a loop over X's rows: M, or the run-time m_run. */
+static const char *rows_bound(Emit *e, const QGemmSpec *s) { return s->rows ? "m_run" : ll(e, s->m); }
+
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
   emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
   switch (fmt) {
@@ -170,7 +173,7 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
   if (prefetch)
     emit_line(e, "const uint8_t *pf = w + (int64_t)(t + %d < %s ? t + %d : t) * %s; /* a tile ahead */",
               QG_PREFETCH_TILES, ll(e, g->nt), QG_PREFETCH_TILES, ll(e, QG_R * g->rb));
-  emit_line(e, "for (int i = 0; i < %s; i++) {", ll(e, s->m));
+  emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent++;
   emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
   for (int r = 0; r < nrows; r++)
@@ -286,14 +289,14 @@ static void emit_panel_tile(Emit *e, const QGemmSpec *s, const Panel *p, int vw,
   emit_line(e, "  }");
   int64_t mhi = s->m - s->m % p->mr;
   if (mhi > 0) {
-    emit_line(e, "for (int i = 0; i < %s; i += %d) {", ll(e, mhi), p->mr);
+    emit_line(e, "for (int i = 0; i < %s%s; i += %d) {", ll(e, mhi), s->rows ? " && i < m_run" : "", p->mr);
     e->indent++;
     emit_panel_rows(e, s, p, vw, p->mr, base, valid);
     e->indent--;
     emit_line(e, "}");
   }
   if (s->m % p->mr) {
-    emit_line(e, "{");
+    emit_line(e, s->rows ? "if (m_run > %s) {" : "{", ll(e, mhi));
     e->indent++;
     emit_line(e, "const int i = %s;", ll(e, mhi));
     emit_panel_rows(e, s, p, vw, (int)(s->m % p->mr), base, valid);
@@ -327,15 +330,36 @@ static void emit_prefill(Emit *e, const QGemmSpec *s, const QGeo *g, const View 
   }
 }
 
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
+
 /* One vector width: the full tiles (split among threads), then the rest. */
 static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
   int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
+    /* a prefill chunk holding few real tokens: dequantizing all of W into
+     * panels would cost more than reading it once per row */
+    emit_line(e, "if (m_run < %d) { /* few rows: W's blocks in registers, as in decode */", QG_PREFILL_MIN_ROWS);
+    e->indent++;
+    emit_decode_tiles(e, s, g);
+    e->indent--;
+    emit_line(e, "} else {");
+    e->indent++;
+    emit_prefill(e, s, g, v);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
   if (s->m >= QG_PREFILL_MIN_ROWS) {
     emit_prefill(e, s, g, v);
     return;
   }
+  emit_decode_tiles(e, s, g);
+}
+
+/* Decode: W's rows QG_R at a time (split among threads), then the rest. */
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
   if (g->nt > 0) {
     emit_parallel_for(e, g->nt, g->ns);
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
@@ -357,7 +381,7 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
 /* Plain C: each block dequantized as the reference does, then a dot. */
 static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
   emit_line(e, "for (int j = 0; j < %s; j++)", ll(e, s->n));
-  emit_line(e, "  for (int i = 0; i < %s; i++) {", ll(e, s->m));
+  emit_line(e, "  for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent += 2;
   emit_line(e, "float sv = 0;");
   emit_line(e, "for (int c = 0; c < %s; c++) {", ll(e, g->nb));
@@ -385,9 +409,9 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   /* about 10 GB/s of weight or 20 GFLOP/s, whichever is slower */
   double wbytes = (double)s->n * (double)g.rb, flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
   g.ns = wbytes / 10 > flops / 20 ? wbytes / 10 : flops / 20;
-  const char *wn = s->w_name ? arena_printf(e->g->arena, " '%s'", s->w_name) : "";
-  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W%s^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
-            (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, wn, s->bias ? " + bias" : "",
+  /* no value names in the text: every layer's product of one shape shares one kernel */
+  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
+            (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, s->bias ? " + bias" : "",
             (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb);
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld] */", s->a, (long long)s->m, (long long)s->k);
@@ -396,6 +420,9 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->bias)
     emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
+  if (s->rows) /* a prefill chunk's real tokens: the rows past them come out 0 */
+    emit_line(e, "const int64_t m_run = %s < 0 ? 0 : %s > %lld ? %lld : %s;", s->rows, s->rows, (long long)s->m,
+              (long long)s->m, s->rows);
   if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
@@ -415,6 +442,11 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
     emit_line(e, "#else");
     emit_scalar_path(e, s, &g);
     emit_line(e, "#endif");
+  }
+  if (s->rows) {
+    emit_line(e, "if (m_run < %lld)", (long long)s->m);
+    emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,
+              (long long)s->m, (long long)s->n);
   }
   e->indent--;
   emit_line(e, "}");

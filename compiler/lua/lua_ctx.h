@@ -12,6 +12,7 @@
  *      |       checks (lua_model.h)
  *      v
  *   state.c    state{} and state_update() (lua_state.h)
+ *      |       decoder.c  decoder{}: prefill and step entries, KV caches (lua_decoder.h)
  *      |
  *      v
  *   tensor.c   tensors as userdata, their methods and op() (lua_tensor.h)
@@ -27,6 +28,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "../gguf.h"
 #include "../safetensors.h"
 #include "lua_frontend.h"
 
@@ -41,11 +43,14 @@ typedef struct LuaCtx {
   int64_t mem, max_mem;      /* allocator */
   bool mem_exceeded;
   int last_line;             /* script line at the last hook call (for memory errors) */
-  SafeTensors *weights;      /* bound weights, or NULL */
+  SafeTensors *weights;      /* bound .safetensors weights, or NULL */
+  Gguf *gguf;                /* bound .gguf weights, or NULL (at most one of the two) */
   const char *weights_path;
   bool *set_used;            /* per --set, whether config{} consumed it */
   const char *config_origin; /* "model.lua:3" of the config{} call, for unknown --set keys */
   const char *weights_origin;/* ... of the weights() call, for unused tensors */
+  bool decoder_replay;       /* decoder{} builds its second entry: param{} of a
+                                declared name gives the same tensor */
 } LuaCtx;
 
 /* The run's context, as lctx_bind left it in L's registry. */

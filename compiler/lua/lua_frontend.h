@@ -4,17 +4,23 @@
 #ifndef KILN_LUA_FRONTEND_H
 #define KILN_LUA_FRONTEND_H
 
+#include "../gguf.h"
 #include "../ir.h"
 
 typedef struct LuaOptions {
   const char *const *sets;   /* --set KEY=VALUE, for config{} */
   int nsets;
-  const char *weights;       /* --weights FILE.safetensors (overrides the script's weights()) */
+  const char *weights;       /* --weights FILE (.safetensors or .gguf; overrides the script's weights()) */
   bool strict_weights;       /* --strict-weights: a tensor the model does not use is an error */
   bool quiet;                /* -q: no note about unused tensors */
   int64_t max_steps;         /* instruction budget (0: the default, 10^9) */
   int64_t max_mem;           /* bytes the script may allocate (0: the default, 512 MiB) */
   bool traceback;            /* add the Lua traceback to errors (-v) */
+  /* When not NULL, receives the GGUF file the model bound (weights() or
+   * --weights), or NULL when it bound none: its metadata (the tokenizer's
+   * vocabulary, say) for the rest of the compiler. It lives in the arena
+   * dsl_load_model was given; its tensors' data are the graph's constants. */
+  const Gguf **bound_gguf;
 } LuaOptions;
 
 /* Run the script at path and return the graph it built (inputs, outputs,

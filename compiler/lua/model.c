@@ -1,17 +1,20 @@
 /* model.c — the model-level globals of the DSL: config{} (script
  * parameters, overridable with --set), input{}, output(), param{} (weights:
- * from a bound .safetensors file by name, or from a deterministic
- * initialiser), weights(), const() and friends, and the checks that run
- * when the script has finished. */
+ * from a bound .safetensors or .gguf file by name, or from a deterministic
+ * initialiser), weights(), gguf_meta() (the bound GGUF's metadata),
+ * const() and friends, and the checks that run when the script has
+ * finished. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../blockquant.h"
 #include "../build.h"
 #include "../ops.h"
 #include "lua_ctx.h"
+#include "lua_decoder.h"
 #include "lua_model.h"
 #include "lua_state.h"
 #include "lua_tensor.h"
@@ -249,18 +252,33 @@ static void init_param(lua_State *L, int idx, const char *name, const Type *t, v
   lua_pop(L, 1);
 }
 
-/* weights(path): bind params by name from a .safetensors file; a relative
- * path is taken from the script's folder. --weights replaces it. */
+bool dsl_bind_weights_file(LuaCtx *c, const char *path, Diag *d) {
+  size_t n = strlen(path);
+  /* by content (the magic, whatever the name), or by name: a damaged .gguf
+   * gets the GGUF reader's message, not the safetensors reader's */
+  if (gguf_file_is_gguf(path) || (n >= 5 && !strcmp(path + n - 5, ".gguf"))) {
+    c->gguf = arena_alloc(c->a, sizeof(Gguf));
+    if (!gguf_load(c->a, path, c->gguf, d))
+      return false;
+  } else {
+    c->weights = arena_alloc(c->a, sizeof(SafeTensors));
+    if (!safetensors_load(c->a, path, c->weights, d))
+      return false;
+  }
+  c->weights_path = arena_strdup(c->a, path);
+  return true;
+}
+
+/* weights(path): bind params by name from a .safetensors or .gguf file; a
+ * relative path is taken from the script's folder. --weights replaces it. */
 static bool bind_weights(lua_State *L, const char *path) {
   LuaCtx *c = lctx(L);
-  if (c->weights)
+  if (c->weights || c->gguf)
     dsl_fail(L, "weights: already bound to %s; expected one weights file per model",
              c->weights_path);
-  c->weights = arena_alloc(c->a, sizeof(SafeTensors));
   Diag d = {0};
-  if (!safetensors_load(c->a, path, c->weights, &d))
+  if (!dsl_bind_weights_file(c, path, &d))
     dsl_fail(L, "weights: %s", d.msg);
-  c->weights_path = arena_strdup(c->a, path);
   return true;
 }
 
@@ -279,13 +297,43 @@ static int weights(lua_State *L) {
   return 0;
 }
 
+/* A param from the bound GGUF: F32/F16 tensors are f32 constants (the
+ * arena's bytes, not copied); a block-quantized one stays quantized, a u8
+ * constant [rows, row_bytes] of its blocks read by DequantizeBlocks, whose
+ * f32 output is the param. */
+static int gguf_param(lua_State *L, const char *name, const Type *t) {
+  LuaCtx *c = lctx(L);
+  Diag d = {0};
+  GgufTensor *gt = gguf_take(c->gguf, name, t, &d);
+  if (!gt)
+    dsl_fail(L, "param '%s': %s", name, d.msg);
+  int64_t numel = type_numel(t);
+  if (!gt->quantized || numel == 0)
+    return numel ? ir_const_in_place(c->g, name, t->dt, t->rank, t->dims, (void *)gt->data)
+                 : ir_const(c->g, name, t->dt, t->rank, t->dims, NULL);
+  BqFormat fmt;
+  if (!bq_format_from_ggml(gt->ggml_type, &fmt)) /* gguf_take admits only formats kiln reads */
+    dsl_fail(L, "param '%s': %s: tensor '%s' is %s; kiln has no DequantizeBlocks format for it",
+             name, c->gguf->path, name, gt->type_name);
+  int64_t rows = numel / gt->ne[0];
+  int64_t raw_dims[2] = {rows, (int64_t)gt->bytes / rows};
+  int raw = ir_const_in_place(c->g, arena_printf(c->a, "%s_blocks", name), DT_U8, 2, raw_dims,
+                              (void *)gt->data);
+  int vid = bq_dequantize_node(c->g, raw, fmt, t, name, &d);
+  if (vid < 0)
+    dsl_fail(L, "param '%s': %s", name, d.msg);
+  return vid;
+}
+
 /* param{name, shape [, dtype] [, init=..., seed=..., std=..., mean=...,
  * bound=...]}: a constant; from the bound weights when there are any. */
 static int param(lua_State *L) {
   LuaCtx *c = lctx(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *name = name_field(L, 1, "param");
-  check_new_name(L, name, "param");
+  int prev = c->decoder_replay ? graph_find_value(c->g, name) : -1;
+  if (prev < 0)
+    check_new_name(L, name, "param");
   Type t = {.dt = DT_F32};
   field(L, 1, "shape", 2);
   check_shape(L, lua_gettop(L), &t, arena_printf(c->a, "param '%s'", name));
@@ -293,8 +341,18 @@ static int param(lua_State *L) {
   if (field(L, 1, "dtype", 3) == LUA_TSTRING)
     t.dt = check_dtype(L, lua_tostring(L, -1), "param");
   lua_pop(L, 1);
+  if (prev >= 0) { /* decoder{}'s second entry: the tensor the first one declared */
+    char a[128], b[128];
+    if (!type_equal(&gval(c->g, prev)->type, &t))
+      dsl_fail(L, "param '%s' is %s here and %s in the first entry; expected the same", name,
+               type_str(&t, a, sizeof a), type_str(&gval(c->g, prev)->type, b, sizeof b));
+    lt_push(L, prev);
+    return 1;
+  }
   int vid;
-  if (c->weights) {
+  if (c->gguf) {
+    vid = gguf_param(L, name, &t);
+  } else if (c->weights) {
     Diag d = {0};
     StTensor *st = safetensors_take(c->weights, name, &t, &d);
     if (!st)
@@ -306,6 +364,96 @@ static int param(lua_State *L) {
     init_param(L, 1, name, &t, gval(c->g, vid)->data);
   }
   lt_push(L, vid);
+  return 1;
+}
+
+/* has_param(name): whether the bound weights (GGUF or safetensors) have a
+ * tensor called name; false when none are bound (the params are random).
+ * For optional tensors: a GGUF without output.weight ties it to
+ * token_embd.weight. */
+static int has_param(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *name = luaL_checkstring(L, 1);
+  bool has = c->gguf ? gguf_tensor(c->gguf, name) != NULL
+                     : c->weights ? safetensors_find(c->weights, name) != NULL : false;
+  lua_pushboolean(L, has);
+  return 1;
+}
+
+/* ---- gguf_meta(): the bound GGUF's metadata ------------------------------------- */
+
+/* Arrays longer than this (the tokenizer's 49152 tokens) are refused:
+ * gguf_meta is for hyperparameters; the vocabulary is for C code (the
+ * frontend hands the bound GGUF to the compiler, LuaOptions.bound_gguf). */
+#define GGUF_META_MAX_ITEMS 4096
+
+static void push_gguf_value(lua_State *L, const char *key, const GgufValue *v, int64_t *budget) {
+  luaL_checkstack(L, 4, "gguf_meta: arrays nested too deep");
+  int64_t i;
+  double f;
+  switch (v->type) {
+  case GGUF_BOOL: lua_pushboolean(L, v->u != 0); return;
+  case GGUF_STRING: lua_pushlstring(L, v->s.s, v->s.len); return;
+  case GGUF_F32:
+  case GGUF_F64: lua_pushnumber(L, v->f); return;
+  case GGUF_ARRAY: break;
+  default:
+    if (gguf_value_int(v, &i))
+      lua_pushinteger(L, i);
+    else if (gguf_value_float(v, &f)) /* a u64 past 2^63 - 1 */
+      lua_pushnumber(L, f);
+    return;
+  }
+  *budget -= (int64_t)v->arr.n;
+  if (*budget < 0)
+    dsl_fail(L, "gguf_meta: '%s' holds arrays of more than %d items in all (an array of %llu "
+                "%s here); expected a hyperparameter (the tokenizer's arrays are for the "
+                "tokenizer exporter, not for scripts)",
+             key, GGUF_META_MAX_ITEMS, (unsigned long long)v->arr.n, gguf_type_name(v->arr.elem));
+  lua_createtable(L, (int)v->arr.n, 0);
+  for (uint64_t k = 0; k < v->arr.n; k++) {
+    GgufValue item;
+    gguf_array_value(v, k, &item);
+    if (item.type == GGUF_ARRAY)
+      dsl_check_time(L);
+    push_gguf_value(L, key, &item, budget);
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+}
+
+/* gguf_meta(key [, default]): the bound GGUF's metadata value as a Lua
+ * number (integers as integers), string, boolean or list; default when no
+ * GGUF is bound or the key is missing, else an error. gguf_meta(): the
+ * list of keys, in the file's order. */
+static int gguf_meta(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  bool has_default = lua_gettop(L) >= 2;
+  if (lua_isnoneornil(L, 1)) {
+    if (!c->gguf)
+      dsl_fail(L, "gguf_meta: no GGUF file is bound; expected weights(\"FILE.gguf\") or "
+                  "--weights FILE.gguf before gguf_meta()");
+    lua_createtable(L, c->gguf->nkv, 0);
+    for (int i = 0; i < c->gguf->nkv; i++) {
+      lua_pushstring(L, c->gguf->kv[i].key);
+      lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+  }
+  const char *key = luaL_checkstring(L, 1);
+  const GgufKV *kv = c->gguf ? gguf_kv(c->gguf, key) : NULL;
+  if (!kv) {
+    if (has_default) {
+      lua_settop(L, 2);
+      return 1;
+    }
+    if (!c->gguf)
+      dsl_fail(L, "gguf_meta: no GGUF file is bound (key '%s'); expected weights(\"FILE.gguf\") "
+                  "or --weights FILE.gguf first, or a default: gguf_meta(\"%s\", value)", key, key);
+    dsl_fail(L, "gguf_meta: %s has no key '%s'; expected one of its %d keys (gguf_meta() lists "
+                "them) or a default: gguf_meta(\"%s\", value)", c->gguf->path, key, c->gguf->nkv, key);
+  }
+  int64_t budget = GGUF_META_MAX_ITEMS;
+  push_gguf_value(L, key, &kv->v, &budget);
   return 1;
 }
 
@@ -454,13 +602,14 @@ static int arange(lua_State *L) {
 void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
-      {"weights", weights}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"const", const_}, {"full", full}, {"zeros", zeros},
       {"ones", ones}, {"arange", arange}, {NULL, NULL},
   };
   lua_pushglobaltable(L);
   luaL_setfuncs(L, globals, 0);
   lua_pop(L, 1);
   dsl_open_state(L);
+  dsl_open_decoder(L);
 }
 
 bool dsl_finish_model(LuaCtx *c, Diag *d) {
@@ -480,14 +629,17 @@ bool dsl_finish_model(LuaCtx *c, Diag *d) {
   if (g->ninputs == 0)
     return diag_error(d, "the script defines no input; expected input{\"x\", {dims...}}");
   Diag unused = {0};
-  if (c->weights && c->o->strict_weights && !safetensors_check_all_used(c->weights, &unused)) {
+  bool all_used = c->gguf ? gguf_check_all_used(c->gguf, &unused)
+                  : c->weights ? safetensors_check_all_used(c->weights, &unused) : true;
+  if (c->o->strict_weights && !all_used) {
     /* the weights() line when the script bound them; --weights has no line */
     d->file = c->weights_origin ? c->weights_origin : c->script;
     return diag_error(d, "%s%s", c->weights_origin ? "weights: " : "", unused.msg);
   }
   /* checkpoints carry buffers and heads a script does not build
    * (position_ids, a pooler): bind what the model needs, say what is left */
-  char *left = c->weights ? safetensors_unused_list(c->weights) : NULL;
+  char *left = c->gguf ? gguf_unused_list(c->gguf)
+               : c->weights ? safetensors_unused_list(c->weights) : NULL;
   if (left && !c->o->quiet)
     fprintf(stderr, "kiln: note: %s\n", left);
   free(left);

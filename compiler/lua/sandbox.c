@@ -449,10 +449,10 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   c.g = graph_new(a, path);
   c.g->opset = 17;
   c.set_used = arena_alloc(a, sizeof(bool) * (size_t)(o->nsets + 1));
+  if (o->bound_gguf)
+    *o->bound_gguf = NULL;
   if (o->weights) { /* --weights: bound before the script runs */
-    c.weights = arena_alloc(a, sizeof(SafeTensors));
-    c.weights_path = o->weights;
-    if (!safetensors_load(a, o->weights, c.weights, d)) {
+    if (!dsl_bind_weights_file(&c, o->weights, d)) {
       free(text);
       return NULL;
     }
@@ -481,5 +481,7 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   else if (!dsl_finish_model(&c, d))
     ok = false;
   lua_close(L);
+  if (ok && o->bound_gguf)
+    *o->bound_gguf = c.gguf;
   return ok ? c.g : NULL;
 }

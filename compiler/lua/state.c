@@ -169,7 +169,7 @@ bool dsl_finish_states(LuaCtx *c, Diag *d) {
   Graph *g = c->g;
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = gval(g, g->inputs[i]);
-    if (v->is_state && v->state_next < 0)
+    if (v->is_state && v->state_next < 0 && !op_state_in_place(g, g->inputs[i])) /* a KV cache: in place */
       return diag_error(d, "state '%s' is never given its next value; expected "
                            "state_update(state, new_value) once for it", v->name);
   }

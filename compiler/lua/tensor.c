@@ -6,10 +6,12 @@
  * the script at the line that made it. Axes are 0-based, negative from the
  * end, as in PyTorch and ONNX; shape tables are Lua lists. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../build.h"
 #include "../ops.h"
+#include "../ops/rotary.h"
 #include "lua_ctx.h"
 #include "lua_tensor.h"
 
@@ -532,6 +534,130 @@ static int rms_norm(lua_State *L) {
   return lt_op(L, "rms_norm", OP_RMSNORM, in, 2, 1, 1);
 }
 
+/* x:silu(): x · sigmoid(x) (Sigmoid and Mul: fuse_chain makes them one loop) */
+static int silu(lua_State *L) {
+  lua_settop(L, 1);
+  int x = lt_check(L, 1);
+  simple_op(L, "silu", "Sigmoid", 1, 0);
+  int in[2] = {x, lt_check(L, 2)};
+  return lt_op(L, "silu", OP_MUL, in, 2, 0, 1);
+}
+
+/* ---- x:rope{...} ---------------------------------------------------------------- */
+
+/* Option `key` of the table at 2 as an integer (dflt when absent). */
+static int64_t rope_int(lua_State *L, const char *key, int64_t dflt) {
+  lua_getfield(L, 2, key);
+  int64_t v = dflt;
+  if (!lua_isnil(L, -1) && !lua_isinteger(L, -1))
+    dsl_fail(L, "rope: %s is a %s; expected an integer", key, luaL_typename(L, -1));
+  if (!lua_isnil(L, -1))
+    v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* The cos and sin tables [max_pos, rot/2] of theta, made once per
+ * (theta, rot, max_pos, dtype) in a compilation (kept in the registry), so
+ * the Q and K of every layer share one pair. */
+static void rope_cache(lua_State *L, double theta, int64_t rot, int64_t max_pos, DType dt, int *cs, int *sn) {
+  char key[128];
+  snprintf(key, sizeof key, "kiln.rope %a %lld %lld %d", theta, (long long)rot, (long long)max_pos, (int)dt);
+  lua_getfield(L, LUA_REGISTRYINDEX, key);
+  if (lua_isinteger(L, -1)) {
+    *cs = (int)lua_tointeger(L, -1);
+    *sn = *cs + 1;
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 1);
+  Graph *g = lctx(L)->g;
+  int64_t dims[2] = {max_pos, rot / 2};
+  *cs = ir_const(g, "rope_cos", dt, 2, dims, NULL);
+  *sn = ir_const(g, "rope_sin", dt, 2, dims, NULL);
+  KILN_ASSERT(*sn == *cs + 1);
+  rope_tables(theta, rot, max_pos, dt, gval(g, *cs)->data, gval(g, *sn)->data);
+  lua_pushinteger(L, *cs);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
+/* The position_ids input from option `positions`: a tensor (i64 [B or 1,
+ * S], or [1]: a start offset), an integer start offset, or nil for 0 ..
+ * S-1; *max_pos defaults to the largest constant position + 1. */
+static int rope_positions(lua_State *L, int64_t s, int64_t *max_pos) {
+  lua_getfield(L, 2, "positions");
+  int top = lua_gettop(L), pos;
+  Graph *g = lctx(L)->g;
+  int64_t hi = s;
+  if (lua_isnil(L, top) || lua_isinteger(L, top)) {
+    int64_t start = lua_isnil(L, top) ? 0 : lua_tointeger(L, top);
+    pos = ir_const_i64(g, "rope_start", &start, 1);
+    hi = start + s;
+  } else if (lt_is(L, top)) {
+    pos = lt_check(L, top);
+    const Value *v = gval(g, pos);
+    if (!v->data && *max_pos <= 0)
+      dsl_fail(L, "rope: positions are computed at run time and max_pos is not given; expected max_pos, the "
+               "tables' rows");
+    for (int64_t i = 0, n = v->data && v->type.dt == DT_I64 ? type_numel(&v->type) : 0; i < n; i++)
+      hi = i == 0 || el_get_i(DT_I64, v->data, i) + 1 > hi ? el_get_i(DT_I64, v->data, i) + 1 : hi;
+    if (v->data && v->type.rank == 1)
+      hi += s - 1;
+  } else {
+    return dsl_fail(L, "rope: positions is a %s; expected an i64 tensor, an integer start or nil",
+                    luaL_typename(L, top));
+  }
+  lua_pop(L, 1);
+  if (*max_pos <= 0)
+    *max_pos = hi;
+  return pos;
+}
+
+/* x:rope{positions, theta = 10000, interleaved = false, dim, max_pos, heads}:
+ * RotaryEmbedding of x [B, H, S, D] (or [B, S, H*D] with heads = H) with
+ * the tables rope_tables builds from theta (compiler/ops/rotary.h). */
+static int rope(lua_State *L) {
+  int x = lt_check(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  const Type tx = *ltype(L, x), *t = &tx; /* the values move as constants are added */
+  if (t->rank != 3 && t->rank != 4)
+    dsl_fail(L, "rope: x has rank %d; expected [B, H, S, D] or [B, S, H*D] with heads", t->rank);
+  DType dt = t->dt;
+  int64_t heads = rope_int(L, "heads", 0), s = t->dims[t->rank == 3 ? 1 : 2];
+  if (t->rank == 3 && (heads <= 0 || t->dims[2] % heads))
+    dsl_fail(L, "rope: x is [B, S, %lld] and heads is %lld; expected heads dividing the hidden size",
+             (long long)t->dims[2], (long long)heads);
+  int64_t d = t->rank == 3 ? t->dims[2] / heads : t->dims[3];
+  int64_t rot = rope_int(L, "dim", d), max_pos = rope_int(L, "max_pos", 0);
+  if (rot <= 0 || rot > d || rot % 2)
+    dsl_fail(L, "rope: dim is %lld with heads of %lld; expected an even number from 2 to %lld", (long long)rot,
+             (long long)d, (long long)d);
+  lua_getfield(L, 2, "theta");
+  double theta = lua_isnil(L, -1) ? 10000 : lua_tonumber(L, -1);
+  if (!lua_isnil(L, -1) && (lua_type(L, -1) != LUA_TNUMBER || !(theta > 0)))
+    dsl_fail(L, "rope: theta is not a positive number");
+  lua_getfield(L, 2, "interleaved");
+  int64_t interleaved = lua_toboolean(L, -1);
+  lua_pop(L, 2);
+  int pos = rope_positions(L, s, &max_pos);
+  int cs, sn;
+  rope_cache(L, theta, rot, max_pos, dt, &cs, &sn);
+  int in[4] = {x, cs, sn, pos};
+  lua_settop(L, 0);
+  lua_newtable(L);
+  lua_pushinteger(L, interleaved);
+  lua_setfield(L, -2, "interleaved");
+  if (rot != d) {
+    lua_pushinteger(L, rot);
+    lua_setfield(L, -2, "rotary_embedding_dim");
+  }
+  if (t->rank == 3) {
+    lua_pushinteger(L, heads);
+    lua_setfield(L, -2, "num_heads");
+  }
+  return lt_op(L, "rope", OP_ROTARYEMBEDDING, in, 4, 1, 1);
+}
+
 /* x:gelu([approximate]): "none" (erf, the default) or "tanh" */
 static int gelu(lua_State *L) {
   const char *approx = luaL_optstring(L, 2, "none");
@@ -660,6 +786,7 @@ static const luaL_Reg methods[] = {
     {"sum", sum}, {"mean", mean}, {"max", max_}, {"min", min_}, {"prod", prod},
     {"argmax", argmax}, {"topk", topk}, {"gather", gather}, {"cast", cast},
     {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"gelu", gelu}, {"clip", clip},
+    {"silu", silu}, {"rope", rope},
     {"cumsum", cumsum}, {"triu", triu}, {"tril", tril}, {"split", split}, {NULL, NULL},
 };
 

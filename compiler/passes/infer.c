@@ -25,7 +25,7 @@ static bool check_inputs_known(Graph *g, Node *n, Diag *d) {
 static bool check_state_types(Graph *g, Diag *d) {
   for (int i = 0; i < g->ninputs; i++) {
     const Value *s = gval(g, g->inputs[i]);
-    const Value *next = s->is_state ? gval(g, g->outputs[s->state_next]) : NULL;
+    const Value *next = s->is_state && s->state_next >= 0 ? gval(g, g->outputs[s->state_next]) : NULL;
     char a[160], b[160];
     if (next && !type_equal(&s->type, &next->type))
       return diag_error(d, "state '%s' is %s but its next value '%s' is %s; expected the same "

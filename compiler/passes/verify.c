@@ -18,6 +18,8 @@ static bool verify_states(Graph *g, bool typed, Diag *d) {
     int k = v->state_next;
     if (!v->state_init)
       return diag_error(d, "verifier: state '%s' has no initial value", v->name);
+    if (k < 0 && op_state_in_place(g, g->inputs[i]))
+      continue; /* a KV cache, written in place by CacheWrite */
     if (k < 0 || k >= g->noutputs)
       return diag_error(d, "verifier: state '%s' is linked to output %d of %d", v->name, k,
                         g->noutputs);

@@ -35,6 +35,9 @@ local g = param{"gamma", {cfg.d}, init = "ones"}
 local bt = param{"beta", {cfg.d}, init = "uniform", seed = 7}
 out(x:layer_norm(g, bt) + x:layer_norm(g, nil, 1e-3))
 out(x:rms_norm(bt) + x:rms_norm(g, 1e-3, 1))
+-- SiLU and rotary embedding (tables from theta; a start offset, interleaved, partial)
+out(x:silu())
+out(x:rope{heads = 2, theta = 100}:rope{heads = 1, dim = 2, interleaved = true, positions = 1, max_pos = 8})
 -- layout
 out(x:permute(2, 0, 1):reshape(cfg.d, -1))
 out(x:reshape{cfg.b * cfg.s, cfg.d}:flatten(0))

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c,
-# fuzz_kir.c and fuzz_safetensors.c with clang's libFuzzer, ASan and UBSan
-# against kiln's compiler sources and fuzz the ONNX importer and the .kir
-# parser (each followed by the pass pipeline and C emission) and the
-# .safetensors reader (and writer) for SECONDS seconds each.
+# fuzz_kir.c, fuzz_safetensors.c and fuzz_gguf.c with clang's libFuzzer,
+# ASan and UBSan against kiln's compiler sources and fuzz the ONNX importer
+# and the .kir parser (each followed by the pass pipeline and C emission),
+# the .safetensors reader (and writer) and the GGUF reader for SECONDS
+# seconds each.
 # run_fuzz.sh --runs N [SRC_ROOT] — the same for N inputs each from a fixed
 # seed: deterministic (same inputs on every machine, whatever its speed),
 # which is what ctest's fuzz_smoke runs, so the CI gate cannot flip on
 # luck. Long open-ended runs use SECONDS.
 #
-# Before fuzzing, every file in tests/fuzz/regress/{onnx,kir,safetensors}/
+# Before fuzzing, every file in tests/fuzz/regress/{onnx,kir,safetensors,gguf}/
 # (inputs that once crashed kiln) is replayed through its target.
 #
 # SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
 # The protoc-c bindings and the embedded templates are generated into the
 # build folder the same way CMake does. Seeds: tests/bad/*.onnx and a few
 # small ONNX backend node tests; tests/safetensors/make_files.py's corpus
-# for the safetensors reader. Findings are saved as crash-*/leak-*/oom-*
+# for the safetensors reader; tests/gguf/'s fixtures and make_bad.py's
+# damaged copies for the GGUF reader. Findings are saved as crash-*/leak-*/oom-*
 # files in $KILN_FUZZ_DIR (default build-fuzz/, full log in fuzz.log there);
 # the script exits 1 if any.
 #
@@ -81,7 +83,7 @@ if [ ! -f "$pbo" ] || [ "$gen/onnx.pb-c.c" -nt "$pbo" ]; then
   # shellcheck disable=SC2086
   "$cc" $flags -w -c "$gen/onnx.pb-c.c" -o "$pbo"
 fi
-for target in fuzz_onnx fuzz_kir fuzz_safetensors; do
+for target in fuzz_onnx fuzz_kir fuzz_safetensors fuzz_gguf; do
   # shellcheck disable=SC2086
   "$cc" $flags -fsanitize=fuzzer -c "$here/$target.c" -o "$out/obj/$target.o"
   # shellcheck disable=SC2046
@@ -112,7 +114,7 @@ cd "$out"
 rc=0
 # the regression corpus first: each file once through its target
 regress=$here/regress
-for t in onnx kir safetensors; do
+for t in onnx kir safetensors gguf; do
   files=("$regress/$t"/*)
   [ -e "${files[0]}" ] || continue
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
@@ -149,10 +151,21 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_safetensors "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
                      -dict="$out/safetensors.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
                      corpus_st "$out/seeds_st" 2>&1 | tee "$out/fuzz_st.log" | tail -n 12 || rc=$?
+# the GGUF reader, seeded with the fixtures and their damaged copies
+mkdir -p "$out/corpus_gguf" "$out/seeds_gguf"
+cp "$root"/tests/gguf/*.gguf "$out/seeds_gguf"/
+"${PYTHON3:-/usr/bin/python3}" "$root/tests/gguf/make_bad.py" "$root/tests/gguf/tiny_llama.gguf" \
+  "$out/seeds_gguf" && rm -f "$out/seeds_gguf/cases.txt" || echo "run_fuzz.sh: no bad GGUF seeds (python3 failed)" >&2
+printf '"%s"\n' GGUF general.alignment general.architecture tokenizer.ggml.tokens >"$out/gguf.dict"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_gguf "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=163840 \
+              -dict="$out/gguf.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+              corpus_gguf "$out/seeds_gguf" 2>&1 | tee "$out/fuzz_gguf.log" | tail -n 12 || rc=$?
 found=0
 for f in "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*; do
   [ -e "$f" ] || continue
-  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx, fuzz_kir or fuzz_safetensors FILE):" >&2
+  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx, fuzz_kir, fuzz_safetensors or fuzz_gguf FILE):" >&2
   echo "  $f" >&2
   found=1
 done

@@ -1,0 +1,199 @@
+/* decoder.c — decoder{}: a model that generates token by token with a KV
+ * cache (issue 10). The script gives the forward pass once, as a function
+ * of a chunk of tokens; kiln calls it twice — for a prompt chunk of
+ * `prefill` tokens and for one token — into one graph whose two halves
+ * share the weights (param{} of a name already declared returns the same
+ * tensor while the second half is built) and the caches:
+ *
+ *   decoder{ctx = 512, prefill = 64, forward = function(x)
+ *     -- x.tokens i64[T]      the chunk's token ids (T = 64, then 1)
+ *     -- x.positions i64[T]   their positions: x.start + 0 .. T-1
+ *     -- x.start i64[1]       how many positions the caches hold
+ *     -- x.count i64[1]       how many of the T tokens are real (prefill: 1..T)
+ *     -- x.last i64[1]        x.count - 1: the row of the last real token
+ *     -- x.T, x.ctx           numbers
+ *     local kc = x:cache("blk.0.k", k)       -- k [T, Hkv, D] -> the cache [ctx, Hkv, D]
+ *     local y = x:attention(q, kc, vc)       -- q [T, H, D] -> [T, H, Dv], causal over the cache
+ *     return logits                          -- the last real token's, any shape of VOCAB elements
+ *   end}
+ *
+ * Each cache is a state the CacheWrite op updates in place; the entry
+ * points the generated C gets (NAME_prefill, NAME_step) keep the length
+ * in the state struct (emit_file.c). */
+#include <string.h>
+
+#include "../build.h"
+#include "../ops.h"
+#include "lua_ctx.h"
+#include "lua_decoder.h"
+#include "lua_tensor.h"
+
+/* An integer field of the table at idx, at least lo. */
+static int64_t int_field(lua_State *L, int idx, const char *key, int64_t lo) {
+  lua_getfield(L, idx, key);
+  if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < lo)
+    dsl_fail(L, "decoder: %s is %s; expected an integer >= %lld", key,
+             lua_isnoneornil(L, -1) ? "missing" : lua_tostring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1),
+             (long long)lo);
+  int64_t v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* A tensor field of the entry table x (argument 1 of x:cache and x:attention). */
+static int entry_value(lua_State *L, const char *key, const char *what) {
+  if (lua_type(L, 1) != LUA_TTABLE)
+    dsl_fail(L, "%s: called on a %s; expected x:%s(...) on the table forward() was given", what,
+             luaL_typename(L, 1), what);
+  lua_getfield(L, 1, key);
+  if (!lt_is(L, -1))
+    dsl_fail(L, "%s: x.%s is not a tensor; expected x:%s(...) on the table forward() was given", what, key, what);
+  int v = lt_check(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* x:cache(name, rows): rows [T, ...] written at x.start; the cache [ctx, ...]. */
+static int cache(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  Graph *g = c->g;
+  if (!g->decoder)
+    dsl_fail(L, "cache: outside decoder{}; expected x:cache(name, rows) inside forward");
+  int start = entry_value(L, "start", "cache"), count = entry_value(L, "count", "cache");
+  const char *name = luaL_checkstring(L, 2);
+  int rows = lt_check(L, 3);
+  Type rt = gval(g, rows)->type;
+  char ts[128];
+  if (rt.rank < 1 || rt.rank > MAX_RANK)
+    dsl_fail(L, "cache '%s': rows are %s; expected [T, ...] with one row per token", name,
+             type_str(&rt, ts, sizeof ts));
+  Type ct = rt;
+  ct.dims[0] = g->decoder->ctx;
+  int s = graph_find_value(g, name);
+  if (s >= 0 && !gval(g, s)->is_state)
+    dsl_fail(L, "cache '%s': the name is taken by a value that is not a cache", name);
+  if (s >= 0 && !type_equal(&gval(g, s)->type, &ct)) {
+    char cs[128];
+    dsl_fail(L, "cache '%s' is %s and these rows make it %s; expected the same cache in every entry", name,
+             type_str(&gval(g, s)->type, cs, sizeof cs), type_str(&ct, ts, sizeof ts));
+  }
+  if (s < 0) { /* first entry: a zero-filled state, updated in place */
+    if (!type_size_ok(&ct))
+      dsl_fail(L, "cache '%s': %s is too large", name, type_str(&ct, ts, sizeof ts));
+    s = graph_add_value(g, name);
+    Value *v = gval(g, s);
+    v->type = ct;
+    v->is_input = v->is_state = true;
+    v->state_next = -1; /* none: CacheWrite changes it where it lives */
+    v->state_init = arena_alloc(c->a, type_bytes(&ct) + 1);
+    graph_add_input(g, s);
+  }
+  int in[4] = {s, rows, start, count};
+  return lt_op(L, "cache", OP_CACHEWRITE, in, 4, 0, 1);
+}
+
+/* x:attention(q, k, v [, {scale = s}]): causal attention over the caches. */
+static int attention(lua_State *L) {
+  int start = entry_value(L, "start", "attention"), count = entry_value(L, "count", "attention");
+  int in[5] = {lt_check(L, 2), lt_check(L, 3), lt_check(L, 4), start, count};
+  int attrs = lua_type(L, 5) == LUA_TTABLE ? 5 : 0;
+  return lt_op(L, "attention", OP_CACHEDATTENTION, in, 5, attrs, 1);
+}
+
+/* An i64 input of the entry: "<entry>.<role>". */
+static int entry_input(Graph *g, const char *entry, const char *role, int64_t n) {
+  int vid = graph_add_value(g, arena_printf(g->arena, "%s.%s", entry, role));
+  Value *v = gval(g, vid);
+  v->type = (Type){.dt = DT_I64, .rank = 1, .dims = {n}};
+  v->is_input = true;
+  graph_add_input(g, vid);
+  return vid;
+}
+
+/* The table forward() gets for entry e (pushed). */
+static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
+  Graph *g = lctx(L)->g;
+  lua_newtable(L);
+  int x = lua_gettop(L);
+  e->tokens_vid = entry_input(g, e->name, "tokens", e->tokens);
+  e->start_vid = entry_input(g, e->name, "start", 1);
+  e->count_vid = entry_input(g, e->name, "count", 1);
+  lt_push(L, e->tokens_vid);
+  lua_setfield(L, x, "tokens");
+  lt_push(L, e->start_vid);
+  lua_setfield(L, x, "start");
+  lt_push(L, e->count_vid);
+  lua_setfield(L, x, "count");
+  int64_t *steps = arena_alloc(g->arena, sizeof(int64_t) * (size_t)e->tokens);
+  for (int64_t i = 0; i < e->tokens; i++)
+    steps[i] = i;
+  int in[2] = {e->start_vid, ir_const_i64(g, "steps", steps, (int)e->tokens)};
+  lt_op(L, "decoder positions", OP_ADD, in, 2, 0, 1);
+  lua_setfield(L, x, "positions");
+  int one = 1;
+  int in2[2] = {e->count_vid, ir_const_i64(g, "one", (int64_t[]){one}, 1)};
+  lt_op(L, "decoder last", OP_SUB, in2, 2, 0, 1);
+  lua_setfield(L, x, "last");
+  lua_pushinteger(L, e->tokens);
+  lua_setfield(L, x, "T");
+  lua_pushinteger(L, ctx);
+  lua_setfield(L, x, "ctx");
+  lua_pushcfunction(L, cache);
+  lua_setfield(L, x, "cache");
+  lua_pushcfunction(L, attention);
+  lua_setfield(L, x, "attention");
+}
+
+/* forward's result (at the top of the stack) as the entry's output
+ * "<entry>.logits", flattened to one dim. */
+static void entry_output(lua_State *L, DecoderEntry *e) {
+  Graph *g = lctx(L)->g;
+  if (!lt_is(L, -1))
+    dsl_fail(L, "decoder: forward returned a %s; expected the logits tensor of the last real token",
+             luaL_typename(L, -1));
+  int y = lt_check(L, -1);
+  int64_t n = type_numel(&gval(g, y)->type);
+  int in[2] = {y, ir_const_i64(g, "logits_shape", &n, 1)};
+  lt_op(L, "decoder logits", OP_RESHAPE, in, 2, 0, 1);
+  int vid = lt_check(L, -1);
+  Value *v = gval(g, vid);
+  v->name = arena_printf(g->arena, "%s.logits", e->name);
+  v->is_output = true;
+  graph_add_output(g, vid);
+  e->logits_out = g->noutputs - 1;
+  lua_pop(L, 2); /* the output and forward's result */
+}
+
+static int decoder(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  Graph *g = c->g;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  if (g->decoder)
+    dsl_fail(L, "decoder: a second decoder{}; expected one per model");
+  if (g->ninputs || g->noutputs)
+    dsl_fail(L, "decoder: the model already has inputs or outputs; expected decoder{} to make them all "
+                "(its entries' tokens, and their logits)");
+  int64_t ctx = int_field(L, 1, "ctx", 1), prefill = int_field(L, 1, "prefill", 1);
+  if (prefill > ctx)
+    dsl_fail(L, "decoder: prefill is %lld and ctx %lld; expected prefill <= ctx", (long long)prefill,
+             (long long)ctx);
+  lua_getfield(L, 1, "forward");
+  if (lua_type(L, -1) != LUA_TFUNCTION)
+    dsl_fail(L, "decoder: forward is a %s; expected function(x) returning the logits", luaL_typename(L, -1));
+  int fwd = lua_gettop(L);
+  Decoder *dec = arena_alloc(c->a, sizeof *dec);
+  *dec = (Decoder){.ctx = ctx, .nentries = 2,
+                   .entries = {{.name = "prefill", .tokens = prefill}, {.name = "step", .tokens = 1}}};
+  g->decoder = dec;
+  for (int k = 0; k < dec->nentries; k++) {
+    c->decoder_replay = k > 0; /* params declared again: the same tensors */
+    lua_pushvalue(L, fwd);
+    push_entry_table(L, &dec->entries[k], ctx);
+    lua_call(L, 1, 1);
+    entry_output(L, &dec->entries[k]);
+  }
+  c->decoder_replay = false;
+  return 0;
+}
+
+void dsl_open_decoder(lua_State *L) { lua_register(L, "decoder", decoder); }

@@ -1,0 +1,266 @@
+/* kv_cache.c — the two ops of a decoder's key/value cache (issue 10,
+ * generative decoding; the Lua frontend's decoder{} makes them, DESIGN.md
+ * "Generative models" says how the entry points use them):
+ *
+ *   CacheWrite(Cache [C, ...], Rows [T, ...], Start i64[1], Count i64[1]) -> Cache'
+ *     Cache' = Cache with rows Start .. Start+Count-1 replaced by Rows[0 .. Count-1].
+ *     Cache is a state and the output is that state changed where it
+ *     lives (OPF_UPDATE): the generated code writes Count rows, never a
+ *     copy of the C-row cache. Count <= T and Start + Count <= C are the
+ *     entry point's checks (a full cache is an error code there); the
+ *     kernel clips to both anyway, so no input can make it write outside.
+ *
+ *   CachedAttention(Q [T, H, D], K [C, Hkv, D], V [C, Hkv, Dv], Start i64[1]
+ *                   [, Count i64[1]]) {scale = 1/√D} -> Y [T, H, Dv]
+ *     query t is the token at position Start + t and sees the keys at
+ *     positions 0 .. Start + t (causal over the cache):
+ *       Y[t, h] = softmax_j(scale · Q[t, h] · K[j, h / (H / Hkv)]) · V[j, h / (H / Hkv)]
+ *     Query heads share K/V heads in groups of H / Hkv (grouped-query
+ *     attention; Hkv = H is ordinary multi-head attention). Queries t >=
+ *     Count (padding of a prefill chunk) give zeros and read nothing.
+ *     Loops run to the number of keys a query sees, not to the capacity,
+ *     so a step costs what the cache holds.
+ *
+ * _eval computes scores and softmax in double, rounding the output to f32. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../emit.h"
+#include "../ops.h"
+
+/* ---- CacheWrite ------------------------------------------------------------- */
+
+/* An i64 tensor of one element (Start, Count). */
+static bool check_index(const Graph *g, const Node *n, int slot, const char *what, Diag *d) {
+  const Value *v = node_in(g, n, slot);
+  char ts[128];
+  if (!v || v->type.dt != DT_I64 || type_numel(&v->type) != 1)
+    return diag_node(d, g, n, "%s is %s; expected i64[1]", what,
+                     v ? type_str(&v->type, ts, sizeof ts) : "absent");
+  return true;
+}
+
+bool cache_write_infer(Graph *g, Node *n, Diag *d) {
+  Value *c = node_in(g, n, 0);
+  const Value *r = node_in(g, n, 1);
+  char a[128], b[128];
+  if (!c || !r)
+    return diag_node(d, g, n, "%s is absent; expected Cache and Rows", !c ? "Cache" : "Rows");
+  if (!c->is_state)
+    return diag_node(d, g, n, "Cache '%s' is not a state; expected a state (the cache lives in the "
+                     "caller's state struct and is written in place)", c->name);
+  bool same_rows = c->type.rank >= 1 && r->type.rank == c->type.rank && r->type.dt == c->type.dt;
+  for (int i = 1; same_rows && i < c->type.rank; i++)
+    same_rows = r->type.dims[i] == c->type.dims[i];
+  if (!same_rows || r->type.dims[0] > c->type.dims[0])
+    return diag_node(d, g, n, "Cache is %s and Rows %s; expected Rows [T, ...] of the cache's dtype and "
+                     "row shape, T <= the cache's %lld rows", type_str(&c->type, a, sizeof a),
+                     type_str(&r->type, b, sizeof b), (long long)c->type.dims[0]);
+  if (!check_index(g, n, 2, "Start", d) || !check_index(g, n, 3, "Count", d))
+    return false;
+  Value *y = node_out(g, n, 0);
+  y->type = c->type;
+  y->alias_of = n->in[0]; /* the state itself, changed where it lives */
+  return true;
+}
+
+/* Rows [start, start + count) of the cache, clipped to Rows and the cache. */
+static void write_span(int64_t start, int64_t count, int64_t t, int64_t cap, int64_t *lo, int64_t *n) {
+  if (start < 0 || start > cap)
+    start = cap;
+  if (count > t)
+    count = t;
+  if (count > cap - start)
+    count = cap - start;
+  *lo = start;
+  *n = count > 0 ? count : 0;
+}
+
+bool cache_write_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)n, (void)d;
+  size_t row = type_bytes(&in[0].type) / (size_t)in[0].type.dims[0];
+  int64_t lo, cnt;
+  write_span(*(const int64_t *)in[2].data, *(const int64_t *)in[3].data, in[1].type.dims[0],
+             in[0].type.dims[0], &lo, &cnt);
+  memcpy(out[0].data, in[0].data, type_bytes(&in[0].type));
+  memcpy((char *)out[0].data + (size_t)lo * row, in[1].data, (size_t)cnt * row);
+  return true;
+}
+
+bool cache_write_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Type *ct = &node_in(g, n, 0)->type;
+  int64_t cap = ct->dims[0], t = node_in(g, n, 1)->type.dims[0];
+  int64_t row = type_numel(ct) / cap;
+  const char *y = emit_ref(e, n->out[0]), *r = emit_ref(e, n->in[1]);
+  const char *st = emit_ref(e, n->in[2]), *cn = emit_ref(e, n->in[3]);
+  emit_line(e, "/* rows start .. start+count-1 of the cache [%lld, ...] <- Rows [%lld, ...] (clipped to both) */",
+            (long long)cap, (long long)t);
+  emit_line(e, "int64_t start = %s[0], count = %s[0];", st, cn);
+  emit_line(e, "if (start < 0 || start > %lld)", (long long)cap);
+  emit_line(e, "  start = %lld;", (long long)cap);
+  emit_line(e, "if (count > %lld)", (long long)t);
+  emit_line(e, "  count = %lld;", (long long)t);
+  emit_line(e, "if (count > %lld - start)", (long long)cap);
+  emit_line(e, "  count = %lld - start;", (long long)cap);
+  emit_line(e, "if (count > 0)");
+  emit_line(e, "  memcpy(%s + start * %lld, %s, (size_t)count * %lld * sizeof *%s);", y, (long long)row, r,
+            (long long)row, y);
+  return true;
+}
+
+/* Data movement: a row write. */
+int64_t cache_write_flops(const Graph *g, const Node *n) {
+  (void)g, (void)n;
+  return 0;
+}
+
+/* ---- CachedAttention ------------------------------------------------------------ */
+
+typedef struct CacheGeom {
+  int64_t t, h, d, c, hkv, dv;
+} CacheGeom;
+
+static void cache_geom(const Graph *g, const Node *n, CacheGeom *ge) {
+  const Type *q = &node_in(g, n, 0)->type, *k = &node_in(g, n, 1)->type, *v = &node_in(g, n, 2)->type;
+  *ge = (CacheGeom){q->dims[0], q->dims[1], q->dims[2], k->dims[0], k->dims[1], v->dims[2]};
+}
+
+static double cache_scale(const Node *n, int64_t d) { return attr_float(n, "scale", 1 / sqrt((double)d)); }
+
+bool cached_attention_infer(Graph *g, Node *n, Diag *d) {
+  const Value *q = node_in(g, n, 0), *k = node_in(g, n, 1), *v = node_in(g, n, 2);
+  char a[128], b[128], c[128];
+  if (!q || !k || !v)
+    return diag_node(d, g, n, "input %s is absent; expected Q, K and V", !q ? "Q" : !k ? "K" : "V");
+  if (q->type.dt != DT_F32 || k->type.dt != DT_F32 || v->type.dt != DT_F32 || q->type.rank != 3 ||
+      k->type.rank != 3 || v->type.rank != 3)
+    return diag_node(d, g, n, "Q is %s, K %s, V %s; expected f32 Q [T, H, D], K [C, Hkv, D], V [C, Hkv, Dv]",
+                     type_str(&q->type, a, sizeof a), type_str(&k->type, b, sizeof b),
+                     type_str(&v->type, c, sizeof c));
+  CacheGeom ge;
+  cache_geom(g, n, &ge);
+  if (k->type.dims[2] != ge.d || v->type.dims[0] != ge.c || v->type.dims[1] != ge.hkv || ge.hkv < 1 ||
+      ge.h % ge.hkv || ge.c < 1 || ge.d < 1 || ge.dv < 1)
+    return diag_node(d, g, n, "Q is %s, K %s, V %s; expected K [C, Hkv, D] and V [C, Hkv, Dv] with the "
+                     "query heads H a multiple of Hkv", type_str(&q->type, a, sizeof a),
+                     type_str(&k->type, b, sizeof b), type_str(&v->type, c, sizeof c));
+  if (!check_index(g, n, 3, "Start", d) || (node_in(g, n, 4) && !check_index(g, n, 4, "Count", d)))
+    return false;
+  double s = cache_scale(n, ge.d);
+  if (!isfinite(s))
+    return diag_node(d, g, n, "scale is %g; expected a finite number", s);
+  Value *y = node_out(g, n, 0);
+  y->type = (Type){.dt = DT_F32, .rank = 3, .dims = {ge.t, ge.h, ge.dv}};
+  return true;
+}
+
+/* The keys query t sees: positions 0 .. start + t, within the cache. */
+static int64_t keys_seen(int64_t start, int64_t t, int64_t cap) {
+  int64_t nk = start + t + 1;
+  return nk < 0 ? 0 : nk > cap ? cap : nk;
+}
+
+bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  CacheGeom ge = {in[0].type.dims[0], in[0].type.dims[1], in[0].type.dims[2], in[1].type.dims[0],
+                  in[1].type.dims[1], in[2].type.dims[2]};
+  const float *q = in[0].data, *k = in[1].data, *v = in[2].data;
+  float *y = out[0].data;
+  int64_t start = *(const int64_t *)in[3].data;
+  int64_t count = in[4].data ? *(const int64_t *)in[4].data : ge.t;
+  double scale = cache_scale(n, ge.d);
+  double *s = calloc((size_t)ge.c + 1, sizeof *s);
+  for (int64_t t = 0; t < ge.t; t++)
+    for (int64_t h = 0; h < ge.h; h++) {
+      int64_t kv = h / (ge.h / ge.hkv), nk = t < count ? keys_seen(start, t, ge.c) : 0;
+      const float *qr = q + (t * ge.h + h) * ge.d;
+      float *yr = y + (t * ge.h + h) * ge.dv;
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < nk; j++) {
+        const float *kr = k + (j * ge.hkv + kv) * ge.d;
+        double dot = 0;
+        for (int64_t i = 0; i < ge.d; i++)
+          dot += (double)qr[i] * kr[i];
+        s[j] = scale * dot;
+        mx = s[j] > mx ? s[j] : mx;
+      }
+      for (int64_t j = 0; j < nk; j++)
+        sum += s[j] = exp(s[j] - mx);
+      for (int64_t i = 0; i < ge.dv; i++) {
+        double acc = 0;
+        for (int64_t j = 0; j < nk; j++)
+          acc += s[j] * v[(j * ge.hkv + kv) * ge.dv + i];
+        yr[i] = nk ? (float)(acc / sum) : 0.0f;
+      }
+    }
+  free(s);
+  return true;
+}
+
+/* Lanes of the dot product's partial sums: a width dividing D that the C
+ * compiler turns into one vector register. */
+static int dot_lanes(int64_t d) {
+  return d % 16 == 0 ? 16 : d % 8 == 0 ? 8 : d % 4 == 0 ? 4 : 1;
+}
+
+bool cached_attention_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  CacheGeom ge;
+  cache_geom(g, n, &ge);
+  int lanes = dot_lanes(ge.d);
+  const char *q = emit_ref(e, n->in[0]), *k = emit_ref(e, n->in[1]), *v = emit_ref(e, n->in[2]);
+  const char *st = emit_ref(e, n->in[3]);
+  const char *cn = n->nin > 4 && n->in[4] >= 0 ? emit_ref(e, n->in[4]) : NULL;
+  const char *y = emit_ref(e, n->out[0]);
+  long long T = ge.t, H = ge.h, D = ge.d, C = ge.c, HKV = ge.hkv, DV = ge.dv, G = ge.h / ge.hkv;
+  emit_line(e, "/* query t (position start + t) of head h sees keys 0 .. start + t of kv head h / %lld */", G);
+  emit_line(e, "const int64_t start = %s[0], count = %s;", st, cn ? arena_printf(g->arena, "%s[0]", cn) : emit_int(e, T));
+  emit_parallel_for(e, T * H, (double)(T * H) * (double)C * (double)(D + DV) * 0.5);
+  emit_line(e, "for (int th = 0; th < %lld; th++) {", T * H);
+  emit_line(e, "  const int t = th / %lld, h = th %% %lld;", H, H);
+  emit_line(e, "  float *yr = %s + (int64_t)th * %lld; /* Y[t, h, :] [%lld] */", y, DV, DV);
+  emit_line(e, "  int64_t nk = t < count ? start + t + 1 : 0; /* keys this query sees */");
+  emit_line(e, "  nk = nk < 0 ? 0 : nk > %lld ? %lld : nk;", C, C);
+  emit_line(e, "  const float *qr = %s + (int64_t)th * %lld; /* Q[t, h, :] [%lld] */", q, D, D);
+  emit_line(e, "  const float *kh = %s + (int64_t)(h / %lld) * %lld, *vh = %s + (int64_t)(h / %lld) * %lld;", k,
+            G, D, v, G, DV);
+  emit_line(e, "  float s[%lld]; /* the scores, then their exponentials */", C);
+  emit_line(e, "  float mx = -INFINITY;");
+  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
+  emit_line(e, "    const float *kr = kh + j * %lld; /* K[j, h / %lld, :] */", HKV * D, G);
+  emit_line(e, "    float part[%d] = {0};", lanes);
+  emit_line(e, "    for (int i = 0; i < %lld; i += %d)", D, lanes);
+  emit_line(e, "      for (int l = 0; l < %d; l++)", lanes);
+  emit_line(e, "        part[l] += qr[i + l] * kr[i + l];");
+  emit_line(e, "    float dot = 0;");
+  emit_line(e, "    for (int l = 0; l < %d; l++)", lanes);
+  emit_line(e, "      dot += part[l];");
+  emit_line(e, "    s[j] = dot * %s;", emit_double_literal(e, DT_F32, cache_scale(n, ge.d)));
+  emit_line(e, "    mx = s[j] > mx ? s[j] : mx;");
+  emit_line(e, "  }");
+  emit_line(e, "  float sum = 0;");
+  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
+  emit_line(e, "    s[j] = %s(s[j] - mx);", emit_mathfn(e, DT_F32, "exp"));
+  emit_line(e, "    sum += s[j];");
+  emit_line(e, "  }");
+  emit_line(e, "  float acc[%lld] = {0};", DV);
+  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
+  emit_line(e, "    const float *vr = vh + j * %lld, p = s[j]; /* V[j, h / %lld, :] */", HKV * DV, G);
+  emit_line(e, "    for (int i = 0; i < %lld; i++)", DV);
+  emit_line(e, "      acc[i] += p * vr[i];");
+  emit_line(e, "  }");
+  emit_line(e, "  const float inv = nk ? 1.0f / sum : 0.0f;");
+  emit_line(e, "  for (int i = 0; i < %lld; i++)", DV);
+  emit_line(e, "    yr[i] = acc[i] * inv;");
+  emit_line(e, "}");
+  return true;
+}
+
+/* Counted at a full cache: Q·K and P·V multiply-adds, exp and softmax. */
+int64_t cached_attention_flops(const Graph *g, const Node *n) {
+  CacheGeom ge;
+  cache_geom(g, n, &ge);
+  return ge.t * ge.h * ge.c * (2 * ge.d + 2 * ge.dv + 5);
+}

@@ -1,0 +1,493 @@
+/* tokenizer.c — a byte-level BPE vocabulary into C tables (tokenizer.h).
+ *
+ * Three steps: decode every token's stored text to its bytes (normal
+ * tokens are GPT-2 byte-level text; control and user-defined tokens are
+ * their text as it is, which is how llama.cpp prints them too), resolve
+ * every merge to ids through a hash table of the stored texts, then print.
+ * The text table is one string literal in lines of about 100 characters
+ * (valid UTF-8 written as it is, other bytes as octal escapes); the
+ * integer tables are bare numbers, 16 or 24 to a line, so that gcc reads
+ * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
+#include "tokenizer.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- GPT-2's byte <-> unicode map ------------------------------------------ */
+
+/* bytes GPT-2 writes as themselves: '!'..'~', '¡'..'¬', '®'..'ÿ' */
+static bool byte_is_printable(int b) {
+  return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+}
+
+uint32_t tokenizer_byte_char(int b) {
+  if (byte_is_printable(b))
+    return (uint32_t)b;
+  int n = 0; /* the others, in order, from U+0100 */
+  for (int i = 0; i < b; i++)
+    n += !byte_is_printable(i);
+  return 256u + (uint32_t)n;
+}
+
+/* the byte code point c stands for, or -1 */
+static int char_byte(uint32_t c) {
+  if (c < 256)
+    return byte_is_printable((int)c) ? (int)c : -1;
+  for (int b = 0; b < 256; b++)
+    if (!byte_is_printable(b) && tokenizer_byte_char(b) == c)
+      return b;
+  return -1;
+}
+
+/* One UTF-8 code point at s[0..n): its length (1-4) and *cp, or 0 when the
+ * bytes there are not valid UTF-8 (overlong, surrogate, past U+10FFFF). */
+static int utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
+  if (n == 0)
+    return 0;
+  unsigned c = s[0];
+  int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (len == 0 || (size_t)len > n)
+    return 0;
+  uint32_t v = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+  for (int i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    v = v << 6 | (s[i] & 0x3f);
+  }
+  static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < min[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+    return 0;
+  *cp = v;
+  return len;
+}
+
+/* ---- the vocabulary, checked ------------------------------------------------- */
+
+typedef struct Tok {
+  const TokVocab *v;
+  Diag *d;
+  size_t *len;          /* [ntokens] stored text lengths */
+  unsigned char *bytes; /* every token's decoded bytes, each + NUL */
+  uint32_t *offset;     /* [ntokens + 1] into bytes */
+  int32_t *slots;       /* hash table of stored texts: id + 1, 0 empty */
+  size_t nslots;
+  int32_t *merges;      /* [3 * nmerges] */
+} Tok;
+
+/* diag_error with the file's path first, as the weight readers word it */
+KILN_PRINTF(3, 4) static bool tok_error(Diag *d, const char *path, const char *fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return diag_error(d, "%s: %s", path ? path : "(model)", msg);
+}
+
+static const char *const KEY_TOKENS = "tokenizer.ggml.tokens";
+static const char *const KEY_MERGES = "tokenizer.ggml.merges";
+
+static uint64_t fnv1a(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* id of the token whose stored text is s[0..n), or -1 */
+static int32_t lookup(const Tok *t, const char *s, size_t n) {
+  for (size_t i = fnv1a(s, n) & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
+    int32_t id = t->slots[i] - 1;
+    if (id < 0)
+      return -1;
+    if (t->len[id] == n && !memcmp(t->v->tokens[id], s, n))
+      return id;
+  }
+}
+
+/* A token's text for a message: at most 40 bytes, control bytes as '?'. */
+static const char *shown(char buf[48], const char *s, size_t n) {
+  size_t k = n < 40 ? n : 40;
+  for (size_t i = 0; i < k; i++)
+    buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+  strcpy(buf + k, n > k ? "..." : "");
+  return buf;
+}
+
+/* Token id's bytes appended at bytes + at; returns how many, or -1. */
+static long decode_token(Tok *t, int id, size_t at) {
+  const char *s = t->v->tokens[id];
+  size_t n = t->len[id];
+  int type = t->v->types ? t->v->types[id] : TOKEN_NORMAL;
+  if (type != TOKEN_NORMAL) { /* control, user-defined, ...: the text itself */
+    memcpy(t->bytes + at, s, n);
+    return (long)n;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    int k = utf8_next((const unsigned char *)s + i, n - i, &cp);
+    int b = k ? char_byte(cp) : -1;
+    if (b < 0) {
+      char buf[48];
+      tok_error(t->d, t->v->path, "key '%s': token %d '%s' is not byte-level BPE text (%s at byte %zu); "
+                       "expected GPT-2's byte-to-unicode characters",
+                 KEY_TOKENS, id, shown(buf, s, n), k ? "a character no byte maps to" : "invalid UTF-8", i);
+      return -1;
+    }
+    t->bytes[at + out++] = (unsigned char)b;
+    i += (size_t)k;
+  }
+  return (long)out;
+}
+
+static bool check_vocab(Tok *t) {
+  const TokVocab *v = t->v;
+  if (!v->model || strcmp(v->model, "gpt2"))
+    return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.model' is '%s'; expected 'gpt2' (byte-level BPE)",
+                      v->model ? v->model : "(absent)");
+  if (v->ntokens <= 0 || !v->tokens)
+    return tok_error(t->d, t->v->path, "key '%s' is absent or empty; expected the vocabulary", KEY_TOKENS);
+  if (v->nmerges < 0 || (v->nmerges > 0 && !v->merges))
+    return tok_error(t->d, t->v->path, "key '%s' is absent; expected the BPE merges", KEY_MERGES);
+  const int64_t ids[4] = {v->bos, v->eos, v->unk, v->pad};
+  static const char *const id_keys[4] = {"bos_token_id", "eos_token_id", "unknown_token_id",
+                                         "padding_token_id"};
+  for (int i = 0; i < 4; i++)
+    if (ids[i] < -1 || ids[i] >= v->ntokens)
+      return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.%s' is %lld; expected a token id below %d", id_keys[i],
+                        (long long)ids[i], v->ntokens);
+  if (v->types)
+    for (int i = 0; i < v->ntokens; i++)
+      if (v->types[i] < 0 || v->types[i] > TOKEN_BYTE)
+        return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.token_type': token %d has type %d; expected 0..6", i,
+                          (int)v->types[i]);
+  return true;
+}
+
+/* lengths, decoded bytes and offsets, and the hash table of stored texts */
+static bool decode_all(Tok *t) {
+  const TokVocab *v = t->v;
+  size_t total = 0;
+  t->len = calloc((size_t)v->ntokens, sizeof *t->len);
+  t->offset = calloc((size_t)v->ntokens + 1, sizeof *t->offset);
+  for (t->nslots = 16; t->nslots < 2 * (size_t)v->ntokens;)
+    t->nslots *= 2;
+  t->slots = calloc(t->nslots, sizeof *t->slots);
+  KILN_ASSERT(t->len && t->offset && t->slots);
+  for (int i = 0; i < v->ntokens; i++) {
+    if (!v->tokens[i])
+      return tok_error(t->d, t->v->path, "key '%s': token %d is missing", KEY_TOKENS, i);
+    t->len[i] = v->token_len ? v->token_len[i] : strlen(v->tokens[i]);
+    total += t->len[i] + 1; /* decoding never lengthens */
+  }
+  if (total > UINT32_MAX)
+    return tok_error(t->d, t->v->path, "key '%s': %zu bytes of token text; expected at most 4 GiB", KEY_TOKENS, total);
+  t->bytes = malloc(total ? total : 1);
+  KILN_ASSERT(t->bytes);
+  size_t at = 0;
+  for (int i = 0; i < v->ntokens; i++) {
+    t->offset[i] = (uint32_t)at;
+    long n = decode_token(t, i, at);
+    if (n < 0)
+      return false;
+    at += (size_t)n;
+    t->bytes[at++] = 0;
+    /* first id wins for a text stored twice */
+    size_t s = fnv1a(v->tokens[i], t->len[i]) & (t->nslots - 1);
+    for (; t->slots[s]; s = (s + 1) & (t->nslots - 1))
+      if (t->len[t->slots[s] - 1] == t->len[i] && !memcmp(v->tokens[t->slots[s] - 1], v->tokens[i], t->len[i]))
+        break;
+    if (!t->slots[s])
+      t->slots[s] = i + 1;
+  }
+  t->offset[v->ntokens] = (uint32_t)at;
+  return true;
+}
+
+/* "left right" -> ids; the space that splits is the first one after the
+ * first byte (llama.cpp's rule: a left part may be a lone space) */
+static bool resolve_merges(Tok *t) {
+  const TokVocab *v = t->v;
+  t->merges = calloc(3 * (size_t)v->nmerges + 1, sizeof *t->merges);
+  KILN_ASSERT(t->merges);
+  Buf joined = {0};
+  bool ok = true;
+  for (int r = 0; r < v->nmerges && ok; r++) {
+    const char *m = v->merges[r];
+    size_t n = !m ? 0 : v->merge_len ? v->merge_len[r] : strlen(m);
+    const char *sp = n > 1 ? memchr(m + 1, ' ', n - 1) : NULL;
+    char buf[48];
+    if (!sp || sp + 1 == m + n) {
+      ok = tok_error(t->d, t->v->path, "key '%s': merge %d '%s' is not two tokens split by a space", KEY_MERGES, r,
+                      m ? shown(buf, m, n) : "");
+      break;
+    }
+    size_t ln = (size_t)(sp - m), rn = n - ln - 1;
+    joined.len = 0;
+    buf_put(&joined, m, ln);
+    buf_put(&joined, sp + 1, rn);
+    int32_t ids[3] = {lookup(t, m, ln), lookup(t, sp + 1, rn), lookup(t, joined.s, joined.len)};
+    static const char *const what[3] = {"left part", "right part", "result"};
+    for (int k = 0; k < 3 && ok; k++)
+      if (ids[k] < 0) {
+        char part[48];
+        const char *p = k == 0 ? m : k == 1 ? sp + 1 : joined.s;
+        size_t pn = k == 0 ? ln : k == 1 ? rn : joined.len;
+        ok = tok_error(t->d, t->v->path, "key '%s': merge %d '%s': its %s '%s' is not in the vocabulary; expected "
+                              "every merge's parts and result to be tokens",
+                        KEY_MERGES, r, shown(buf, m, n), what[k], shown(part, p, pn));
+      }
+    memcpy(t->merges + 3 * (size_t)r, ids, sizeof ids);
+  }
+  buf_free(&joined);
+  return ok;
+}
+
+/* ---- printing ---------------------------------------------------------------- */
+
+/* The bytes of one token into a string literal: valid UTF-8 beyond ASCII
+ * as it is, printable ASCII as it is but for \ " and ? (no trigraphs), the
+ * rest in octal, 3 digits when an octal digit follows (which would extend
+ * a shorter escape). */
+static void put_literal_bytes(Buf *c, const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    uint32_t cp;
+    int k = s[i] >= 0x80 ? utf8_next(s + i, n - i, &cp) : 0;
+    if (k > 0 && cp >= 0xa0) {
+      buf_put(c, (const char *)s + i, (size_t)k);
+      i += (size_t)k;
+      continue;
+    }
+    unsigned char b = s[i++];
+    if (b == '\\' || b == '"' || b == '?')
+      buf_printf(c, "\\%c", b);
+    else if (b >= 0x20 && b < 0x7f)
+      buf_put(c, (const char *)&b, 1);
+    else if (i < n && s[i] >= '0' && s[i] <= '7')
+      buf_printf(c, "\\%03o", b);
+    else
+      buf_printf(c, "\\%o", b);
+  }
+}
+
+static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
+  int n = t->v->ntokens;
+  buf_printf(c, "/* every token's bytes, each followed by a NUL (the last one's is the literal's);\n"
+                " * one literal longer than ISO C's 4095 characters, which gcc and clang take */\n"
+                "#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
+                "const char %s_token_text[%s_TOKEN_TEXT_SIZE] =\n  \"",
+             p, P);
+  size_t line = 0;
+  for (int i = 0; i < n; i++) {
+    size_t before = c->len;
+    put_literal_bytes(c, t->bytes + t->offset[i], t->offset[i + 1] - t->offset[i] - 1);
+    if (i + 1 < n) { /* "\\0", or "\\000" when an octal digit follows */
+      unsigned char next = t->bytes[t->offset[i + 1]];
+      buf_puts(c, next >= '0' && next <= '7' && t->offset[i + 2] - t->offset[i + 1] > 1 ? "\\000" : "\\0");
+    }
+    line += c->len - before;
+    if (line >= 100 && i + 1 < n) {
+      buf_puts(c, "\"\n  \"");
+      line = 0;
+    }
+  }
+  buf_puts(c, "\";\n#pragma GCC diagnostic pop\n");
+}
+
+/* an integer table, `per` numbers a line */
+static void put_ints(Buf *c, const char *decl, const int64_t *x, size_t n, size_t per) {
+  buf_printf(c, "%s = {\n", decl);
+  for (size_t i = 0; i < n; i++)
+    buf_printf(c, "%s%lld,%s", i % per ? "" : "  ", (long long)x[i], (i + 1) % per && i + 1 < n ? "" : "\n");
+  buf_puts(c, "};\n");
+}
+
+static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
+  const TokVocab *v = t->v;
+  size_t n = (size_t)v->ntokens, nm = (size_t)v->nmerges;
+  int64_t *x = calloc((n + 1 > 3 * nm ? n + 1 : 3 * nm) + 256, sizeof *x);
+  KILN_ASSERT(x);
+  buf_printf(c, "\n/* ---- the tokenizer (byte-level BPE, from %s) ---- */\n\n", v->path);
+  put_text(c, t, p, P);
+  for (size_t i = 0; i <= n; i++)
+    x[i] = t->offset[i];
+  char decl[160];
+  snprintf(decl, sizeof decl, "\n/* token i is token_text[offset[i] .. offset[i+1] - 1) */\n"
+                              "const uint32_t %s_token_offset[%s_TOKENS + 1]", p, P);
+  put_ints(c, decl, x, n + 1, 16);
+  for (size_t i = 0; i < n; i++)
+    x[i] = v->types ? v->types[i] : TOKEN_NORMAL;
+  snprintf(decl, sizeof decl, "\n/* %s_TOKEN_NORMAL, _CONTROL, ... */\nconst uint8_t %s_token_type[%s_TOKENS]", P, p, P);
+  put_ints(c, decl, x, n, 32);
+  for (int b = 0; b < 256; b++) /* the first normal token of each single byte */
+    x[b] = -1;
+  for (size_t i = n; i-- > 0;)
+    if (t->offset[i + 1] - t->offset[i] == 2 && (!v->types || v->types[i] == TOKEN_NORMAL))
+      x[t->bytes[t->offset[i]]] = (int64_t)i;
+  snprintf(decl, sizeof decl, "\n/* the token of each byte alone (-1: none) */\nconst int32_t %s_byte_token[256]", p);
+  put_ints(c, decl, x, 256, 16);
+  for (size_t i = 0; i < 3 * nm; i++)
+    x[i] = t->merges[i];
+  snprintf(decl, sizeof decl, "\n/* merge r (rank r, lowest first) is tokens merges[3r] + merges[3r+1] = "
+                              "merges[3r+2] */\nconst int32_t %s_merges[%s_MERGES * 3 + 1]", p, P);
+  x[3 * nm] = -1;
+  put_ints(c, decl, x, 3 * nm + 1, 24);
+  free(x);
+}
+
+/* a C string literal of s (ASCII, escaped), for the header's macros */
+static void put_c_string(Buf *h, const char *s) {
+  buf_puts(h, "\"");
+  for (; s && *s; s++) {
+    unsigned char b = (unsigned char)*s;
+    if (b == '\\' || b == '"' || b == '?')
+      buf_printf(h, "\\%c", b);
+    else if (b >= 0x20 && b < 0x7f)
+      buf_put(h, s, 1);
+    else
+      buf_printf(h, "\\%03o", b);
+  }
+  buf_puts(h, "\"");
+}
+
+static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
+  const TokVocab *v = t->v;
+  buf_printf(h, "\n/* The tokenizer: byte-level BPE (tokenizer.ggml.model \"gpt2\"), as tables\n"
+                " * (README \"Generating text\"; examples/generate.c uses them). */\n"
+                "#define %s_TOKENS %d\n#define %s_MERGES %d\n#define %s_TOKEN_TEXT_SIZE %u\n",
+             P, v->ntokens, P, v->nmerges, P, t->offset[v->ntokens]);
+  buf_printf(h, "#define %s_BOS_ID %lld\n#define %s_EOS_ID %lld\n#define %s_UNK_ID %lld\n#define %s_PAD_ID %lld\n",
+             P, (long long)v->bos, P, (long long)v->eos, P, (long long)v->unk, P, (long long)v->pad);
+  buf_printf(h, "#define %s_ADD_BOS %d /* put BOS first in a prompt */\n#define %s_TOKENIZER_PRE ", P,
+             v->add_bos, P);
+  put_c_string(h, v->pre);
+  buf_printf(h, " /* the pre-tokenizer's name */\n");
+  static const char *const names[] = {"NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE"};
+  for (int i = 0; i < 6; i++)
+    buf_printf(h, "#define %s_TOKEN_%s %d\n", P, names[i], i + 1);
+  buf_printf(h, "/* token i's bytes: token_text + token_offset[i], token_offset[i+1] - token_offset[i] - 1\n"
+                " * of them, then a NUL (normal tokens are decoded from the byte-level form; control\n"
+                " * and user-defined ones, such as <|im_start|>, are their text) */\n"
+                "extern const char %s_token_text[%s_TOKEN_TEXT_SIZE];\n"
+                "extern const uint32_t %s_token_offset[%s_TOKENS + 1];\n"
+                "extern const uint8_t %s_token_type[%s_TOKENS];   /* %s_TOKEN_NORMAL, _CONTROL, ... */\n"
+                "extern const int32_t %s_byte_token[256];         /* the token of each byte alone, -1: none */\n"
+                "/* merges, rank order: merges[3r] + merges[3r+1] -> merges[3r+2] (then a -1) */\n"
+                "extern const int32_t %s_merges[%s_MERGES * 3 + 1];\n",
+             p, P, p, P, p, P, P, p, p, P);
+}
+
+static const char *upper_dup(const char *s) {
+  char *r = malloc(strlen(s) + 1);
+  KILN_ASSERT(r);
+  for (size_t i = 0;; i++)
+    if (!(r[i] = (char)toupper((unsigned char)s[i])))
+      break;
+  return r;
+}
+
+bool tokenizer_emit_vocab(const TokVocab *v, const char *prefix, Buf *c, Buf *h, Diag *d) {
+  Tok t = {.v = v, .d = d};
+  bool ok = check_vocab(&t) && decode_all(&t) && resolve_merges(&t);
+  if (ok) {
+    const char *P = upper_dup(prefix);
+    put_tables(c, &t, prefix, P);
+    put_header(h, &t, prefix, P);
+    free((void *)P);
+  }
+  free(t.len);
+  free(t.bytes);
+  free(t.offset);
+  free(t.slots);
+  free(t.merges);
+  return ok;
+}
+
+/* ---- from a GGUF file ----------------------------------------------------------- */
+
+bool tokenizer_present(const Gguf *gg) {
+  const char *m = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.model"), NULL);
+  return m && !strcmp(m, "gpt2");
+}
+
+/* An array of strings: pointers and lengths (heap), or false + d. An absent
+ * key is an empty array when optional. */
+static bool string_array(const Gguf *gg, const char *key, bool optional, const char ***s, size_t **len, int *n,
+                         Diag *d) {
+  const GgufKV *kv = gguf_kv(gg, key);
+  GgufType elem;
+  uint64_t count = 0;
+  *n = 0;
+  if (!kv && optional)
+    return true;
+  if (!gguf_kv_array(kv, &elem, &count) || elem != GGUF_STRING)
+    return tok_error(d, gg->path, "key '%s' is %s; expected an array of strings", key,
+                      kv ? gguf_type_name(kv->v.type) : "absent");
+  if (count > INT32_MAX / 3)
+    return tok_error(d, gg->path, "key '%s' has %llu items; expected at most %d", key, (unsigned long long)count,
+                      INT32_MAX / 3);
+  *s = calloc(count + 1, sizeof **s);
+  *len = calloc(count + 1, sizeof **len);
+  KILN_ASSERT(*s && *len);
+  for (uint64_t i = 0; i < count; i++)
+    (*s)[i] = gguf_array_string(&kv->v, i, &(*len)[i]);
+  *n = (int)count;
+  return true;
+}
+
+/* an optional token id key: -1 when absent */
+static bool id_key(const Gguf *gg, const char *key, int64_t *id, Diag *d) {
+  const GgufKV *kv = gguf_kv(gg, key);
+  *id = -1;
+  if (kv && !gguf_kv_int(kv, id))
+    return tok_error(d, gg->path, "key '%s' is %s; expected an integer token id", key, gguf_type_name(kv->v.type));
+  return true;
+}
+
+bool tokenizer_emit(const Gguf *gg, const char *prefix, Buf *c, Buf *h, Diag *d) {
+  TokVocab v = {.path = gg->path};
+  v.model = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.model"), NULL);
+  v.pre = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.pre"), NULL);
+  const GgufKV *add_bos = gguf_kv(gg, "tokenizer.ggml.add_bos_token");
+  const GgufKV *types = gguf_kv(gg, "tokenizer.ggml.token_type");
+  const char **tokens = NULL, **merges = NULL;
+  size_t *token_len = NULL, *merge_len = NULL;
+  int32_t *type = NULL;
+  bool ok = string_array(gg, KEY_TOKENS, false, &tokens, &token_len, &v.ntokens, d) &&
+            string_array(gg, KEY_MERGES, false, &merges, &merge_len, &v.nmerges, d) &&
+            id_key(gg, "tokenizer.ggml.bos_token_id", &v.bos, d) &&
+            id_key(gg, "tokenizer.ggml.eos_token_id", &v.eos, d) &&
+            id_key(gg, "tokenizer.ggml.unknown_token_id", &v.unk, d) &&
+            id_key(gg, "tokenizer.ggml.padding_token_id", &v.pad, d);
+  if (ok && add_bos && !gguf_kv_bool(add_bos, &v.add_bos))
+    ok = tok_error(d, gg->path, "key 'tokenizer.ggml.add_bos_token' is %s; expected a bool", gguf_type_name(add_bos->v.type));
+  if (ok && types) {
+    GgufType elem;
+    uint64_t n = 0;
+    if (!gguf_kv_array(types, &elem, &n) || n != (uint64_t)v.ntokens)
+      ok = tok_error(d, gg->path, "key 'tokenizer.ggml.token_type' is %s of %llu items; expected an array of %d integers",
+                      gguf_type_name(types->v.type), (unsigned long long)n, v.ntokens);
+    type = calloc((size_t)v.ntokens + 1, sizeof *type);
+    KILN_ASSERT(type);
+    for (int i = 0; ok && i < v.ntokens; i++) {
+      int64_t x;
+      if (!gguf_array_int(&types->v, (uint64_t)i, &x) || x < INT32_MIN || x > INT32_MAX)
+        ok = tok_error(d, gg->path, "key 'tokenizer.ggml.token_type': item %d is not an integer type", i);
+      type[i] = (int32_t)x;
+    }
+    v.types = type;
+  }
+  v.tokens = tokens;
+  v.token_len = token_len;
+  v.merges = merges;
+  v.merge_len = merge_len;
+  ok = ok && tokenizer_emit_vocab(&v, prefix, c, h, d);
+  free(tokens);
+  free(token_len);
+  free(merges);
+  free(merge_len);
+  free(type);
+  return ok;
+}

@@ -1,0 +1,630 @@
+/* generate.c — text generation on the command line with a Llama-style
+ * model compiled by kiln from a GGUF file (SmolLM2-135M-Instruct): encode
+ * the prompt with the model's own byte-level BPE tokenizer (tables kiln
+ * wrote into the model's C), prefill the KV cache, then pick the most
+ * likely token step by step (greedy) and print the text as it comes.
+ *
+ *   kiln compile examples/llama.lua --weights SmolLM2-135M-Instruct.Q4_1.gguf \
+ *       --set ctx=512 -o out/smol.c
+ *   cc -O2 -march=native -ffp-contract=fast -Iout -c out/smol.c out/smol_weights.S
+ *   cc -O2 -std=c11 -Iout examples/generate.c smol.o smol_weights.o -lm -o out/generate
+ *   out/generate --tokens 32 "The capital of France is"
+ *   out/generate --chat "What is the capital of France?"
+ *
+ * The model is chosen when this file is compiled: -DKILN_MODEL=NAME
+ * includes NAME.h and calls NAME_prefill, NAME_step, ... (default smol);
+ * give its upper-case form too for another name (-DKILN_MODEL=tiny
+ * -DKILN_MODEL_UC=TINY), since the preprocessor cannot upper-case.
+ *
+ * Options:
+ *   --tokens N          generate at most N tokens (default 32); stops early at EOS
+ *                       and when the KV cache is full
+ *   --ignore-eos        go on past EOS (printed as its text): exactly N tokens,
+ *                       for benchmarks and reference comparisons
+ *   --chat              wrap the prompt in the model's ChatML template:
+ *                       <|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n
+ *                       {prompt}<|im_end|>\n<|im_start|>assistant\n
+ *   --system TEXT       the system turn for --chat (default: SmolLM2's, as its GGUF
+ *                       template writes it; "" leaves the turn out)
+ *   --prompt-ids 1,2,3  the prompt as token ids (no tokenizer)
+ *   --ids               print token ids instead of text: the prompt's on one line,
+ *                       the generated ones on the next, comma-separated
+ *   --tokenize          print the prompt's ids (one comma-separated line) and stop
+ *   --detokenize        print the prompt's text (of --prompt-ids) and stop
+ *   --dump-logits FILE  write the logits that chose each generated token (EOS
+ *                       too), VOCAB f32 each (native byte order), in order: the
+ *                       prefill's last position, then each step's
+ *
+ * Timing goes to stderr as one line a benchmark script can parse (ms are
+ * wall-clock; decode counts the step calls, not the first token, which
+ * comes from the prefill's logits):
+ *   timing: prefill_tokens=5 prefill_ms=12.345 prefill_tok_s=405.0 decode_tokens=31 decode_ms=456.789 decode_tok_s=67.9
+ *
+ * The tokenizer: special tokens (the control and user-defined ones, such
+ * as <|im_start|>) are recognised in the prompt by their text; the text
+ * between them is split as the "smollm" pre-tokenizer splits it (Hugging
+ * Face tokenizers: every digit alone, then GPT-2's regex
+ * 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+),
+ * each piece's bytes become tokens and the BPE merges join the pair of
+ * lowest rank until none applies. Where this differs: \p{L}, \p{N} and \s
+ * are exact for ASCII and Latin-1 and approximate beyond (a code point
+ * above U+00FF is a letter unless it lies in a block of punctuation,
+ * symbols, marks or digits listed in char_class), so text in some
+ * non-Latin scripts (combining marks, rare digits) may split differently.
+ * tests/generate/run_tokenizer.sh checks it against Hugging Face's on
+ * varied English text and a few lines of other scripts (measured too: the
+ * same ids on all 319 paragraphs of kiln's own Markdown docs and sources).
+ *
+ * Memory: the model's state (KV cache and length) is a few tens of MB, too
+ * big for the stack, so it is a static object, as are the logits; the
+ * merge hash table, the list of special tokens and the prompt's buffers are
+ * malloc'ed. */
+#define _POSIX_C_SOURCE 200112L
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef KILN_MODEL
+#define KILN_MODEL smol
+#define KILN_MODEL_UC SMOL
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#include STR(KILN_MODEL.h)
+
+/* the model's names: M(step) is smol_step, MU(VOCAB) is SMOL_VOCAB */
+#define M(name) CAT(KILN_MODEL, CAT(_, name))
+#define MU(name) CAT(KILN_MODEL_UC, CAT(_, name))
+
+enum {
+  VOCAB = MU(VOCAB),
+  CTX = MU(CTX),
+  PREFILL = MU(PREFILL),
+  NTOKENS = MU(TOKENS),
+  NMERGES = MU(MERGES),
+};
+typedef char vocab_matches_tokens[VOCAB == NTOKENS ? 1 : -1]; /* a compile-time check */
+
+static void die(const char *fmt, const char *arg) {
+  fprintf(stderr, "generate: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(1);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p)
+    die("out of memory (%s)", "malloc");
+  return p;
+}
+
+/* ------------------------------------------------------------ token ids */
+
+typedef struct Ids {
+  int64_t *id;
+  int n, cap;
+} Ids;
+
+static void ids_push(Ids *v, int64_t id) {
+  if (v->n == v->cap) {
+    v->cap = v->cap ? 2 * v->cap : 64;
+    int64_t *p = realloc(v->id, (size_t)v->cap * sizeof *p);
+    if (!p)
+      die("out of memory (%s)", "realloc");
+    v->id = p;
+  }
+  v->id[v->n++] = id;
+}
+
+static const char *token_bytes(int64_t id, size_t *len) {
+  uint32_t at = M(token_offset)[id];
+  *len = M(token_offset)[id + 1] - at - 1;
+  return M(token_text) + at;
+}
+
+/* the special tokens: control and user-defined ones, matched by their
+ * text in a prompt (found once, in tokenizer_init) */
+static int32_t *special;
+static int nspecial;
+
+static bool is_special(int64_t id) {
+  int t = M(token_type)[id];
+  return t == MU(TOKEN_CONTROL) || t == MU(TOKEN_USER_DEFINED);
+}
+
+/* ------------------------------------------------------------ merges */
+
+/* (left, right) -> rank + 1 in an open-addressing table; 0 = empty */
+static uint32_t *merge_slot;
+static uint32_t merge_mask;
+
+static uint32_t pair_hash(int32_t l, int32_t r) {
+  uint64_t k = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+  k *= 0x9E3779B97F4A7C15ull;
+  return (uint32_t)(k >> 32);
+}
+
+static void tokenizer_init(void) {
+  special = xmalloc(NTOKENS * sizeof *special);
+  for (int32_t id = 0; id < NTOKENS; id++)
+    if (is_special(id) && M(token_offset)[id + 1] - M(token_offset)[id] > 1)
+      special[nspecial++] = id;
+  uint32_t n = 16;
+  while (n < 2u * NMERGES)
+    n *= 2;
+  merge_slot = calloc(n, sizeof *merge_slot);
+  if (!merge_slot)
+    die("out of memory (%s)", "merges");
+  merge_mask = n - 1;
+  for (uint32_t r = 0; r < NMERGES; r++) {
+    const int32_t *m = M(merges) + 3 * r;
+    uint32_t i = pair_hash(m[0], m[1]) & merge_mask;
+    while (merge_slot[i]) { /* an earlier (lower) rank of the same pair wins */
+      const int32_t *o = M(merges) + 3 * (merge_slot[i] - 1);
+      if (o[0] == m[0] && o[1] == m[1])
+        break;
+      i = (i + 1) & merge_mask;
+    }
+    if (!merge_slot[i])
+      merge_slot[i] = r + 1;
+  }
+}
+
+/* the rank of merging l and r, or -1 */
+static int64_t merge_rank(int32_t l, int32_t r) {
+  for (uint32_t i = pair_hash(l, r) & merge_mask; merge_slot[i]; i = (i + 1) & merge_mask) {
+    const int32_t *m = M(merges) + 3 * (merge_slot[i] - 1);
+    if (m[0] == l && m[1] == r)
+      return merge_slot[i] - 1;
+  }
+  return -1;
+}
+
+/* One pre-token's bytes into tokens: each byte's token, then merge the
+ * adjacent pair of lowest rank (the leftmost of equals) until none is a
+ * merge. Quadratic in the piece's length, which is a word or a run of
+ * spaces. */
+static void bpe(const unsigned char *s, size_t n, Ids *out) {
+  int32_t *t = xmalloc(n * sizeof *t);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (M(byte_token)[s[i]] >= 0) /* a byte-level vocabulary has all 256 */
+      t[k++] = M(byte_token)[s[i]];
+  for (;;) {
+    int64_t best = -1;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < k; i++) {
+      int64_t r = merge_rank(t[i], t[i + 1]);
+      if (r >= 0 && (best < 0 || r < best))
+        best = r, at = i;
+    }
+    if (best < 0)
+      break;
+    t[at] = M(merges)[3 * best + 2];
+    memmove(t + at + 1, t + at + 2, (k - at - 2) * sizeof *t);
+    k--;
+  }
+  for (size_t i = 0; i < k; i++)
+    ids_push(out, t[i]);
+  free(t);
+}
+
+/* ------------------------------------------------------------ pre-tokenizer */
+
+/* one UTF-8 code point at s[0..n): its length (invalid bytes: 1, as U+FFFD) */
+static int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
+  unsigned c = s[0];
+  int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  *cp = 0xfffd;
+  if (len == 0 || (size_t)len > n)
+    return 1;
+  uint32_t v = len == 1 ? c : c & (0x7f >> len);
+  for (int i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 1;
+    v = v << 6 | (s[i] & 0x3f);
+  }
+  *cp = v;
+  return len;
+}
+
+enum { SPACE, LETTER, NUMBER, OTHER };
+
+/* \s, \p{L}, \p{N} or neither: exact for ASCII and Latin-1; beyond, a
+ * letter unless in one of these blocks of spaces, digits, marks,
+ * punctuation and symbols */
+static int char_class(uint32_t c) {
+  if (c < 0x80)
+    return c == ' ' || (c >= 9 && c <= 13) ? SPACE
+           : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? LETTER
+           : c >= '0' && c <= '9' ? NUMBER
+                                  : OTHER;
+  if (c < 0x100)
+    return c == 0x85 || c == 0xa0 ? SPACE
+           : c == 0xaa || c == 0xb5 || c == 0xba ? LETTER
+           : c == 0xb2 || c == 0xb3 || c == 0xb9 || (c >= 0xbc && c <= 0xbe) ? NUMBER
+           : c < 0xc0 || c == 0xd7 || c == 0xf7 ? OTHER
+                                                : LETTER;
+  if (c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+      c == 0x205f || c == 0x3000)
+    return SPACE;
+  static const uint32_t numbers[][2] = {
+      {0x660, 0x669},   {0x6f0, 0x6f9},   {0x966, 0x96f},   {0x2070, 0x2070}, {0x2074, 0x2079},
+      {0x2080, 0x2089}, {0x2150, 0x2189}, {0x2460, 0x249b}, {0x24ea, 0x24ff}, {0x2776, 0x2793},
+      {0xff10, 0xff19},
+  };
+  static const uint32_t others[][2] = {
+      {0x300, 0x36f},     /* combining diacritics */
+      {0x2000, 0x206f},   /* general punctuation */
+      {0x207a, 0x207e},   {0x208a, 0x208e}, /* super/subscript signs */
+      {0x20a0, 0x20ff},   /* currency, combining marks for symbols */
+      {0x2190, 0x2bff},   /* arrows, math, technical, box drawing, shapes, dingbats */
+      {0x2e00, 0x2e7f},   /* supplemental punctuation */
+      {0x3001, 0x303f},   /* CJK symbols and punctuation */
+      {0xe000, 0xf8ff},   /* private use */
+      {0xfe00, 0xfe0f},   /* variation selectors */
+      {0xfe30, 0xfe6f},   /* CJK compatibility, small forms */
+      {0xff01, 0xff0f},   {0xff1a, 0xff20}, {0xff3b, 0xff40}, {0xff5b, 0xff65}, /* fullwidth */
+      {0xfff0, 0xffff},   /* specials, U+FFFD */
+      {0x1f000, 0x1faff}, /* emoji, pictographs */
+  };
+  for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+    if (c >= numbers[i][0] && c <= numbers[i][1])
+      return NUMBER;
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    if (c >= others[i][0] && c <= others[i][1])
+      return OTHER;
+  return LETTER;
+}
+
+/* A run of text with no digit: GPT-2's regex, piece by piece, each to bpe.
+ * cls[i] and len[i] are code point i's class and byte length. */
+static void gpt2_split(const unsigned char *s, const uint8_t *cls, const uint8_t *len, size_t n, Ids *out) {
+  size_t i = 0, at = 0; /* code point i starts at byte at */
+  while (i < n) {
+    size_t j = i, end = at;
+#define TAKE() (end += len[j], j++)
+    if (s[at] == '\'' && i + 1 < n) { /* 's 't 're 've 'm 'll 'd */
+      unsigned char a = s[at + 1], b = i + 2 < n ? s[at + 2] : 0;
+      if (a == 's' || a == 't' || a == 'm' || a == 'd')
+        j = i + 2, end = at + 2;
+      else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+        j = i + 3, end = at + 3;
+    }
+    if (j == i) {
+      int want = cls[i] != SPACE ? cls[i] : s[at] == ' ' && i + 1 < n && cls[i + 1] != SPACE ? cls[i + 1] : SPACE;
+      if (want != SPACE) { /* ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+' */
+        if (cls[i] == SPACE)
+          TAKE();
+        while (j < n && cls[j] == want)
+          TAKE();
+      } else { /* \s+(?!\S): all the spaces but one before a non-space; \s+ */
+        while (j < n && cls[j] == SPACE)
+          TAKE();
+        if (j < n && j - i > 1)
+          j--, end -= len[j];
+      }
+    }
+#undef TAKE
+    bpe(s + at, end - at, out);
+    i = j, at = end;
+  }
+}
+
+/* Text without special tokens: every \p{N} alone (the Digits step of the
+ * "smollm" pre-tokenizer), GPT-2's regex on the runs between. */
+static void encode_text(const unsigned char *s, size_t n, Ids *out) {
+  uint8_t *cls = xmalloc(n), *len = xmalloc(n);
+  size_t k = 0;
+  for (size_t at = 0; at < n; k++) {
+    uint32_t cp;
+    len[k] = (uint8_t)utf8_decode(s + at, n - at, &cp);
+    cls[k] = (uint8_t)char_class(cp);
+    at += len[k];
+  }
+  size_t run = 0, run_at = 0, at = 0;
+  for (size_t i = 0; i <= k; i++) {
+    if (i == k || cls[i] == NUMBER) {
+      gpt2_split(s + run_at, cls + run, len + run, i - run, out);
+      if (i < k)
+        bpe(s + at, len[i], out);
+      run = i + 1, run_at = at + (i < k ? len[i] : 0);
+    }
+    if (i < k)
+      at += len[i];
+  }
+  free(cls);
+  free(len);
+}
+
+/* The whole prompt: special tokens by their text (the longest that starts
+ * here), the rest through encode_text. */
+static void encode(const char *text, Ids *out) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = strlen(text), from = 0;
+  for (size_t at = 0; at <= n; at++) {
+    int64_t best = -1;
+    size_t best_len = 0;
+    for (int i = 0; at < n && i < nspecial; i++) {
+      size_t len;
+      const char *t = token_bytes(special[i], &len);
+      if (len > best_len && len <= n - at && !memcmp(s + at, t, len))
+        best = special[i], best_len = len;
+    }
+    if (at == n || best >= 0) {
+      encode_text(s + from, at - from, out);
+      if (best >= 0)
+        ids_push(out, best);
+      at += best_len ? best_len - 1 : 0;
+      from = at + 1;
+    }
+  }
+}
+
+/* ------------------------------------------------------------ output */
+
+/* Bytes as they come from tokens, printed up to the last whole UTF-8
+ * character: a character split across two tokens is printed once its
+ * last byte arrives (a malformed sequence is printed as it is). */
+static unsigned char pending[8];
+static size_t npending;
+
+static void put_bytes(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    pending[npending++] = (unsigned char)s[i];
+    unsigned c = pending[0];
+    size_t want = c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf8 ? 4 : 1;
+    bool cont_ok = npending == 1 || (pending[npending - 1] & 0xc0) == 0x80;
+    if (npending >= want || !cont_ok) {
+      fwrite(pending, 1, npending, stdout);
+      npending = 0;
+    }
+  }
+  fflush(stdout);
+}
+
+static void put_flush(void) {
+  fwrite(pending, 1, npending, stdout);
+  npending = 0;
+  fflush(stdout);
+}
+
+static void put_ids(const Ids *v, int from) {
+  for (int i = from; i < v->n; i++)
+    printf("%s%lld", i > from ? "," : "", (long long)v->id[i]);
+  printf("\n");
+}
+
+/* ------------------------------------------------------------ the model */
+
+static M(state) state; /* static: tens of MB of KV cache, too big for the stack */
+static float logits[VOCAB];
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int64_t argmax(const float *x) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < VOCAB; i++)
+    if (x[i] > x[best])
+      best = i;
+  return best;
+}
+
+static void check_rc(int rc, const char *what) {
+  if (rc == KILN_E_CACHE_FULL)
+    die("%s: the KV cache is full (compile with a larger --set ctx=N)", what);
+  if (rc != KILN_OK)
+    die("%s failed (KILN_E_ARG or another error code)", what);
+}
+
+/* The weights of a model this size are in a blob, linked in by
+ * NAME_weights.S (README "Weights in a blob"); -DKILN_MODEL_BLOB=0 for a
+ * model compiled with --weights=inline. */
+#ifndef KILN_MODEL_BLOB
+#define KILN_MODEL_BLOB 1
+#endif
+static void bind_weights(void) {
+#if KILN_MODEL_BLOB
+  int rc = M(bind_linked_weights)();
+  if (rc != KILN_OK)
+    die("the linked weights: %s", M(weights_error)(rc));
+#endif
+}
+
+static int64_t parse_count(const char *s) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < 0)
+    die("--tokens wants a count, not '%s'", s);
+  return v;
+}
+
+static void parse_ids(const char *s, Ids *out) {
+  while (*s) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0 || v >= VOCAB || (*end && *end != ','))
+      die("--prompt-ids: '%s' is not a comma-separated list of token ids below the vocabulary size", s);
+    ids_push(out, v);
+    s = *end ? end + 1 : end;
+  }
+}
+
+/* Prefill the prompt in chunks of PREFILL tokens; the last chunk's logits
+ * pick the first token. */
+static void prefill(const Ids *prompt) {
+  int64_t chunk[PREFILL]; /* the API takes a full PREFILL array; n says how many count */
+  for (int at = 0; at < prompt->n; at += PREFILL) {
+    int n = prompt->n - at < PREFILL ? prompt->n - at : PREFILL;
+    memset(chunk, 0, sizeof chunk);
+    memcpy(chunk, prompt->id + at, (size_t)n * sizeof *chunk);
+    check_rc(M(prefill)(&state, chunk, n, logits), "prefill");
+  }
+}
+
+typedef struct Options {
+  int64_t tokens;
+  bool chat, ids, tokenize, detokenize, ignore_eos;
+  const char *system, *prompt_ids, *dump_logits, *prompt;
+} Options;
+
+static const char *const usage =
+    "usage: generate [--tokens N] [--ignore-eos] [--chat] [--system TEXT] [--ids] [--dump-logits FILE]\n"
+    "                [--tokenize | --detokenize] (PROMPT | --prompt-ids 1,2,3)";
+
+static Options parse_args(int argc, char **argv) {
+  Options o = {.tokens = 32,
+               .system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (!strcmp(a, "--tokens") && more)
+      o.tokens = parse_count(argv[++i]);
+    else if (!strcmp(a, "--ignore-eos"))
+      o.ignore_eos = true;
+    else if (!strcmp(a, "--chat"))
+      o.chat = true;
+    else if (!strcmp(a, "--system") && more)
+      o.system = argv[++i];
+    else if (!strcmp(a, "--ids"))
+      o.ids = true;
+    else if (!strcmp(a, "--tokenize"))
+      o.tokenize = true;
+    else if (!strcmp(a, "--detokenize"))
+      o.detokenize = true;
+    else if (!strcmp(a, "--prompt-ids") && more)
+      o.prompt_ids = argv[++i];
+    else if (!strcmp(a, "--dump-logits") && more)
+      o.dump_logits = argv[++i];
+    else if (a[0] == '-' && a[1] == '-')
+      die("unknown option or missing value: '%s'", a);
+    else if (o.prompt)
+      die("one prompt only (quote it): '%s'", a);
+    else
+      o.prompt = a;
+  }
+  if (!o.prompt == !o.prompt_ids)
+    die("%s", usage);
+  return o;
+}
+
+/* the prompt as ids: the given ones, or the text (in the chat template
+ * with --chat) through the tokenizer, BOS first when the model asks */
+static void prompt_ids(const Options *o, Ids *ids) {
+  if (o->prompt_ids) {
+    parse_ids(o->prompt_ids, ids);
+    return;
+  }
+  if (MU(ADD_BOS) && MU(BOS_ID) >= 0)
+    ids_push(ids, MU(BOS_ID));
+  if (!o->chat) {
+    encode(o->prompt, ids);
+    return;
+  }
+  size_t n = strlen(o->system) + strlen(o->prompt) + 128;
+  char *text = xmalloc(n);
+  if (o->system[0])
+    snprintf(text, n, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
+             o->system, o->prompt);
+  else
+    snprintf(text, n, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", o->prompt);
+  encode(text, ids);
+  free(text);
+}
+
+int main(int argc, char **argv) {
+  Options o = parse_args(argc, argv);
+  tokenizer_init();
+  Ids ids = {0};
+  prompt_ids(&o, &ids);
+  if (o.tokenize || o.detokenize) {
+    if (o.tokenize)
+      put_ids(&ids, 0);
+    for (int i = 0; o.detokenize && i < ids.n; i++) {
+      size_t len;
+      const char *t = token_bytes(ids.id[i], &len);
+      put_bytes(t, len);
+    }
+    put_flush();
+    free(ids.id);
+    free(merge_slot);
+    free(special);
+    return 0;
+  }
+  if (ids.n == 0)
+    die("%s", "the prompt is empty");
+  if (ids.n > CTX)
+    die("the prompt is longer than the KV cache (%s positions); compile with a larger --set ctx=N",
+        STR(MU(CTX)));
+  FILE *dump = NULL;
+  if (o.dump_logits && !(dump = fopen(o.dump_logits, "wb")))
+    die("cannot write '%s'", o.dump_logits);
+
+  bind_weights();
+  M(state_init)(&state);
+  if (o.ids)
+    put_ids(&ids, 0);
+  else if (!o.chat)
+    for (int i = 0; i < ids.n; i++) { /* echo the prompt */
+      size_t len;
+      const char *t = token_bytes(ids.id[i], &len);
+      put_bytes(t, len);
+    }
+  double t0 = now_ms();
+  prefill(&ids);
+  double t1 = now_ms(), decode_ms = 0;
+  int first = ids.n, steps = 0;
+  for (int64_t k = 0; k < o.tokens; k++) {
+    if (dump && fwrite(logits, sizeof logits, 1, dump) != 1)
+      die("cannot write '%s'", o.dump_logits);
+    int64_t next = argmax(logits);
+    if (next == MU(EOS_ID) && !o.ignore_eos)
+      break;
+    ids_push(&ids, next);
+    if (!o.ids) {
+      size_t len;
+      const char *t = token_bytes(next, &len);
+      put_bytes(t, len);
+    }
+    if (k + 1 == o.tokens)
+      break; /* the next token's logits are not needed */
+    if (M(length)(&state) >= CTX) {
+      fprintf(stderr, "generate: the KV cache is full (%d positions): stopping\n", CTX);
+      break;
+    }
+    double s0 = now_ms();
+    check_rc(M(step)(&state, next, logits), "step");
+    decode_ms += now_ms() - s0;
+    steps++;
+  }
+  put_flush();
+  if (o.ids)
+    put_ids(&ids, first);
+  else
+    printf("\n");
+  if (dump && fclose(dump))
+    die("cannot write '%s'", o.dump_logits);
+  double prefill_ms = t1 - t0;
+  fprintf(stderr,
+          "timing: prefill_tokens=%d prefill_ms=%.3f prefill_tok_s=%.1f decode_tokens=%d decode_ms=%.3f "
+          "decode_tok_s=%.1f\n",
+          first, prefill_ms, prefill_ms > 0 ? first / prefill_ms * 1e3 : 0.0, steps, decode_ms,
+          decode_ms > 0 ? steps / decode_ms * 1e3 : 0.0);
+  free(ids.id);
+  free(merge_slot);
+  free(special);
+  return 0;
+}
