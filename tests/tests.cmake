@@ -17,6 +17,10 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# ggml block formats: type numbers, reference blocks, bq_dequantize_node
+add_executable(unit_blockquant ${T}/unit/blockquant.c)
+target_link_libraries(unit_blockquant PRIVATE kilnlib)
+add_test(NAME unit_blockquant COMMAND unit_blockquant)
 # the block kernels' f16 scales: kiln_f16_to_f32_fast, plain and with F16C
 add_executable(unit_f16_fast ${T}/unit/f16_fast.c)
 target_include_directories(unit_f16_fast PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
@@ -604,6 +608,9 @@ foreach(dir ${KILN_BQ_CASES})
                                                    "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
+# ... and the blob holds the blocks once: no f32 copy, the tied table once
+add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
+         ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
 
 # ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
 # part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)

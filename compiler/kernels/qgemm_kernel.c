@@ -35,9 +35,10 @@
  * Q4_1's d·q + m: tests/tests.cmake's tolerance says how much that is.
  *
  * Speed (one core of the 2-core AVX2 EPYC this was written on, thread CPU
- * time, weights warm in L2/L3; bench/blockquant_gemv.sh): Q4_1 576 -> 1536
- * decode 0.077 ms (7 GB/s of blocks, 11.5 GMAC/s) where the f32 GEMV takes
- * 0.11 ms; at M = 64 1.9 ms where the f32 GEMM takes 1.6.
+ * time; bench/blockquant_gemv.sh): decode Q4_1 576 -> 1536 0.08-0.09 ms
+ * where the f32 GEMV takes 0.12, Q8_0 576 -> 49152 (30 MB, out of cache)
+ * 2.6 ms where f32 (113 MB) takes 8.5; 64 rows of Q4_1 576 -> 1536
+ * 2.0-2.5 ms where the f32 GEMM takes 1.5.
  *
  * Vector widths. GNU C vectors of 16, 8 and 4 floats, picked when the
  * generated file is compiled as the f32 GEMM's are (vector_views.h): the
@@ -57,6 +58,7 @@
 
 #define QG_R 4                /* decode: rows of W (output columns) a tile */
 #define QG_PREFILL_MIN_ROWS 4 /* M from which panels of W are dequantized once into a local array */
+#define QG_PREFETCH_TILES 2   /* decode: how many tiles ahead the weight is prefetched */
 
 typedef struct QGeo {
   int bb, vw;              /* block bytes; floats a vector */
@@ -161,11 +163,16 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
 }
 
 /* Decode: rows base .. base + nrows - 1 of W by every row of X, the blocks
- * unpacked in registers. */
-static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base) {
-  int vw = g->vw, nx = 32 / vw;
+ * unpacked in registers. In the loop over full tiles (t), the tile
+ * QG_PREFETCH_TILES ahead is prefetched as the blocks go: its QG_R rows
+ * are contiguous, QG_R blocks' bytes a step. */
+static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  int vw = g->vw, nx = 32 / vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
+  if (prefetch)
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(t + %d < %s ? t + %d : t) * %s; /* a tile ahead */",
+              QG_PREFETCH_TILES, ll(e, g->nt), QG_PREFETCH_TILES, ll(e, QG_R * g->rb));
   emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent++;
   emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
@@ -173,6 +180,8 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     emit_line(e, "v%df acc%d = {0};", vw, r);
   emit_line(e, "for (int c = 0; c < %s; c++) { /* block c of each row */", ll(e, g->nb));
   e->indent++;
+  for (int off = 0; prefetch && off < step; off += 64)
+    emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   for (int h = 0; h < nx; h++)
     emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, x + c * 32 + %d, sizeof x%d);", h, h * vw, h);
   if (s->fmt == BQ_Q4_1) {
@@ -356,14 +365,14 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
               QG_R - 1);
     e->indent++;
-    emit_reg_tile(e, s, g, QG_R, arena_printf(e->g->arena, "t * %d", QG_R));
+    emit_reg_tile(e, s, g, QG_R, arena_printf(e->g->arena, "t * %d", QG_R), true);
     e->indent--;
     emit_line(e, "}");
   }
   if (g->rem > 0) {
     emit_line(e, "{ /* the last %d rows of W */", g->rem);
     e->indent++;
-    emit_reg_tile(e, s, g, g->rem, ll(e, g->nt * QG_R));
+    emit_reg_tile(e, s, g, g->rem, ll(e, g->nt * QG_R), false);
     e->indent--;
     emit_line(e, "}");
   }

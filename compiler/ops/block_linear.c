@@ -70,6 +70,9 @@ bool block_linear_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&r->type, bs, sizeof bs));
   Type y = x->type;
   y.dims[y.rank - 1] = nn;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, xs, sizeof xs),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }
@@ -80,7 +83,7 @@ bool block_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   int64_t nn, k;
   char err[256];
   KILN_ASSERT(block_weight(n, &in[1].type, &fmt, &nn, &k, err, sizeof err));
-  int64_t m = k ? type_numel(&in[0].type) / k : 0;
+  int64_t m = nn ? type_numel(&out[0].type) / nn : 0; /* rows of X, also when K is 0 */
   if (n->nin > 3 && in[3].data) { /* rows: the rest stay 0 */
     int64_t r = *(const int64_t *)in[3].data;
     m = r < 0 ? 0 : r < m ? r : m;
@@ -107,10 +110,10 @@ bool block_linear_emit(Emit *e, const Node *n) {
   BqFormat fmt;
   int64_t nn, k;
   char err[256];
-  const Type *xt = &gval(e->g, n->in[0])->type;
   if (!block_weight(n, &gval(e->g, n->in[1])->type, &fmt, &nn, &k, err, sizeof err))
     return false;
-  QGemmSpec s = {.m = k ? type_numel(xt) / k : 0, .n = nn, .k = k, .fmt = fmt,
+  int64_t m = nn ? type_numel(&gval(e->g, n->out[0])->type) / nn : 0;
+  QGemmSpec s = {.m = m, .n = nn, .k = k, .fmt = fmt,
                  .a = emit_ref(e, n->in[0]), .w = emit_ref(e, n->in[1]),
                  .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0])};
   if (node_has_in(n, 3)) /* after Y: weights and parameters are named in order of first use */
@@ -147,6 +150,9 @@ bool block_gather_infer(Graph *g, Node *n, Diag *d) {
   Type y = ix->type;
   y.dt = DT_F32;
   y.dims[y.rank++] = cols;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, err, sizeof err),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }
