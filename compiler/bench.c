@@ -161,7 +161,7 @@ static bool read_inputs(Arena *a, Graph *g, const BenchOptions *o, Tensor *in, b
 static Graph *lower_once(Arena *a, const char *model, const BenchOptions *o, bool freeze,
                          Tensor **inp, bool **randomp, bool *all_given, Diag *d) {
   Graph *g = driver_load_opts(a, model, o->pipe.lua, d);
-  if (!g)
+  if (!g || !driver_not_decoder(g, "bench", d))
     return NULL;
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
   bool *given = arena_alloc(a, (size_t)g->ninputs + 1);

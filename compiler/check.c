@@ -348,7 +348,8 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
   DataSet *ds = arena_alloc(a, sizeof *ds);
   const char *model = model_path(a, dir, o);
   Graph *g = NULL;
-  if (!load_set(a, arena_printf(a, "%s/%s", dir, set), ds, d) || !(g = driver_load_opts(a, model, o->pipe.lua, d)))
+  if (!load_set(a, arena_printf(a, "%s/%s", dir, set), ds, d) || !(g = driver_load_opts(a, model, o->pipe.lua, d)) ||
+      !driver_not_decoder(g, "check", d))
     goto done;
   if (ds->nin != g->ninputs) {
     diag_error(d, "%s has %d inputs; the model has %d", set, ds->nin, g->ninputs);

@@ -256,3 +256,11 @@ const char *const driver_io_source =
     "  FILE *f = fopen(p, \"wb\");\n"
     "  if (!f || fwrite(m, 1, n, f) != n) { fprintf(stderr, \"cannot write %s\\n\", p); exit(2); }\n"
     "  fclose(f);\n}\n\n";
+
+bool driver_not_decoder(const Graph *g, const char *cmd, Diag *d) {
+  if (!g->decoder)
+    return true;
+  return diag_error(d, "a generative model (decoder{}): its C has NAME_prefill and NAME_step, not the "
+                       "NAME_run that kiln %s calls; expected a model without decoder{} (run a decoder "
+                       "through an app: examples/generate.c, bench/decode.sh)", cmd);
+}

@@ -35,6 +35,9 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
  * become constants with the given values: in[] is in graph-input order,
  * *nin its length; both are compacted to the inputs that remain. */
 void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin);
+/* False + d for a generative model (Graph.decoder): the commands that call
+ * NAME_run (kiln check, kiln bench) cannot run one. */
+bool driver_not_decoder(const Graph *g, const char *cmd, Diag *d);
 
 /* Reference interpreter: inputs in graph-input order; outputs (graph-output
  * order) are allocated in g's arena. */

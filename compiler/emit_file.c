@@ -13,6 +13,7 @@
 #include "cnames.h"
 #include "emit.h"
 #include "emit_api.h"
+#include "emit_file.h"
 #include "emit_kernel.h"
 #include "ops.h"
 #include "tokenizer.h"
@@ -32,7 +33,7 @@ static void put_parallel_macro(Buf *c, int threads) {
 
 /* Text from the model made safe inside a C comment: no comment end, no
  * line breaks, no other control characters. */
-static const char *cm(Arena *a, const char *s) {
+const char *emit_cm(Arena *a, const char *s) {
   char *r = arena_strdup(a, s ? s : "");
   for (char *p = r; *p; p++) {
     if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -54,7 +55,7 @@ static const char *c_ident(Arena *a, const char *prefix, const char *s) {
   return r;
 }
 
-static const char *upper(Arena *a, const char *s) {
+const char *emit_upper(Arena *a, const char *s) {
   char *r = arena_strdup(a, s);
   for (char *p = r; *p; p++)
     *p = (char)toupper((unsigned char)*p);
@@ -62,7 +63,7 @@ static const char *upper(Arena *a, const char *s) {
 }
 
 /* "[2][16][64]" (or "[1]" for a scalar, "[]" when a dim is zero) */
-static const char *array_dims(Arena *a, const Type *t) {
+const char *emit_array_dims(Arena *a, const Type *t) {
   if (type_numel(t) == 0)
     return "[]";
   if (t->rank == 0)
@@ -159,7 +160,7 @@ static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **p
     char ts[160];
     if (v->is_state)
       buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), pn[i],
-                 array_dims(a, &v->type), type_str(&v->type, ts, sizeof ts), cm(a, v->name));
+                 emit_array_dims(a, &v->type), type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name));
   }
   buf_printf(h, "} %s_state;\n\nvoid %s_state_init(%s_state *state);\n", prefix, prefix, prefix);
 }
@@ -201,7 +202,7 @@ static void put_state_updates(Emit *e, const char **pn) {
     const char *next = v->is_state ? emit_ref(e, g->outputs[v->state_next]) : NULL;
     if (next && strcmp(next, e->refs[g->inputs[i]]))
       emit_line(e, "memcpy(state->%s, %s, %zu); /* state '%s' for the next call */", pn[i], next,
-                type_bytes(&v->type), cm(g->arena, v->name));
+                type_bytes(&v->type), emit_cm(g->arena, v->name));
   }
 }
 
@@ -268,7 +269,7 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
     if (!is_param(g, i))
       continue;
     buf_printf(b, "%s%s%s %s%s", first ? "" : ",\n    ", in ? "const " : "", dt_ctype(v->type.dt),
-               pn[i], array_dims(g->arena, &v->type));
+               pn[i], emit_array_dims(g->arena, &v->type));
     first = false;
   }
   if (first)
@@ -278,7 +279,7 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
 
 /* The return codes of the bind functions (and KILN_OK), guarded so that
  * several models' headers can be included together. */
-static const char weights_codes[] =
+const char emit_weights_codes[] =
     "#ifndef KILN_WEIGHTS_CODES\n#define KILN_WEIGHTS_CODES\n"
     "enum {\n  KILN_OK = 0,\n  KILN_E_WEIGHTS_SIZE = 1,    /* NULL, or not the size this model's blob has */\n"
     "  KILN_E_WEIGHTS_ALIGN = 2,   /* not 64-byte aligned */\n"
@@ -288,14 +289,14 @@ static const char weights_codes[] =
 
 /* The header's end: the tokenizer's declarations (if any), then the
  * extern "C" block and the include guard closed. */
-static void put_header_end(Buf *h, const Buf *tok) {
+void emit_header_end(Buf *h, const Buf *tok) {
   if (tok && tok->len)
     buf_printf(h, "\n%s", tok->s);
   buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
 /* The header's part for a model whose weights are in a blob. */
-static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
+void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
   buf_printf(h, "\n/* Weights: %s.weights.bin (%s_WEIGHTS_SIZE bytes), bound once before any other\n"
                 " * call: %s_bind_linked_weights() when the app links %s_weights.S (which\n"
                 " * .incbin's the file), or %s_bind_weights(blob, size) for the file's bytes\n"
@@ -306,7 +307,7 @@ static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsB
              p, P, p, p, p, p, p);
   buf_printf(h, "#define %s_WEIGHTS_SIZE %zu\n#define %s_WEIGHTS_HASH UINT64_C(0x%016llx)\n", P, blob->size,
              P, (unsigned long long)blob->hash);
-  buf_puts(h, weights_codes);
+  buf_puts(h, emit_weights_codes);
   buf_printf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
                 "int %s_bind_weights(const void *blob, size_t size);\n"
                 "const char *%s_weights_error(int code);\n"
@@ -320,29 +321,29 @@ static void put_weights_api(Buf *h, const char *p, const char *P, const WeightsB
 static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
                         const Buf *tok) {
   Arena *a = g->arena;
-  const char *P = upper(a, o->prefix);
+  const char *P = emit_upper(a, o->prefix);
   char ts[160];
   buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", o->prefix,
-             KILN_VERSION, cm(a, o->source ? o->source : "a model"));
+             KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"));
   buf_puts(h, " * Every tensor is a dense row-major C array with the fixed shape below.\n");
   buf_puts(h, " * Inputs:\n");
   for (int i = 0; i < g->ninputs; i++)
     if (is_param(g, i))
       buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i],
-                 type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), cm(a, g->vals[g->inputs[i]].name));
+                 type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), emit_cm(a, g->vals[g->inputs[i]].name));
   buf_puts(h, " * Outputs:\n");
   for (int i = 0; i < g->noutputs; i++)
     if (is_param(g, g->ninputs + i))
       buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[g->ninputs + i],
                  type_str(&g->vals[g->outputs[i]].type, ts, sizeof ts),
-                 cm(a, g->vals[g->outputs[i]].name));
+                 emit_cm(a, g->vals[g->outputs[i]].name));
   if (has_state(g)) {
     buf_puts(h, " * State (struct below), each field with the output that is its next value:\n");
     for (int i = 0; i < g->ninputs; i++) {
       const Value *v = &g->vals[g->inputs[i]];
       if (v->is_state)
         buf_printf(h, " *   %-24s %s  (\"%s\", next: \"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts),
-                   cm(a, v->name), cm(a, g->vals[g->outputs[v->state_next]].name));
+                   emit_cm(a, v->name), emit_cm(a, g->vals[g->outputs[v->state_next]].name));
     }
   }
   buf_printf(h, " *\n * %s_run() uses a static workspace of %s_WORKSPACE_SIZE bytes and is not\n"
@@ -365,13 +366,13 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
   if (blob)
-    put_weights_api(h, o->prefix, P, blob);
+    emit_weights_api(h, o->prefix, P, blob);
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
     if (is_param(g, i) || in)
       buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P,
-                 !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", upper(a, pn[i]),
+                 !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", emit_upper(a, pn[i]),
                  (long long)type_numel(t));
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
@@ -381,7 +382,7 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, SIG_RUN_WS);
   buf_puts(h, ";\n");
-  put_header_end(h, tok);
+  emit_header_end(h, tok);
 }
 
 /* Weight k (in order of first use): a graph constant or an array of
@@ -399,12 +400,12 @@ static Weight weight_at(Emit *e, int k) {
   int id = e->consts[k].id;
   if (id < 0) {
     const EmitArray *x = &e->arrays[-1 - id];
-    return (Weight){x->dt, x->data, x->n, cm(g->arena, x->comment), true};
+    return (Weight){x->dt, x->data, x->n, emit_cm(g->arena, x->comment), true};
   }
   const Value *v = &g->vals[id];
   char ts[160];
   return (Weight){v->type.dt, v->data, type_numel(&v->type),
-                  arena_printf(g->arena, "%s: %s", cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                  arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
                   false};
 }
 
@@ -439,7 +440,7 @@ static void emit_weights(Buf *c, Emit *e) {
  * against the size the blob has), the pointer the code reads it through,
  * and the arrays placed in e->blob. */
 static void emit_blob_layout(Buf *c, Emit *e) {
-  const char *P = upper(e->g->arena, e->prefix);
+  const char *P = emit_upper(e->g->arena, e->prefix);
   buf_printf(c, "/* The weights blob (%s_WEIGHTS_SIZE bytes, kiln's weights_blob.h): a\n"
                 " * 64-byte header, then each array at a 64-byte-aligned offset. */\n"
                 "struct %s_weights {\n  unsigned char header[%d];\n",
@@ -473,7 +474,7 @@ static void emit_blob_layout(Buf *c, Emit *e) {
 
 /* Blob mode: NAME_bind_weights() and NAME_weights_error(). */
 static void emit_bind_weights(Buf *c, Emit *e) {
-  const char *p = e->prefix, *P = upper(e->g->arena, p);
+  const char *p = e->prefix, *P = emit_upper(e->g->arena, p);
   buf_printf(c,
     "static uint64_t %s_blob_u64(const unsigned char *b) { /* little-endian */\n"
     "  uint64_t v = 0;\n"
@@ -515,8 +516,8 @@ static const char *origin_comment(Arena *a, const Node *n) {
     last = p + 3;
   }
   if (count == 1)
-    return cm(a, o);
-  return cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)(strstr(o, " + ") - o), o, last, count));
+    return emit_cm(a, o);
+  return emit_cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)(strstr(o, " + ") - o), o, last, count));
 }
 
 /* Bytes of the constants the nodes read (what --weights=auto weighs). */
@@ -548,8 +549,6 @@ static const char *temp_name(Emit *e, const Value *v) {
 
 /* The run function's body: per node, the workspace tensors it defines,
  * then the call of its kernel. */
-enum { ENTRY_ALL = -2 };
-
 static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry, int entry) {
   Graph *g = e->g;
   Arena *a = g->arena;
@@ -558,9 +557,9 @@ static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry
   for (int c = 0; c < e->ks->ncalls; c++) {
     const KCall *call = &e->ks->calls[c];
     const Node *n = call->node;
-    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != ENTRY_ALL)
+    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != DECODER_ENTRY_ALL)
       continue; /* another entry point's */
-    if (node_entry && node_entry[n - g->nodes] == ENTRY_ALL)
+    if (node_entry && node_entry[n - g->nodes] == DECODER_ENTRY_ALL)
       for (int j = 0; j < n->nout; j++)
         e->refs[n->out[j]] = NULL; /* declared again in this entry's function */
     for (int j = 0; j < n->nout; j++) {
@@ -630,223 +629,6 @@ static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
   buf_free(fn);
 }
 
-/* ---- a generative model's entry points (Graph.decoder) ------------------------
- * One static forward function per entry (NAME_prefill_forward, NAME_step_
- * forward) over the shared workspace, weights and state, and the public
- * wrappers that check the request against the cache, pass the position
- * and keep the length in the state struct. */
-
-/* The entry each node belongs to: the one whose inputs it depends on, or
- * ENTRY_ALL for a node that reads only constants and states but is not
- * folded (DequantizeBlocks left unfused): every entry runs it. NULL + d
- * when a node depends on two entries' inputs. */
-static int *entry_of_nodes(Graph *g, Diag *d) {
-  int *val = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
-  int *node = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nnodes + 1));
-  for (int v = 0; v < g->nvals; v++)
-    val[v] = -1;
-  for (int k = 0; k < g->decoder->nentries; k++) {
-    const DecoderEntry *en = &g->decoder->entries[k];
-    val[en->tokens_vid] = val[en->start_vid] = val[en->count_vid] = k;
-  }
-  for (int i = 0; i < g->nnodes; i++) {
-    const Node *n = &g->nodes[i];
-    int k = -1;
-    for (int j = 0; j < n->nin; j++) {
-      int e = n->in[j] >= 0 ? val[n->in[j]] : -1;
-      if (e >= 0 && k >= 0 && e != k)
-        return diag_node(d, g, n, "reads values of both the %s and the %s entry; expected each node in one "
-                         "entry point", g->decoder->entries[k].name, g->decoder->entries[e].name), NULL;
-      k = e >= 0 ? e : k;
-    }
-    bool computed = false;
-    for (int j = 0; j < n->nout; j++)
-      computed = computed || !g->vals[n->out[j]].data;
-    node[i] = k >= 0 ? k : computed ? ENTRY_ALL : -1;
-    for (int j = 0; j < n->nout; j++)
-      val[n->out[j]] = k;
-  }
-  return node;
-}
-
-/* Is graph input/output i (the inputs-then-outputs list) entry k's? */
-static bool entry_io(const Graph *g, int k, int i) {
-  const DecoderEntry *en = &g->decoder->entries[k];
-  if (i >= g->ninputs)
-    return i - g->ninputs == en->logits_out;
-  int v = g->inputs[i];
-  return v == en->tokens_vid || v == en->start_vid || v == en->count_vid;
-}
-
-/* static void NAME_ENTRY_forward(ws, [weights,] state, the entry's tensors) */
-static void put_entry_signature(Buf *b, Emit *e, const char **pn, int k) {
-  Graph *g = e->g;
-  buf_printf(b, "static void %s_%s_forward(unsigned char *restrict ws,", e->prefix, g->decoder->entries[k].name);
-  if (e->blob)
-    buf_printf(b, "\n    const struct %s_weights *restrict weights,", e->prefix);
-  buf_printf(b, " %s_state *restrict state", e->prefix);
-  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-    bool in = i < g->ninputs;
-    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
-    if (entry_io(g, k, i))
-      buf_printf(b, ",\n    %s%s %s%s", in ? "const " : "", dt_ctype(v->type.dt), pn[i],
-                 array_dims(g->arena, &v->type));
-  }
-  buf_puts(b, ")");
-}
-
-static void put_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
-  Graph *g = e->g;
-  Arena *a = g->arena;
-  const DecoderEntry *en = &g->decoder->entries[k];
-  buf_printf(c, "/* The %s entry's forward pass: %lld token%s at positions start[0] .., count[0] of\n"
-                " * them real; the caches' rows start[0] .. start[0]+count[0]-1 are written. */\n",
-             en->name, (long long)en->tokens, en->tokens == 1 ? "" : "s");
-  put_entry_signature(c, e, pn, k);
-  buf_puts(c, " {\n  (void)ws;\n");
-  if (e->blob)
-    buf_puts(c, "  (void)weights;\n");
-  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-    bool in = i < g->ninputs;
-    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
-    const char *ct = dt_ctype(g->vals[vid].type.dt);
-    bool state = in && g->vals[vid].is_state;
-    if (!state && !entry_io(g, k, i))
-      continue;
-    bool ro = in && !(state && op_state_in_place(g, vid));
-    buf_printf(c, "  %s%s *p_%s = (%s%s *)%s%s;\n  (void)p_%s;\n", ro ? "const " : "", ct, pn[i],
-               ro ? "const " : "", ct, state ? "state->" : "", pn[i], pn[i]);
-  }
-  Buf out = {0};
-  e->out = &out;
-  e->indent = 1;
-  int vid = g->outputs[en->logits_out];
-  const char *p = arena_printf(a, "p_%s", pn[g->ninputs + en->logits_out]);
-  if (strcmp(emit_ref(e, vid), p)) /* the logits live elsewhere (a constant?): copied */
-    emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
-              cm(a, g->vals[vid].name));
-  buf_put(c, body->s ? body->s : "", body->len);
-  buf_put(c, out.s ? out.s : "", out.len);
-  buf_free(body);
-  buf_free(&out);
-  buf_puts(c, "}\n\n");
-}
-
-/* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
-static void put_decoder_entries(Buf *c, Emit *e, const char **pn) {
-  Graph *g = e->g;
-  const Decoder *dec = g->decoder;
-  const char *p = e->prefix, *P = upper(g->arena, p);
-  (void)pn;
-  for (int k = 0; k < dec->nentries; k++) {
-    const DecoderEntry *en = &dec->entries[k];
-    bool step = en->tokens == 1 && !strcmp(en->name, "step");
-    if (step)
-      buf_printf(c, "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
-                    "  if (!state || !logits)\n    return KILN_E_ARG;\n"
-                    "  if (state->kiln_length >= %s_CTX)\n    return KILN_E_CACHE_FULL;\n"
-                    "  const int64_t tokens[1] = {token}, start[1] = {state->kiln_length}, count[1] = {1};\n",
-                 p, p, P, P);
-    else
-      buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state, const int64_t tokens[%lld], int n,\n"
-                    "    float logits[%s_VOCAB]) {\n"
-                    "  if (!state || !tokens || !logits || n < 1 || n > %lld)\n    return KILN_E_ARG;\n"
-                    "  if (state->kiln_length > %s_CTX - n)\n    return KILN_E_CACHE_FULL;\n"
-                    "  int64_t chunk[%lld] = {0}; /* the real tokens, then zeros: every id read is defined */\n"
-                    "  memcpy(chunk, tokens, (size_t)n * sizeof *chunk);\n"
-                    "  const int64_t start[1] = {state->kiln_length}, count[1] = {n};\n",
-                 p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, P, (long long)en->tokens);
-    buf_printf(c, "  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
-                  "  state->kiln_length += %s;\n  return KILN_OK;\n}\n\n",
-               p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
-    if (step)
-      buf_printf(c, "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
-                    "  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n"
-                    "  return %s_step_ws(workspace, state, token, logits);\n}\n\n",
-                 p, p, P, (long long)(g->ws_size ? g->ws_size : 1), p);
-    else
-      buf_printf(c, "int %s_%s(%s_state *state, const int64_t tokens[%lld], int n, float logits[%s_VOCAB]) {\n"
-                    "  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n"
-                    "  return %s_%s_ws(workspace, state, tokens, n, logits);\n}\n\n",
-                 p, en->name, p, (long long)en->tokens, P, (long long)(g->ws_size ? g->ws_size : 1), p, en->name);
-  }
-  buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
-}
-
-/* The header of a generative model: sizes, the state struct with its
- * caches, the entry points and their codes. */
-static void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
-                                const Buf *tok) {
-  Arena *a = g->arena;
-  const Decoder *dec = g->decoder;
-  const char *p = o->prefix, *P = upper(a, p);
-  const Value *logits = &g->vals[g->outputs[dec->entries[0].logits_out]];
-  int64_t prefill = dec->entries[0].tokens, vocab = type_numel(&logits->type);
-  char ts[160];
-  buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", p, KILN_VERSION,
-             cm(a, o->source ? o->source : "a model"));
-  buf_printf(h, " * A generative model (decoder{}): it reads tokens and gives the logits of the\n"
-                " * next one, keeping the keys and values of every position it has read in a\n"
-                " * KV cache of %s_CTX positions inside the caller-owned %s_state:\n *\n"
-                " *   %s_state_init(&s);                      empty cache (length 0)\n"
-                " *   %s_prefill(&s, tokens, n, logits);      append n <= %s_PREFILL tokens\n"
-                " *   %s_step(&s, token, logits);             append one token\n"
-                " *   %s_length(&s);                          positions held\n *\n"
-                " * Both entry points write logits[%s_VOCAB], the next-token logits after\n"
-                " * the last token given, and return KILN_OK, KILN_E_CACHE_FULL (the tokens\n"
-                " * do not fit: nothing is written, the state is unchanged) or KILN_E_ARG\n"
-                " * (n outside 1..%s_PREFILL, or a NULL pointer). Token ids outside the\n"
-                " * vocabulary read its nearest row (they are clamped, never out of bounds).\n"
-                " * Each call's cost grows with the positions the cache holds, not with\n"
-                " * its capacity: attention reads rows 0 .. length-1 only.\n *\n",
-             P, p, p, p, P, p, p, P, P);
-  buf_puts(h, " * State layout: one field per cache, [position][...] row-major (row i is\n"
-              " * position i; rows at or past the length are unused), then the length:\n");
-  for (int i = 0; i < g->ninputs; i++) {
-    const Value *v = &g->vals[g->inputs[i]];
-    if (v->is_state)
-      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts), cm(a, v->name));
-  }
-  buf_printf(h, " *\n * %s_prefill() and %s_step() use one static workspace of %s_WORKSPACE_SIZE\n"
-                " * bytes and are not re-entrant; the _ws variants take a caller-owned\n"
-                " * workspace of that size (aligned to 64 bytes). Nothing allocates.\n",
-             p, p, P);
-  if (o->threads > 1)
-    buf_printf(h, " *\n * Threads: compiled with --threads %d; build %s.c with -fopenmp.\n", o->threads, p);
-  buf_puts(h, " */\n");
-  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
-  buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n#define %s_CTX %lld /* positions the cache holds */\n"
-                "#define %s_PREFILL %lld /* most tokens one prefill call takes */\n"
-                "#define %s_VOCAB %lld /* logits per call */\n",
-             P, (long long)g->ws_size, P, (long long)dec->ctx, P, (long long)prefill, P, (long long)vocab);
-  if (blob)
-    put_weights_api(h, p, P, blob);
-  else
-    buf_puts(h, weights_codes);
-  buf_puts(h, "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
-              "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
-              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, or a NULL pointer */\n};\n#endif\n");
-  buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-  buf_printf(h, "typedef struct %s_state {\n", p);
-  for (int i = 0; i < g->ninputs; i++) {
-    const Value *v = &g->vals[g->inputs[i]];
-    if (v->is_state)
-      buf_printf(h, "  %s %s%s; /* cache '%s' */\n", dt_ctype(v->type.dt), pn[i], array_dims(a, &v->type),
-                 cm(a, v->name));
-  }
-  buf_printf(h, "  int64_t kiln_length; /* positions held: rows 0 .. kiln_length-1 of every cache */\n"
-                "} %s_state;\n\n", p);
-  buf_printf(h, "void %s_state_init(%s_state *state);\n"
-                "int %s_prefill(%s_state *state, const int64_t tokens[%s_PREFILL], int n, float logits[%s_VOCAB]);\n"
-                "int %s_prefill_ws(void *workspace, %s_state *state, const int64_t tokens[%s_PREFILL], int n,\n"
-                "    float logits[%s_VOCAB]);\n"
-                "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
-                "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
-                "int64_t %s_length(const %s_state *state);\n",
-             p, p, p, p, P, P, p, p, P, P, p, p, P, p, p, P, p, p);
-  put_header_end(h, tok);
-}
-
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
@@ -861,6 +643,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   /* every name the run function declares, so that no kernel or weight
    * takes one (a run-function parameter named like a kernel would hide it) */
   e.names = nameset_new(a);
+  if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
+    nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
   int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
     io_slot[v] = e.const_of[v] = -1;
@@ -904,7 +688,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   int *node_entry = NULL;
   Buf *bodies = NULL;
   if (g->decoder) { /* one function per entry point */
-    if (!(node_entry = entry_of_nodes(g, d)))
+    if (!(node_entry = graph_decoder_entries(g, d)))
       return false;
     bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
     for (int k = 0; k < g->decoder->nentries; k++)
@@ -914,14 +698,14 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   }
 
   buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
-             o->prefix, KILN_VERSION, cm(a, o->source ? o->source : "a model"), o->header);
+             o->prefix, KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"), o->header);
   buf_printf(c, "#include \"%s\"\n\n#include <math.h>\n#include <string.h>\n\n"
                 "#include \"kiln_rt.h\"\n\n", o->header);
   if (o->gemm == GEMM_OPENBLAS)
     buf_puts(c, "#include <cblas.h> /* --gemm=openblas: link with -lopenblas */\n\n");
   if (e.threads > 1)
     put_parallel_macro(c, e.threads);
-  const char *P = upper(a, o->prefix);
+  const char *P = emit_upper(a, o->prefix);
   buf_printf(c, "/* every workspace tensor below ends within the workspace */\n"
                 "KILN_STATIC_ASSERT(%s_WORKSPACE_SIZE >= %lld, workspace_size);\n\n", P, (long long)ws_end);
 
@@ -930,8 +714,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   c = &fn;
   if (g->decoder) {
     for (int k = 0; k < g->decoder->nentries; k++)
-      put_entry_forward(c, &e, pn, k, &bodies[k]);
-    put_decoder_entries(c, &e, pn);
+      emit_entry_forward(c, &e, pn, k, &bodies[k]);
+    emit_decoder_entries(c, &e, pn);
     put_state_init(c, &e, pn);
     put_file_tail(wc, &e, &fn);
     if (!put_tokenizer(wc, &tok, o, d))
@@ -966,7 +750,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     if (bytes == 0 || !is_param(g, g->ninputs + k) || !strcmp(emit_ref(&e, vid), p))
       continue;
     emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
-                cm(a, g->vals[vid].name));
+                emit_cm(a, g->vals[vid].name));
   }
   put_state_updates(&e, pn);
   buf_put(c, body.s ? body.s : "", body.len);

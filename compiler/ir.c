@@ -561,3 +561,37 @@ bool const_input_ints(Graph *g, const Node *n, int i, const char *what, int64_t 
   *len = (int)m;
   return true;
 }
+
+/* The entry each node belongs to: the one whose inputs it depends on, or
+ * DECODER_ENTRY_ALL for a node that reads only constants and states but is not
+ * folded (DequantizeBlocks left unfused): every entry runs it. NULL + d
+ * when a node depends on two entries' inputs. */
+int *graph_decoder_entries(Graph *g, Diag *d) {
+  int *val = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
+  int *node = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nnodes + 1));
+  for (int v = 0; v < g->nvals; v++)
+    val[v] = -1;
+  for (int k = 0; k < g->decoder->nentries; k++) {
+    const DecoderEntry *en = &g->decoder->entries[k];
+    val[en->tokens_vid] = val[en->start_vid] = val[en->count_vid] = k;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = &g->nodes[i];
+    int k = -1;
+    for (int j = 0; j < n->nin; j++) {
+      int e = n->in[j] >= 0 ? val[n->in[j]] : -1;
+      if (e >= 0 && k >= 0 && e != k)
+        return diag_node(d, g, n, "reads values of both the %s and the %s entry; expected each node in one "
+                         "entry point", g->decoder->entries[k].name, g->decoder->entries[e].name), NULL;
+      k = e >= 0 ? e : k;
+    }
+    bool computed = false;
+    for (int j = 0; j < n->nout; j++)
+      computed = computed || !g->vals[n->out[j]].data;
+    node[i] = k >= 0 ? k : computed ? DECODER_ENTRY_ALL : -1;
+    for (int j = 0; j < n->nout; j++)
+      val[n->out[j]] = k;
+  }
+  return node;
+}
+

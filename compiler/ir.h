@@ -183,6 +183,13 @@ void graph_replace_uses(Graph *g, int from, int to);
 /* Sort nodes topologically (stable for already-sorted input); false + diag
  * on a cycle or a value used before any producer. */
 bool graph_toposort(Graph *g, Diag *d);
+/* A decoder's node -> entry map (arena memory): per node, the index of the
+ * entry whose inputs it reads, DECODER_ENTRY_ALL for a computed node that
+ * reads only constants and states (every entry runs it), -1 for a node
+ * whose outputs are all constants. NULL + d when a node reads two
+ * entries' inputs. */
+enum { DECODER_ENTRY_ALL = -2 };
+int *graph_decoder_entries(Graph *g, Diag *d);
 
 static inline Value *gval(const Graph *g, int vid) { return &g->vals[vid]; }
 /* The state input that graph output k becomes at the next call, or -1. */

@@ -607,7 +607,11 @@ static bool parse_state(Parser *p, int vid, StateLink *link) {
     return perr(p, "expected state(next=%%NAME, init=DATA)");
   skip_ws(p, true);
   link->line = p->line, link->col = p->col;
-  if (!(link->name = value_name(p)) || !expect(p, ',', "after the state's next value") ||
+  if (keyword(p, "in_place")) /* a KV cache: a CacheWrite must change it (verify) */
+    link->name = NULL;
+  else if (!(link->name = value_name(p)))
+    return perr(p, "expected state(next=%%NAME, init=DATA)");
+  if (!expect(p, ',', "after the state's next value") ||
       !keyword(p, "init") || !expect(p, '=', "after 'init'"))
     return perr(p, "expected state(next=%%NAME, init=DATA)");
   for (int i = 0; i < v->type.rank; i++)
@@ -624,6 +628,9 @@ static bool link_states(Parser *p, const StateLink *link, const char **outnames,
     Value *v = &p->g->vals[p->g->inputs[i]];
     if (!v->is_state)
       continue;
+    v->state_next = -1;
+    if (!link[i].name) /* in place */
+      continue;
     int listed = 0;
     for (int k = 0; k < nout; k++)
       if (!strcmp(outnames[k], link[i].name) && listed++ == 0)
@@ -633,10 +640,65 @@ static bool link_states(Parser *p, const StateLink *link, const char **outnames,
       return perr(p, "state %%%s: its next value %%%s is %s the graph's outputs; expected it "
                   "there once", v->name, link[i].name, listed ? "listed twice among" : "not among");
     for (int j = 0; j < i; j++)
-      if (p->g->vals[p->g->inputs[j]].is_state && !strcmp(link[j].name, link[i].name))
+      if (p->g->vals[p->g->inputs[j]].is_state && link[j].name && !strcmp(link[j].name, link[i].name))
         return perr(p, "state %%%s: its next value %%%s is the next value of state %%%s too; "
                     "expected one of its own", v->name, link[i].name, p->g->vals[p->g->inputs[j]].name);
   }
+  return true;
+}
+
+/* ---- a generative model's entry points ---------------------------------------- */
+
+/* An input of the graph called by name, i64 of n elements (n < 0: any). */
+static bool entry_input(Parser *p, int *vid, int64_t n) {
+  const char *nm = value_name(p);
+  if (!nm)
+    return false;
+  int v = graph_find_value(p->g, nm);
+  if (v < 0 || !p->g->vals[v].is_input || p->g->vals[v].type.dt != DT_I64 || p->g->vals[v].type.rank != 1 ||
+      (n >= 0 && p->g->vals[v].type.dims[0] != n))
+    return perr(p, "%%%s: expected a graph input i64[%s]", nm, n >= 0 ? "1" : "T");
+  *vid = v;
+  return true;
+}
+
+/* "decoder ctx=N NAME(%tokens, %start, %count -> %logits) ..." (the
+ * keyword read): ir.h's Decoder, one or two entries. */
+static bool parse_decoder(Parser *p, const char **outnames, int nout) {
+  Decoder *dec = arena_alloc(p->a, sizeof *dec);
+  if (p->g->decoder)
+    return perr(p, "a second decoder line; expected one");
+  if (!keyword(p, "ctx") || !expect(p, '=', "after 'ctx'") || !parse_int(p, &dec->ctx) || dec->ctx < 1)
+    return perr(p, "expected decoder ctx=N with N >= 1");
+  for (;;) { /* entries to the end of the line */
+    while (peek(p) == ' ' || peek(p) == '\t')
+      advance(p);
+    if (!is_word_char(peek(p)))
+      break;
+    if (dec->nentries == 2)
+      return perr(p, "a third entry; expected prefill and step");
+    DecoderEntry *en = &dec->entries[dec->nentries++];
+    if (!(en->name = word(p)) || !expect(p, '(', "after the entry's name") || !entry_input(p, &en->tokens_vid, -1) ||
+        !expect(p, ',', "after the tokens") || !entry_input(p, &en->start_vid, 1) ||
+        !expect(p, ',', "after the start") || !entry_input(p, &en->count_vid, 1) ||
+        !expect(p, '-', "('->' before the logits)") || !expect(p, '>', "('->' before the logits)"))
+      return false;
+    en->tokens = p->g->vals[en->tokens_vid].type.dims[0];
+    const char *out = value_name(p);
+    if (!out)
+      return false;
+    en->logits_out = -1;
+    for (int k = 0; k < nout; k++)
+      if (!strcmp(outnames[k], out))
+        en->logits_out = k;
+    if (en->logits_out < 0)
+      return perr(p, "%%%s: expected one of the graph's outputs", out);
+    if (!expect(p, ')', "to close the entry"))
+      return false;
+  }
+  if (dec->nentries == 0)
+    return perr(p, "expected the decoder's entries: prefill(...) step(...)");
+  p->g->decoder = dec;
   return true;
 }
 
@@ -704,7 +766,8 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
       break;
     if (!peek(p))
       return perr(p, "unexpected end of file; expected '}' to close the graph");
-    if (keyword(p, "const") ? !parse_const(p) : !parse_node(p))
+    if (keyword(p, "decoder") ? !parse_decoder(p, *outnames, *nout)
+        : keyword(p, "const") ? !parse_const(p) : !parse_node(p))
       return false;
   }
   skip_ws(p, true);

@@ -11,6 +11,7 @@
 #include "tokenizer.h"
 #include "info.h"
 #include "onnx.h"
+#include "onnx_decoder.h"
 #include "ops.h"
 #include "print.h"
 
@@ -58,6 +59,10 @@ static const char *usage =
     "  --dump-before=PASS|all     print the IR before a pass\n"
     "  --dump-all=DIR             write DIR/00-import.kir, 01-bind.kir, ... (loadable .kir + .bin)\n"
     "  --verify-each              verify the IR after every pass\n"
+    "  --kv-cache=N               (compile) an ONNX decoder exported with its past (inputs\n"
+    "                             past_key_values.L.key/.value, outputs present.*): a generative\n"
+    "                             model with a KV cache of N positions, NAME_prefill/NAME_step\n"
+    "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
     "  --isa=generic|avx2|avx512|native  machine the GEMM kernels are laid out for (also check,\n"
     "                             bench; default generic: portable GNU C vectors, 4- or 8-wide as\n"
@@ -107,6 +112,8 @@ typedef struct Cli {
   BenchOptions bench;
   const char *sets[64];     /* --set KEY=VALUE (Lua models) */
   LuaOptions lua;
+  int64_t kv_cache;         /* --kv-cache=N: an ONNX decoder with a past, cache of N positions (0: none) */
+  int64_t prefill;          /* --prefill=P (0: min(N, 64)) */
 } Cli;
 
 /* --isa=native: the widest kernel layout this machine runs (bench's
@@ -183,6 +190,16 @@ static const char *opt_value(int argc, char **argv, int *i, const char *flag) {
   if (*i + 1 >= argc)
     die("%s needs a value", flag);
   return argv[++*i];
+}
+
+/* --kv-cache=N, --prefill=P: 1 .. 2^20 positions. */
+static int64_t positions(const char *v, const char *msg) {
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (end == v || *end || errno || n < 1 || n > (1 << 20))
+    die(msg, v);
+  return n;
 }
 
 static void parse_args(int argc, char **argv, Cli *c) {
@@ -297,6 +314,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "int8") && strcmp(v, "none"))
         die("--quantize=%s: unknown scheme; expected int8 (or none)", v);
       c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : QUANT_NONE;
+    } else if ((v = opt_value(argc, argv, &i, "--kv-cache"))) {
+      c->kv_cache = positions(v, "--kv-cache=%s: expected the cache's capacity in positions, 1 to 1048576");
+    } else if ((v = opt_value(argc, argv, &i, "--prefill"))) {
+      c->prefill = positions(v, "--prefill=%s: expected the prompt chunk's length in tokens, 1 to 1048576");
     } else if (!strcmp(argv[i], "--verify-each")) {
       c->pipe.verify_each = true;
     } else if (!strcmp(argv[i], "--interp")) {
@@ -367,6 +388,12 @@ static int cmd_compile(Cli *c) {
   const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
   c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
+  if (g && c->kv_cache) { /* an ONNX decoder with a past: two entry points over a cache */
+    if (!onnx_has_past_inputs(g))
+      die("%s: --kv-cache needs a decoder exported with its past (inputs past_key_values.L.key / .value, "
+          "use_cache=True); the model has no past_key_values input", c->model);
+    g = onnx_decoder_from_past(g, c->kv_cache, c->prefill ? c->prefill : c->kv_cache < 64 ? c->kv_cache : 64, &d);
+  }
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
     c->pipe.pass.quant_report = &qr;
@@ -632,6 +659,21 @@ int main(int argc, char **argv) {
   if (!lua_model && (c.lua.weights || c.lua.nsets))
     die("%s: --weights FILE and --set are for .lua models; expected a .lua model (ONNX and .kir "
         "models carry their own weights and shapes: see --shape)", c.lua.weights ? "--weights" : "--set");
+  if (c.kv_cache || c.prefill) { /* --kv-cache: compile an ONNX model with a past */
+    const char *flag = c.kv_cache ? "--kv-cache" : "--prefill";
+    if (strcmp(c.cmd, "compile"))
+      die("%s is for `kiln compile` of an ONNX decoder with past_key_values; expected kiln compile MODEL.onnx "
+          "--kv-cache=N", flag);
+    if (lua_model || (ml > 4 && !strcmp(model + ml - 4, ".kir")))
+      die("%s is for ONNX models with past_key_values inputs; a .lua model makes its cache with decoder{} "
+          "(ctx, prefill), and .kir models are not decoders", flag);
+    char n[64];
+    snprintf(n, sizeof n, "%lld", (long long)(c.kv_cache ? c.kv_cache : c.prefill));
+    if (!c.kv_cache)
+      die("--prefill=%s needs --kv-cache=N (the cache's capacity); expected both", n);
+    if (c.prefill > c.kv_cache)
+      die("--prefill is larger than --kv-cache=%s; expected a prompt chunk no longer than the cache", n);
+  }
   if (!strcmp(c.cmd, "check")) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);

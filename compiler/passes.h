@@ -73,6 +73,7 @@ bool pass_fuse_residual(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_transpose(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_chain(Graph *g, const PassOptions *o, Diag *d);
 bool pass_quantize(Graph *g, const PassOptions *o, Diag *d);
+bool pass_bound_rows(Graph *g, const PassOptions *o, Diag *d);
 /* The report as text: one line per weight, then the totals. */
 void quant_report_print(Buf *b, const QuantReport *r);
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d);

@@ -215,13 +215,34 @@ static void put_node(Buf *b, const Graph *g, const Node *n, Buf *bin) {
 /* " state(next=%mem.next, init=[0.0, ...])": what makes input v a state. */
 static void put_state(Buf *b, const Graph *g, const Value *v, Buf *bin) {
   buf_puts(b, " state(next=");
-  if (v->state_next >= 0 && v->state_next < g->noutputs)
+  if (v->state_next < 0 && op_state_in_place(g, (int)(v - g->vals)))
+    buf_puts(b, "in_place"); /* a KV cache: CacheWrite changes it where it lives */
+  else if (v->state_next >= 0 && v->state_next < g->noutputs)
     put_name(b, g->vals[g->outputs[v->state_next]].name);
   else
     buf_puts(b, "_"); /* not linked yet: the verifier reports it */
   buf_puts(b, ", init=");
   put_data(b, &v->type, v->state_init, bin);
   buf_puts(b, ")");
+}
+
+/* "  decoder ctx=N prefill(%tokens, %start, %count -> %logits) step(...)":
+ * a generative model's entry points (ir.h, Decoder). */
+static void put_decoder(Buf *b, const Graph *g) {
+  buf_printf(b, "  decoder ctx=%lld", (long long)g->decoder->ctx);
+  for (int k = 0; k < g->decoder->nentries; k++) {
+    const DecoderEntry *en = &g->decoder->entries[k];
+    buf_printf(b, " %s(", en->name);
+    put_name(b, g->vals[en->tokens_vid].name);
+    buf_puts(b, ", ");
+    put_name(b, g->vals[en->start_vid].name);
+    buf_puts(b, ", ");
+    put_name(b, g->vals[en->count_vid].name);
+    buf_puts(b, " -> ");
+    put_name(b, g->vals[g->outputs[en->logits_out]].name);
+    buf_puts(b, ")");
+  }
+  buf_puts(b, "\n");
 }
 
 /* A value prints as a `const` line when it has data, something reads it,
@@ -253,6 +274,8 @@ void ir_print(Buf *b, const Graph *g, Buf *bin) {
     put_name(b, g->vals[g->outputs[i]].name);
   }
   buf_puts(b, ") {\n");
+  if (g->decoder)
+    put_decoder(b, g);
   bool *used = calloc((size_t)g->nvals + 1, 1);
   for (int i = 0; i < g->nnodes; i++)
     for (int j = 0; j < g->nodes[i].nin; j++)

@@ -19,6 +19,8 @@
  * Options:
  *   --tokens N          generate at most N tokens (default 32); stops early at EOS
  *                       and when the KV cache is full
+ *   --ignore-eos        go on past EOS (printed as its text): exactly N tokens,
+ *                       for benchmarks and reference comparisons
  *   --chat              wrap the prompt in the model's ChatML template:
  *                       <|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n
  *                       {prompt}<|im_end|>\n<|im_start|>assistant\n
@@ -29,9 +31,9 @@
  *                       the generated ones on the next, comma-separated
  *   --tokenize          print the prompt's ids (one comma-separated line) and stop
  *   --detokenize        print the prompt's text (of --prompt-ids) and stop
- *   --dump-logits FILE  write the logits that chose each generated token, VOCAB
- *                       f32 each (native byte order), in order: the prefill's
- *                       last position, then each step's
+ *   --dump-logits FILE  write the logits that chose each generated token (EOS
+ *                       too), VOCAB f32 each (native byte order), in order: the
+ *                       prefill's last position, then each step's
  *
  * Timing goes to stderr as one line a benchmark script can parse (ms are
  * wall-clock; decode counts the step calls, not the first token, which
@@ -50,11 +52,13 @@
  * symbols, marks or digits listed in char_class), so text in some
  * non-Latin scripts (combining marks, rare digits) may split differently.
  * tests/generate/run_tokenizer.sh checks it against Hugging Face's on
- * varied English text.
+ * varied English text and a few lines of other scripts (measured too: the
+ * same ids on all 319 paragraphs of kiln's own Markdown docs and sources).
  *
  * Memory: the model's state (KV cache and length) is a few tens of MB, too
  * big for the stack, so it is a static object, as are the logits; the
- * merge hash table and the prompt's buffers are malloc'ed once. */
+ * merge hash table, the list of special tokens and the prompt's buffers are
+ * malloc'ed. */
 #define _POSIX_C_SOURCE 200112L
 #include <errno.h>
 #include <stdbool.h>
@@ -125,6 +129,11 @@ static const char *token_bytes(int64_t id, size_t *len) {
   return M(token_text) + at;
 }
 
+/* the special tokens: control and user-defined ones, matched by their
+ * text in a prompt (found once, in tokenizer_init) */
+static int32_t *special;
+static int nspecial;
+
 static bool is_special(int64_t id) {
   int t = M(token_type)[id];
   return t == MU(TOKEN_CONTROL) || t == MU(TOKEN_USER_DEFINED);
@@ -142,7 +151,11 @@ static uint32_t pair_hash(int32_t l, int32_t r) {
   return (uint32_t)(k >> 32);
 }
 
-static void merges_init(void) {
+static void tokenizer_init(void) {
+  special = xmalloc(NTOKENS * sizeof *special);
+  for (int32_t id = 0; id < NTOKENS; id++)
+    if (is_special(id) && M(token_offset)[id + 1] - M(token_offset)[id] > 1)
+      special[nspecial++] = id;
   uint32_t n = 16;
   while (n < 2u * NMERGES)
     n *= 2;
@@ -339,11 +352,11 @@ static void encode(const char *text, Ids *out) {
   for (size_t at = 0; at <= n; at++) {
     int64_t best = -1;
     size_t best_len = 0;
-    for (int64_t id = 0; at < n && id < NTOKENS; id++) {
+    for (int i = 0; at < n && i < nspecial; i++) {
       size_t len;
-      const char *t = token_bytes(id, &len);
-      if (is_special(id) && len > best_len && len <= n - at && !memcmp(s + at, t, len))
-        best = id, best_len = len;
+      const char *t = token_bytes(special[i], &len);
+      if (len > best_len && len <= n - at && !memcmp(s + at, t, len))
+        best = special[i], best_len = len;
     }
     if (at == n || best >= 0) {
       encode_text(s + from, at - from, out);
@@ -429,13 +442,12 @@ static void bind_weights(void) {
 #endif
 }
 
-static int64_t parse_count(const char *s, const char *flag) {
+static int64_t parse_count(const char *s) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (errno || end == s || *end || v < 0)
     die("--tokens wants a count, not '%s'", s);
-  (void)flag;
   return v;
 }
 
@@ -465,12 +477,12 @@ static void prefill(const Ids *prompt) {
 
 typedef struct Options {
   int64_t tokens;
-  bool chat, ids, tokenize, detokenize;
+  bool chat, ids, tokenize, detokenize, ignore_eos;
   const char *system, *prompt_ids, *dump_logits, *prompt;
 } Options;
 
 static const char *const usage =
-    "usage: generate [--tokens N] [--chat] [--system TEXT] [--ids] [--dump-logits FILE]\n"
+    "usage: generate [--tokens N] [--ignore-eos] [--chat] [--system TEXT] [--ids] [--dump-logits FILE]\n"
     "                [--tokenize | --detokenize] (PROMPT | --prompt-ids 1,2,3)";
 
 static Options parse_args(int argc, char **argv) {
@@ -480,7 +492,9 @@ static Options parse_args(int argc, char **argv) {
     const char *a = argv[i];
     bool more = i + 1 < argc;
     if (!strcmp(a, "--tokens") && more)
-      o.tokens = parse_count(argv[++i], a);
+      o.tokens = parse_count(argv[++i]);
+    else if (!strcmp(a, "--ignore-eos"))
+      o.ignore_eos = true;
     else if (!strcmp(a, "--chat"))
       o.chat = true;
     else if (!strcmp(a, "--system") && more)
@@ -533,7 +547,7 @@ static void prompt_ids(const Options *o, Ids *ids) {
 
 int main(int argc, char **argv) {
   Options o = parse_args(argc, argv);
-  merges_init();
+  tokenizer_init();
   Ids ids = {0};
   prompt_ids(&o, &ids);
   if (o.tokenize || o.detokenize) {
@@ -545,6 +559,9 @@ int main(int argc, char **argv) {
       put_bytes(t, len);
     }
     put_flush();
+    free(ids.id);
+    free(merge_slot);
+    free(special);
     return 0;
   }
   if (ids.n == 0)
@@ -574,7 +591,7 @@ int main(int argc, char **argv) {
     if (dump && fwrite(logits, sizeof logits, 1, dump) != 1)
       die("cannot write '%s'", o.dump_logits);
     int64_t next = argmax(logits);
-    if (next == MU(EOS_ID))
+    if (next == MU(EOS_ID) && !o.ignore_eos)
       break;
     ids_push(&ids, next);
     if (!o.ids) {
@@ -582,8 +599,12 @@ int main(int argc, char **argv) {
       const char *t = token_bytes(next, &len);
       put_bytes(t, len);
     }
-    if (k + 1 == o.tokens || M(length)(&state) >= CTX)
-      break; /* its logits are not needed, or there is no room for it */
+    if (k + 1 == o.tokens)
+      break; /* the next token's logits are not needed */
+    if (M(length)(&state) >= CTX) {
+      fprintf(stderr, "generate: the KV cache is full (%d positions): stopping\n", CTX);
+      break;
+    }
     double s0 = now_ms();
     check_rc(M(step)(&state, next, logits), "step");
     decode_ms += now_ms() - s0;
@@ -604,5 +625,6 @@ int main(int argc, char **argv) {
           decode_ms > 0 ? steps / decode_ms * 1e3 : 0.0);
   free(ids.id);
   free(merge_slot);
+  free(special);
   return 0;
 }

@@ -31,6 +31,7 @@ token with a KV cache, built from a GGUF file's own metadata:
   and for one token; the generated C has NAME_prefill and NAME_step
   (README, "Generating text").
 ]]
+-- test: --set ctx=32 --set prefill=8
 local nn = require "nn"
 
 local cfg = config{ctx = 512, prefill = 64}

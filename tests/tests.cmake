@@ -17,6 +17,24 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# ggml block formats: type numbers, reference blocks, bq_dequantize_node
+add_executable(unit_blockquant ${T}/unit/blockquant.c)
+target_link_libraries(unit_blockquant PRIVATE kilnlib)
+add_test(NAME unit_blockquant COMMAND unit_blockquant)
+# the block kernels' f16 scales: kiln_f16_to_f32_fast, plain and with F16C
+add_executable(unit_f16_fast ${T}/unit/f16_fast.c)
+target_include_directories(unit_f16_fast PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_f16_fast PRIVATE -O2)
+add_test(NAME unit_f16_fast COMMAND unit_f16_fast)
+if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND EXISTS /proc/cpuinfo)
+  file(READ /proc/cpuinfo KILN_CPUINFO_F16C)
+  if(KILN_CPUINFO_F16C MATCHES "[ \t]f16c[ \n]")
+    add_executable(unit_f16_fast_f16c ${T}/unit/f16_fast.c)
+    target_include_directories(unit_f16_fast_f16c PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+    target_compile_options(unit_f16_fast_f16c PRIVATE -O2 -mf16c)
+    add_test(NAME unit_f16_fast_f16c COMMAND unit_f16_fast_f16c)
+  endif()
+endif()
 
 # ONNX backend node tests, against the committed pass lists
 add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
@@ -469,10 +487,25 @@ add_test(NAME quantize_lua_bert COMMAND ${T}/quantize/bert_int8.sh ${KILN_BIN} $
 
 # generative decoding (decoder{}): prefill + steps == prefill of the whole
 # sequence, bit for bit, through the public API, on every ISA and thread count
-foreach(isa generic avx2 avx512 native)
+# (the sanitizer suite: the native ISA only, its kiln being what it checks)
+set(KILN_CACHE_ISAS generic avx2 avx512 native)
+if(KILN_SANITIZE)
+  set(KILN_CACHE_ISAS native)
+endif()
+foreach(isa ${KILN_CACHE_ISAS})
   foreach(threads 1 2)
     add_test(NAME generate_cache_tiny_${isa}_t${threads}
       COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua ${isa} ${threads})
+    # examples/llama.lua (RoPE, GQA, SwiGLU, tied output) on random f32
+    # weights: bit for bit; and on the GGUF fixture's Q8_0/Q4_0/Q4_1 blocks,
+    # within 1e-5 of the largest logit: the prefill's panel kernel and the
+    # step's register kernel sum each dot product in another order
+    add_test(NAME generate_cache_llama_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 0
+              --set ctx=32 --set prefill=8)
+    add_test(NAME generate_cache_gguf_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 1e-5
+              --weights ${T}/gguf/tiny_llama.gguf --set ctx=32 --set prefill=8)
   endforeach()
 endforeach()
 
@@ -506,6 +539,12 @@ add_test(NAME gguf_bind_blob_by_magic
 # types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
 # --strict-weights): one line "kiln: ...", exit 1, no file
 add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
+# the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
+# and taken through every pass and emission (kiln info); skipped offline
+add_test(NAME gguf_bind_smollm
+         COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
+                 ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
+set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 
 # RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
 # Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a
@@ -540,10 +579,14 @@ target_link_libraries(tok_stub PRIVATE kilnlib)
 add_test(NAME generate_tokenizer
          COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
 set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-add_test(NAME smollm2_reference
-         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
-                 ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
-set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+# (release suite only: the PyTorch reference and the 98 MB model's C are the
+# same in both suites; the sanitizer suite binds and reads the real file in
+# gguf_reader_smollm and gguf_bind_smollm)
+if(NOT KILN_SANITIZE)
+  add_test(NAME smollm2_reference
+           COMMAND ${T}/generate/run_reference.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/generate-tests/reference)
+  set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()
 
 # ggml block-quantized weights (DequantizeBlocks -> fuse_blocks ->
 # BlockLinear / BlockGather, compiler/kernels/qgemm_kernel.c): q8_0, q4_0,
@@ -569,3 +612,56 @@ foreach(dir ${KILN_BQ_CASES})
                                                    "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
+# ... and the blob holds the blocks once: no f32 copy, the tied table once
+add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
+         ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
+
+# ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
+# part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)
+# as a decoder graph — prefill + steps == prefill bit for bit, and torch's
+# logits through its own cache within 1e-4 at every position — and the
+# refusals (no past, a Concat on the wrong axis, positions from the past's
+# shape, a Lua model, bad --kv-cache / --prefill), one line each
+add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
+add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
+# Hugging Face's GPT-2 style: concat on dim -2, the scale from value.size(-1)
+# (a Shape of the present values), an additive mask, no attention_mask input
+add_test(NAME generate_past_hf_style
+         COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 4 decoder_hf_style.onnx reference_hf_style.bin)
+# Llama-like at opset 17: RMSNorm, rotary positions, softmax cast back, SiLU gate
+add_test(NAME generate_past_llama
+         COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 2 8 decoder_llama.onnx reference_llama.bin)
+add_test(NAME generate_past_bad
+         COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+
+# One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
+# kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
+# rotation) against numpy's Hugging Face block (tools/make_llama_block_case.py):
+# the interpreter, and the C under each --isa and with --threads 2
+set(dir ${T}/generated/llama_block)
+add_test(NAME llama_block_interp COMMAND ${KILN_BIN} check -q --interp ${dir} --model ${dir}/model.lua)
+foreach(isa generic avx2 avx512)
+  add_test(NAME llama_block_${isa} COMMAND ${KILN_BIN} check -q --isa=${isa} ${dir} --model ${dir}/model.lua)
+endforeach()
+add_test(NAME llama_block_threads COMMAND ${KILN_BIN} check -q --threads=2 ${dir} --model ${dir}/model.lua)
+# ONNX's own RotaryEmbedding node tests (tools/make_rotary_cases.py writes
+# them as .kir from onnx's case definitions): the interpreter and the C
+file(GLOB KILN_ROTARY_NODE_CASES LIST_DIRECTORIES true ${T}/generated/rotary/onnx_node/*)
+foreach(dir ${KILN_ROTARY_NODE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME rotary_node_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME rotary_node_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+# the rotary and Llama-block C under clang -Weverything
+if(CLANG)
+  foreach(case ort_half_rank3 native_partial_interleaved native_no_ids_f64)
+    add_test(NAME rotary_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/rotary/${case})
+  endforeach()
+  add_test(NAME llama_block_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
+endif()

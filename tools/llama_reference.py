@@ -13,7 +13,8 @@ PyPI's gguf (a venv with a newer numpy) do not share one:
       [--prompt-ids 1,2,3] [--tokens N] [--out DIR]
       runs the dequant step first when DIR has no config.json (with
       --gguf-python, default $KILN_GGUF_PYTHON or build/venv/bin/python),
-      then greedy decoding: N tokens (default 32; stops after EOS), printing
+      then greedy decoding: N tokens (default 32; stops at EOS unless
+      --ignore-eos), printing
       the ids and the text; --out DIR writes ids.txt (the prompt's ids on
       the first line, the generated ones on the second, comma-separated)
       and logits.npy ([generated, vocab] f32: row k is the logits that
@@ -202,13 +203,13 @@ class Llama:
         return self.out_w @ last
 
 
-def generate(model, prompt, n):
+def generate(model, prompt, n, ignore_eos=False):
     ids, logits = list(prompt), []
     for _ in range(n):
         x = model.forward(ids)
         logits.append(x.float().numpy())
         nxt = int(np.argmax(logits[-1]))  # the first of equal maxima, as generate.c
-        if nxt == model.cfg["eos"]:
+        if nxt == model.cfg["eos"] and not ignore_eos:
             break
         ids.append(nxt)
     return ids[len(prompt):], np.stack(logits)
@@ -228,6 +229,7 @@ def main():
     ap.add_argument("--gguf-python", default=os.environ.get("KILN_GGUF_PYTHON", os.path.join(ROOT, "build/venv/bin/python")))
     ap.add_argument("--prompt-ids", help="comma-separated token ids (default: 'The capital of France is')")
     ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--ignore-eos", action="store_true", help="go on past EOS: exactly --tokens tokens")
     ap.add_argument("--out", help="write ids.txt and logits.npy here")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's)")
     a = ap.parse_args()
@@ -242,7 +244,7 @@ def main():
     prompt = [int(x) for x in a.prompt_ids.split(",")] if a.prompt_ids else DEFAULT_PROMPT
     model = Llama(cache, torch)
     with torch.no_grad():
-        out, logits = generate(model, prompt, a.tokens)
+        out, logits = generate(model, prompt, a.tokens, a.ignore_eos)
     print("prompt:", ",".join(map(str, prompt)))
     print("ids:", ",".join(map(str, out)))
     if model.cfg["tokens"]:

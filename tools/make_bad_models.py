@@ -126,6 +126,22 @@ def _():
     return model([n], [vi("X")], [vi("Y")])
 
 
+@case("ort_rotary_scale", expect="attribute 'scale' is not its default; expected scale 1")
+def _():
+    n = helper.make_node("RotaryEmbedding", ["X", "P", "C", "S"], ["Y"], name="rope", domain="com.microsoft",
+                         num_heads=1, scale=0.5)
+    return model([n], [vi("X", shape=(1, 2, 4)), vi("P", I64, (1, 2)), vi("C", shape=(4, 2)),
+                       vi("S", shape=(4, 2))], [vi("Y", shape=(1, 2, 4))])
+
+
+@case("ort_rotary_positions_i32", expect="position_ids is i32[1,2]; expected i64 [1, 2] (or [1]: a start offset)")
+def _():
+    n = helper.make_node("RotaryEmbedding", ["X", "P", "C", "S"], ["Y"], name="rope", domain="com.microsoft",
+                         num_heads=1)
+    return model([n], [vi("X", shape=(1, 2, 4)), vi("P", TensorProto.INT32, (1, 2)), vi("C", shape=(4, 2)),
+                       vi("S", shape=(4, 2))], [vi("Y", shape=(1, 2, 4))])
+
+
 @case("unknown_op", expect="unsupported op 'FooBar'")
 def _():
     return model([helper.make_node("FooBar", ["X"], ["Y"], name="foo")], [vi("X")], [vi("Y")])

@@ -16,7 +16,8 @@ CASE/test_data_set_0/{input_K,output_K}.pb with
   y5 = rows ids of T            T  [22,576]   Gather: an embedding table
   y6 = x2         · Tᵀ                         the same table, tied: one blob copy
 
-N off the 4-row tile everywhere (37, 6, 13, 9, 22). With M = 64 the x's
+N off the 4-row tile everywhere (37, 6, 13, 9, 22). q4_1_m1_wide is one
+GEMV of 170 x 1024 (109 KB of blocks), large enough to be threaded. With M = 64 the x's
 are made in the graph, x_K = Sin(s[M,1]·f[K] + p[K]) from one input s,
 so that the committed files stay small (the reference rounds sin in
 float64; libm's sinf may differ by an ulp, far inside the tolerance). The reference
@@ -146,10 +147,32 @@ def write_case(name, fmt, m):
             f.write(numpy_helper.from_array(v, f"y{i + 1}").SerializeToString())
 
 
+def write_wide_case(name, fmt, n, k):
+    """One decode product whose weight is large enough (about 100 KB) for
+    --threads 2 to split its tiles among the threads."""
+    path = os.path.join(OUT, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(os.path.join(path, "test_data_set_0"))
+    raw = rand_blocks(fmt, n, k)
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    y = product(x, dequantize(fmt, raw, k))
+    with open(os.path.join(path, "model.kir"), "w") as f:
+        f.write(f"# {name}: a {fmt} GEMV that --threads 2 splits (tools/make_blockquant_cases.py)\n"
+                f"graph @g opset 14 (%x: f32[1,{k}]) -> (%y) {{\n"
+                f"  const %w_blocks: u8[{n},{raw.shape[1]}] = bin(0)\n"
+                f'  %w = DequantizeBlocks %w_blocks {{format="{fmt}", shape=[{n},{k}]}} : ?\n'
+                f"  %wt = Transpose %w {{perm=[1,0]}} : ?\n  %y = MatMul %x, %wt : ?\n}}\n")
+    raw.tofile(os.path.join(path, "model.bin"))
+    for nm, v in (("input_0", x), ("output_0", y)):
+        with open(os.path.join(path, "test_data_set_0", nm + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, nm).SerializeToString())
+
+
 def main():
     for fmt in BLOCK_BYTES:
         for m in (1, 3, 64):
             write_case(f"{fmt}_m{m}", fmt, m)
+    write_wide_case("q4_1_m1_wide", "q4_1", 170, 1024)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ and numpy (run it with build/venv/bin/python; no torch):
                    spelling) and 156 merges learnt from a fixed text, so ids
                    0..255 cover any ASCII text.
   q6k.gguf         one Q6_K tensor ("blk.0.ffn_down.weight", [64,256]), for the
-                   "kiln does not read Q6_K" error.
+                   "kiln does not read Q6_K" error, and the other types kiln
+                   reads: BF16 (to f32), I32 and F64 (q6k.json: their values);
+                   general.alignment 64.
   tiny_llama.json  what the C test checks against: every tensor's name, ggml
                    type, ne, its first and last 8 values and their sum as f32
                    (dequantized by the gguf package for the block types), and
@@ -161,6 +163,14 @@ def write(path, arch, tensor_list, rng, add_meta):
             h = x.astype(np.float16)
             w.add_tensor(name, h)
             vals = h.astype(np.float32)
+        elif qt == Q.BF16:  # the top half of each f32 (bf16 is f32 with 16 bits dropped)
+            hi = (x.view(np.uint32) >> 16).astype(np.uint16)
+            w.add_tensor(name, hi.view(np.uint8).reshape(shape[0], -1), raw_dtype=qt)
+            vals = (hi.astype(np.uint32) << 16).view(np.float32)
+        elif qt in (Q.I32, Q.F64):
+            x = (x * 1000).astype(np.int32) if qt == Q.I32 else x.astype(np.float64)
+            w.add_tensor(name, x)
+            vals = x
         elif qt == Q.Q6_K:  # raw random blocks with small scales: only the type matters
             nb = int(np.prod(shape)) // 256
             raw = rng.integers(0, 256, size=(nb, 210), dtype=np.uint8)
@@ -175,6 +185,7 @@ def write(path, arch, tensor_list, rng, add_meta):
         ref.append({"name": name, "type": qt.name, "ne": list(reversed(shape)),
                     "head": None if flat is None else [float(v) for v in flat[:8]],
                     "tail": None if flat is None else [float(v) for v in flat[-8:]],
+                    "values": None if flat is None or flat.size > 64 else [float(v) for v in flat],
                     "sum": None if flat is None else float(flat.astype(np.float64).sum())})
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -198,8 +209,12 @@ def main():
             "tokenizer.ggml.merges": merges}
     with open(os.path.join(out, "tiny_llama.json"), "w") as f:
         json.dump({"tensors": ref, "meta": meta}, f, separators=(",", ":"))
-    write(os.path.join(out, "q6k.gguf"), "llama", [("blk.0.ffn_down.weight", (64, 256), Q.Q6_K)],
-          rng, lambda w: None)
+    other = write(os.path.join(out, "q6k.gguf"), "llama",
+                  [("blk.0.ffn_down.weight", (64, 256), Q.Q6_K), ("extra.bf16", (2, 32), Q.BF16),
+                   ("extra.i32", (2, 4), Q.I32), ("extra.f64", (3,), Q.F64)],
+                  rng, lambda w: w.add_custom_alignment(64))
+    with open(os.path.join(out, "q6k.json"), "w") as f:
+        json.dump({"tensors": other[1:]}, f, separators=(",", ":"))
 
 
 if __name__ == "__main__":

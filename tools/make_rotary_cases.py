@@ -31,7 +31,9 @@ standard spelling and its input order are checked through .kir and Lua:
 - native_no_ids_f64: model.kir, f64, X [2, 2, 4, 6], no position_ids:
   caches [2, 4, 3] give each token's row.
 - lua_rope: model.lua, x:rope{...} on Q-like [1, 4, 5, 16] with runtime
-  positions and theta 1e5 (both pairings, the second partial)."""
+  positions and theta 1e5 (both pairings, the second partial).
+- onnx_node/test_rotary_embedding*: ONNX's own node tests for the op (its
+  case definitions, run here; outputs from ONNX's reference), as .kir."""
 import os
 import sys
 
@@ -170,6 +172,33 @@ def lua_rope(folder):
     write_data(folder, {"q": q, "pos": pos}, {"a": a, "b": b})
 
 
+def onnx_node_cases(out):
+    """ONNX's own RotaryEmbedding node tests (onnx.backend.test.case.node.
+    rotaryembedding, outputs from ONNX's reference), each written as a .kir
+    of the standard op with every operand a graph input: onnx_node/NAME."""
+    import onnx.backend.test.case.node.rotaryembedding as case
+    got = []
+    case.expect = lambda node, inputs, outputs, name: got.append((node, inputs, outputs, name))
+    np.random.seed(0)
+    for fn in sorted(k for k in dir(case.RotaryEmbedding) if k.startswith("export")):
+        getattr(case.RotaryEmbedding, fn)()
+    names = []
+    for node, inputs, outputs, name in got:
+        folder = os.path.join(out, "onnx_node", name)
+        os.makedirs(folder, exist_ok=True)
+        ty = lambda a: ("f32" if a.dtype == np.float32 else "i64") + "[" + ",".join(map(str, a.shape)) + "]"
+        ins = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(node.input, inputs))
+        attrs = ", ".join(f"{a.name}={onnx.helper.get_attribute_value(a)}" for a in node.attribute)
+        with open(os.path.join(folder, "model.kir"), "w") as f:
+            f.write(f"# ONNX's node test {name} (onnx.backend.test.case.node.rotaryembedding;\n"
+                    f"# tools/make_rotary_cases.py)\ngraph @g opset 17 ({ins}) -> (%y) {{\n"
+                    f"  %y = RotaryEmbedding {', '.join('%' + n for n in node.input)}"
+                    f"{' {' + attrs + '}' if attrs else ''} : ?  # from: {name}\n}}\n")
+        write_data(folder, dict(zip(node.input, inputs)), {"y": outputs[0]})
+        names.append(name)
+    return names
+
+
 def main():
     out = sys.argv[1]
     ort_case(os.path.join(out, "ort_half_rank3"), (2, 5, 32), np.array([[0, 1, 2, 3, 4], [9, 3, 0, 15, 2]], np.int64),
@@ -193,6 +222,7 @@ def main():
     kir_case(os.path.join(out, "native_no_ids_f64"), "f64, no position_ids: a cache row per token",
              rng.standard_normal((2, 2, 4, 6)), c3, s3, None, 0, 0)
     lua_rope(os.path.join(out, "lua_rope"))
+    print("\n".join(onnx_node_cases(out)))
 
 
 if __name__ == "__main__":

@@ -2,15 +2,18 @@
  * export` (ops.def's lower column; compiler/ops/attention.c): the chain the
  * fuse_attention pass recognises again, in the order Attention's _eval rounds —
  *
- *   [Slice q_slice] [Transpose q_perm] Q, [Slice k_slice] [Transpose k_perm] Kᵀ
+ *   [Slice q_slice] [Transpose q_perm] Q,
+ *   [Slice k_slice] [repeat the shared heads] [Transpose k_perm] Kᵀ
  *   -> MatMul -> Mul scale
  *   -> Add mask | Where(mask, mask_fill, s)
  *   -> [TopK(k) -> Slice k-1 -> Less -> Where(less, topk_fill, s)]
- *   -> Softmax(last axis) -> MatMul [Slice v_slice] [Transpose v_perm] V
+ *   -> Softmax(last axis) -> MatMul [Slice v_slice] [repeat] [Transpose v_perm] V
  *   -> [Transpose y_perm]
  *
- * Valid from opset 9 (Where); top-k needs opset 10 (TopK's k and Slice's
- * bounds as inputs). Built with build.h's Lowering: new nodes are named
+ * The repeat (grouped heads: K and V with fewer heads than Q) is Hugging
+ * Face's repeat_kv, Reshape -> Expand -> Reshape: the copy kiln's own
+ * kernel never makes. Valid from opset 9 (Where); top-k needs opset 10
+ * (TopK's k and Slice's bounds as inputs). Built with build.h's Lowering: new nodes are named
  * NAME/Op and keep the node's origin; the last one writes the Attention's
  * output value. */
 #include <string.h>
@@ -36,6 +39,36 @@ static int ch_slice(Lowering *c, const Attr *a, int x) {
   int in[4] = {x, lw_i64(c, "slice_start", a->ints[1]), lw_i64(c, "slice_end", a->ints[2]),
                lw_i64(c, "slice_axis", a->ints[0])};
   return lw_op(c, OP_SLICE, in, 4);
+}
+
+/* Grouped heads: x with each index of physical axis ax repeated g times
+ * in place (index i of the result reads x's i / g), as Hugging Face's
+ * repeat_kv exports it: Reshape (a 1 after ax) -> Expand (g) -> Reshape. */
+static int ch_repeat(Lowering *c, int x, int ax, int64_t g) {
+  if (x < 0 || c->failed)
+    return -1;
+  Type t = gval(c->g, x)->type;
+  int64_t u[MAX_RANK + 1];
+  for (int i = 0, j = 0; i < t.rank; i++) {
+    u[j++] = t.dims[i];
+    if (i == ax)
+      u[j++] = 1;
+  }
+  int un = lw_reshape(c, x, u, t.rank + 1);
+  u[ax + 1] = g;
+  int ex = lw_binary(c, OP_EXPAND, un, ir_const_i64(c->g, lw_name(c, "repeat"), u, t.rank + 1));
+  t.dims[ax] *= g;
+  return lw_reshape(c, ex, t.dims, t.rank);
+}
+
+/* K or V (physical, before its perm a) repeated along each leading axis
+ * whose heads Q's share in groups (div), so that MatMul reads one head per
+ * query head; a dim of 1 is left to MatMul's broadcast. */
+static int ch_groups(Lowering *c, const AttnGeom *ge, const Attr *a, const int64_t *div, int x) {
+  for (int j = 0; j < ge->nlead && x >= 0; j++)
+    if (div[j] > 1 && div[j] < ge->lead[j])
+      x = ch_repeat(c, x, a ? (int)a->ints[j] : j, div[j]);
+  return x;
 }
 
 /* Scores below the row's k-th largest become fill. */
@@ -78,8 +111,8 @@ bool attention_lower(Graph *g, int node, Diag *d) {
                      "opset 10 or later (Slice with its bounds as inputs)", g->opset);
   n = NULL;
   q = ch_slice(&c, qs, q);
-  k = ch_slice(&c, ks, k);
-  v = ch_slice(&c, vs, v);
+  k = ch_groups(&c, &ge, kp, ge.kdiv, ch_slice(&c, ks, k));
+  v = ch_groups(&c, &ge, vp, ge.vdiv, ch_slice(&c, vs, v));
   int s = lw_op(&c, OP_MATMUL, (int[]){ch_layout(&c, qp, q), ch_layout(&c, kp, k)}, 2);
   if (sp.scale != 1)
     s = lw_op(&c, OP_MUL, (int[]){s, lw_scalar(&c, "scale", sp.scale)}, 2);

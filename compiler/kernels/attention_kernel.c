@@ -61,6 +61,15 @@ int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b) {
   return off;
 }
 
+int64_t attn_group_offset(const AttnGeom *ge, const int64_t *st, const int64_t *div, int64_t b) {
+  int64_t off = 0;
+  for (int a = ge->nlead - 1; a >= 0; a--) {
+    off += b % ge->lead[a] / (div[a] > 1 ? div[a] : 1) * st[a];
+    b /= ge->lead[a];
+  }
+  return off;
+}
+
 static const int isa_rows[] = {[ISA_GENERIC] = 4, [ISA_AVX2] = 6, [ISA_AVX512] = 12};
 
 /* the vector widths: vector_views.h */
@@ -244,18 +253,23 @@ static int64_t emit_block_table(Emit *e, Plan *p) {
 
 /* ---- pieces shared by every path ------------------------------------------------- */
 
-/* " + bh / P % L * stride" for each leading axis, the offset of head bh. */
-static const char *head_offset(Emit *e, const AttnGeom *ge, const int64_t *st) {
+/* " + bh / P % L * stride" for each leading axis, the offset of head bh
+ * (K and V: " + bh / P % L / G * stride", G = div[a] indices of Q per
+ * one of theirs; NULL div: one to one). */
+static const char *head_offset(Emit *e, const AttnGeom *ge, const int64_t *st, const int64_t *div) {
   Buf b = {0};
   int64_t inner = 1;
   for (int a = ge->nlead - 1; a >= 0; a--) {
-    if (st[a] && ge->lead[a] > 1) {
+    int64_t g = div && div[a] > 1 ? div[a] : 1;
+    if (st[a] && ge->lead[a] > 1 && g < ge->lead[a]) {
       const char *idx = a == 0 ? arena_printf(ar(e), "bh / %lld", (long long)inner)
                         : inner == 1 ? arena_printf(ar(e), "bh %% %lld", (long long)ge->lead[a])
                                      : arena_printf(ar(e), "bh / %lld %% %lld", (long long)inner,
                                                     (long long)ge->lead[a]);
       if (a == 0 && inner == 1)
         idx = "bh";
+      if (g > 1)
+        idx = arena_printf(ar(e), "%s / %lld", idx, (long long)g);
       buf_printf(&b, " + %s * %lld", idx, (long long)st[a]);
     }
     inner *= ge->lead[a];
@@ -275,16 +289,16 @@ static const char *heads(Emit *e, const Plan *p, bool vec) {
   const char *T = p->ty;
   Buf b = {0};
   buf_printf(&b, "const %s *qh = %s%s; /* Q: row i at qh + i * %lld */\n", T, at(e, p->q, ge->qoff),
-             head_offset(e, ge, ge->qst), (long long)ge->qst[r - 2]);
+             head_offset(e, ge, ge->qst, NULL), (long long)ge->qst[r - 2]);
   buf_printf(&b, "const %s *kh = %s%s; /* K^T: (x, j) at kh + x * %lld + j * %lld */\n", T, at(e, p->k, ge->koff),
-             head_offset(e, ge, ge->kst), (long long)ge->kst[r - 2], (long long)ge->kst[r - 1]);
+             head_offset(e, ge, ge->kst, ge->kdiv), (long long)ge->kst[r - 2], (long long)ge->kst[r - 1]);
   buf_printf(&b, "const %s *vh = %s%s; /* V: key j's row at vh + j * %lld */\n", T, at(e, p->v, ge->voff),
-             head_offset(e, ge, ge->vst), (long long)ge->vst[r - 2]);
+             head_offset(e, ge, ge->vst, ge->vdiv), (long long)ge->vst[r - 2]);
   if (p->m)
     buf_printf(&b, "const %s *mh = %s%s; /* the mask: (i, j) at mh + i * %lld + j * %lld */\n",
-               dt_ctype(ge->mdt), p->m, head_offset(e, ge, ge->mst), (long long)ge->mst[r - 2],
+               dt_ctype(ge->mdt), p->m, head_offset(e, ge, ge->mst, NULL), (long long)ge->mst[r - 2],
                (long long)ge->mst[r - 1]);
-  buf_printf(&b, "%s *yh = %s%s; /* Y: row i at yh + i * %lld */\n", T, p->y, head_offset(e, ge, ge->yst),
+  buf_printf(&b, "%s *yh = %s%s; /* Y: row i at yh + i * %lld */\n", T, p->y, head_offset(e, ge, ge->yst, NULL),
              (long long)ge->yst[r - 2]);
   if (vec && p->kmode == K_PACK) {
     long long tp = (long long)round16(ge->t);
@@ -654,10 +668,19 @@ static void plan_mask(Plan *p) {
   p->pad_skip = k == ATTN_MASK_PADDING && !p->sp.topk && (p->mask_el == 'a' || (isinf(f) && f < 0));
 }
 
+/* ", each K and V head shared by G query heads" when they are grouped. */
+static const char *groups_note(Emit *e, const AttnGeom *ge) {
+  int64_t g = 1;
+  for (int a = 0; a < ge->nlead; a++)
+    g *= (ge->kdiv[a] > 1 ? ge->kdiv[a] : 1);
+  return g > 1 ? arena_printf(ar(e), ", each K and V head read by %lld query heads", (long long)g) : "";
+}
+
 static void describe(Emit *e, const Plan *p) {
   const AttnGeom *ge = &p->ge;
-  emit_line(e, "{ /* Attention over %lld heads: Y[%lld,%lld] = softmax(%s * Q[%lld,%lld] x K^T[%lld,%lld]%s%s) x "
-            "V[%lld,%lld]; query tiles of %d rows, key tiles of %lld */", (long long)ge->nb, (long long)ge->s,
+  emit_line(e, "{ /* Attention over %lld heads%s: Y[%lld,%lld] = softmax(%s * Q[%lld,%lld] x K^T[%lld,%lld]%s%s) x "
+            "V[%lld,%lld]; query tiles of %d rows, key tiles of %lld */", (long long)ge->nb, groups_note(e, ge),
+            (long long)ge->s,
             (long long)ge->dv, emit_double_literal(e, DT_F64, p->sp.scale), (long long)ge->s, (long long)ge->dh,
             (long long)ge->dh, (long long)ge->t,
             p->sp.mask ? arena_printf(ar(e), " + %s mask", attn_mask_name(p->sp.mask)) : "",

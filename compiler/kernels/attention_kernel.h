@@ -50,6 +50,11 @@ typedef struct AttnGeom {
   int64_t s, t, dh, dv;
   int64_t qst[MAX_RANK], kst[MAX_RANK], vst[MAX_RANK], yst[MAX_RANK];
   int64_t qoff, koff, voff;    /* where each operand starts in its input (its slice) */
+  /* Grouped heads (GQA): per leading axis, how many of Q's indices share
+   * one of K's (V's): Q's index i reads K's i / kdiv[a] (a dim of K that
+   * divides Q's; kdiv = Q's dim where K's is 1, a broadcast). 0 or 1: one
+   * to one. The kernel reads the shared head in place, never a copy. */
+  int64_t kdiv[MAX_RANK], vdiv[MAX_RANK];
   bool has_mask;
   DType mdt;
   int64_t mst[MAX_RANK];       /* the mask, per axis of the scores [..., S, T] */
@@ -58,6 +63,9 @@ typedef struct AttnGeom {
 /* Element offset of head b (a flat index over the leading dims) in a
  * tensor whose leading axes have strides st. */
 int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b);
+/* The same for K or V, whose leading indices are Q's divided by div
+ * (ge->kdiv, ge->vdiv). */
+int64_t attn_group_offset(const AttnGeom *ge, const int64_t *st, const int64_t *div, int64_t b);
 
 /* Everything the kernel is generated from. The first five fields are the
  * op's attributes (attn_read, compiler/ops/attention.h, fills them and ge). */

@@ -7,28 +7,38 @@
  * blocks), so the blob holds exactly the file's bytes and an embedding
  * gather of the same table (tied embeddings) reads the same array.
  *
- * Decode (M < QG_BUF_MIN_ROWS: a GEMV, memory-bound). Output columns go in
+ * Decode (M < QG_PREFILL_MIN_ROWS: a GEMV, memory-bound). Output columns go in
  * tiles of QG_R rows of W; for each row of X, each step reads one block of
  * each of the QG_R rows and the 32 values of X it multiplies (32/VW
  * vectors, loaded once for the QG_R rows). A block is unpacked in
  * registers: Q8_0's int8 and Q4's nibbles (b & 15 for values 0..15,
- * b >> 4 for 16..31) are widened and converted to f32 vectors
- * (__builtin_convertvector), multiplied by X's vectors and summed into p;
- * then acc += p·d, and for Q4_1 + xs·m, xs being the block's sum of X (the
- * minimum multiplies every value: Σ(d·q + m)·x = d·Σq·x + m·Σx). Scales
- * are f16, converted by kiln_f16_to_f32 (exact). The weight is streamed
- * once; each byte is touched by one load.
+ * b >> 4 for 16..31) are widened to int vectors straight from memory
+ * ("(v8i){q[0], .., q[7]}": one vpmovzxbd/vpmovsxbd; gcc 12 scalarises a
+ * conversion of a byte vector), converted to f32, multiplied by X's
+ * vectors and summed into p; then acc += p·d, and for Q4_1 + xs·m, xs being
+ * the block's sum of X (the minimum multiplies every value: Σ(d·q + m)·x
+ * = d·Σq·x + m·Σx). The f16 scales go through kiln_f16_to_f32_fast (one
+ * vcvtph2ps with F16C, else a branch-free exact bit trick: with the
+ * branchy kiln_f16_to_f32 they cost a third of the time). The weight is
+ * streamed once.
  *
- * Prefill (M >= QG_BUF_MIN_ROWS). For each tile of QG_R rows of W, a chunk
- * of K (at most QG_KC values) is dequantized once into a local f32 array
- * (the reference arithmetic, 32 KiB at most) that every row of X then
- * reads, two rows of X by QG_R rows of W in 8 vector accumulators: the
- * dequantization is paid once per M rows.
+ * Prefill (M >= QG_PREFILL_MIN_ROWS). A panel of NR = 2 vectors of W's rows is
+ * dequantized once per K chunk (32 KiB at most) into a local K-major
+ * array, each block in vectors and then scattered into its column, and
+ * every row of X runs over it in the f32 GEMM's register tiles (MR rows x
+ * 2 vectors of accumulators, X broadcast): the dequantization is paid once
+ * for all M rows.
  *
  * Rounding. The sums are f32 in a different order from the _eval (which
- * sums exactly in double and rounds once), and decode multiplies d after
- * summing a block (d·Σq·x, not Σ(d·q)·x): the tests use the f32 GEMM's
- * tolerance scaled for K (see tests/blockquant).
+ * sums exactly in double and rounds once), decode multiplies d after
+ * summing a block (d·Σq·x, not Σ(d·q)·x), and a compiler may contract
+ * Q4_1's d·q + m: tests/tests.cmake's tolerance says how much that is.
+ *
+ * Speed (one core of the 2-core AVX2 EPYC this was written on, thread CPU
+ * time; bench/blockquant_gemv.sh): decode Q4_1 576 -> 1536 0.08-0.09 ms
+ * where the f32 GEMV takes 0.12, Q8_0 576 -> 49152 (30 MB, out of cache)
+ * 2.6 ms where f32 (113 MB) takes 8.5; 64 rows of Q4_1 576 -> 1536
+ * 2.0-2.5 ms where the f32 GEMM takes 1.5.
  *
  * Vector widths. GNU C vectors of 16, 8 and 4 floats, picked when the
  * generated file is compiled as the f32 GEMM's are (vector_views.h): the
@@ -46,20 +56,22 @@
 
 #include <string.h>
 
-#define QG_R 4               /* rows of W (output columns) a tile */
-#define QG_BUF_MIN_ROWS 4    /* M from which a tile is dequantized once into a local array */
-#define QG_KC 2048           /* values of K a local array holds: QG_R x 2048 floats = 32 KiB */
+#define QG_R 4                /* decode: rows of W (output columns) a tile */
+#define QG_PREFILL_MIN_ROWS 4 /* M from which panels of W are dequantized once into a local array */
+#define QG_PREFETCH_TILES 2   /* decode: how many tiles ahead the weight is prefetched */
 
 typedef struct QGeo {
   int bb, vw;              /* block bytes; floats a vector */
   int64_t nb, rb;          /* blocks a row; bytes a row of W */
   int64_t nt;              /* full tiles of QG_R rows */
   int rem;                 /* rows of W left over */
-  int64_t kc, nkc;         /* prefill: K chunks */
   double ns;               /* estimated serial time */
 } QGeo;
 
 static const char *ll(Emit *e, int64_t v) { return emit_int(e, v); }
+
+/* The bound of a loop over X's rows: M, or the run-time m_run. */
+static const char *rows_bound(Emit *e, const QGemmSpec *s) { return s->rows ? "m_run" : ll(e, s->m); }
 
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
   emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
@@ -87,43 +99,89 @@ void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
   }
 }
 
+/* vw bytes at p + off as an int vector: "(v8i){p[off], .., p[off + 7]}",
+ * which gcc and clang compile to one vpmovzxbd (vpmovsxbd through an
+ * int8_t pointer); gcc 12 scalarises a conversion of a byte vector. */
+static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
+  Buf b = {0};
+  buf_printf(&b, "(v%di){", vw);
+  for (int l = 0; l < vw; l++)
+    buf_printf(&b, "%s%s[%d]", l ? ", " : "", p, off + l);
+  buf_puts(&b, "}");
+  const char *r = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
 /* The f32 values of one block at q multiplied by X's vectors x0.. and
  * summed into the vector p (decode). */
 static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
   Buf b = {0};
   int nx = 32 / vw;
   if (fmt == BQ_Q8_0) {
+    emit_line(e, "const int8_t *qi = (const int8_t *)q;");
     for (int h = 0; h < nx; h++)
-      emit_line(e, "v%di8 q%d;", vw, h), emit_line(e, "memcpy(&q%d, q + %d, sizeof q%d);", h, 2 + h * vw, h);
-    for (int h = 0; h < nx; h++)
-      buf_printf(&b, "%s__builtin_convertvector(q%d, v%df) * x%d", h ? " + " : "", h, vw, h);
+      buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", bytes_expr(e, vw, "qi", 2 + h * vw),
+                 vw, h);
   } else {
     int off = fmt == BQ_Q4_1 ? 4 : 2, nh = 16 / vw;
-    const char *sub = fmt == BQ_Q4_0 ? " - 8.0f" : "";
+    const char *sub = fmt == BQ_Q4_0 ? " - 8" : "";
     for (int h = 0; h < nh; h++)
-      emit_line(e, "v%du8 q%d;", vw, h), emit_line(e, "memcpy(&q%d, q + %d, sizeof q%d);", h, off + h * vw, h);
+      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
     for (int h = 0; h < nh; h++)
-      buf_printf(&b, "%s(__builtin_convertvector(q%d & 15, v%df)%s) * x%d", h ? " + " : "", h, vw, sub, h);
+      buf_printf(&b, "%s__builtin_convertvector((q%d & 15)%s, v%df) * x%d", h ? " + " : "", h, sub, vw, h);
     for (int h = 0; h < nh; h++)
-      buf_printf(&b, " + (__builtin_convertvector(q%d >> 4, v%df)%s) * x%d", h, vw, sub, h + nh);
+      buf_printf(&b, " + __builtin_convertvector((q%d >> 4)%s, v%df) * x%d", h, sub, vw, h + nh);
   }
   emit_line(e, "const v%df p = %s;", vw, b.s);
   buf_free(&b);
 }
 
+/* The block at q dequantized into the 32 floats at wb (64-byte aligned),
+ * in vectors: prefill's tile. d·q (+ m) as the reference, though a C
+ * compiler may contract Q4_1's into an fma. */
+static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
+  emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
+  if (fmt == BQ_Q8_0) {
+    emit_line(e, "const int8_t *qi = (const int8_t *)q;");
+    for (int h = 0; h < 32 / vw; h++)
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d;", vw, h * vw,
+                bytes_expr(e, vw, "qi", 2 + h * vw), vw);
+    return;
+  }
+  int off = fmt == BQ_Q4_1 ? 4 : 2;
+  const char *sub = fmt == BQ_Q4_0 ? " - 8" : "", *add = fmt == BQ_Q4_1 ? " + mn" : "";
+  if (fmt == BQ_Q4_1)
+    emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
+  for (int h = 0; h < 16 / vw; h++) {
+    emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d & 15)%s, v%df) * d%s;", vw, h * vw, h, sub, vw,
+              add);
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d >> 4)%s, v%df) * d%s;", vw, 16 + h * vw, h, sub,
+              vw, add);
+  }
+}
+
 /* Decode: rows base .. base + nrows - 1 of W by every row of X, the blocks
- * unpacked in registers. */
-static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base) {
-  int vw = g->vw, nx = 32 / vw;
+ * unpacked in registers. In the loop over full tiles (t), the tile
+ * QG_PREFETCH_TILES ahead is prefetched as the blocks go: its QG_R rows
+ * are contiguous, QG_R blocks' bytes a step. */
+static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  int vw = g->vw, nx = 32 / vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
-  emit_line(e, "for (int i = 0; i < %s; i++) {", ll(e, s->m));
+  if (prefetch)
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(t + %d < %s ? t + %d : t) * %s; /* a tile ahead */",
+              QG_PREFETCH_TILES, ll(e, g->nt), QG_PREFETCH_TILES, ll(e, QG_R * g->rb));
+  emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent++;
   emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
   for (int r = 0; r < nrows; r++)
     emit_line(e, "v%df acc%d = {0};", vw, r);
   emit_line(e, "for (int c = 0; c < %s; c++) { /* block c of each row */", ll(e, g->nb));
   e->indent++;
+  for (int off = 0; prefetch && off < step; off += 64)
+    emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   for (int h = 0; h < nx; h++)
     emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, x + c * 32 + %d, sizeof x%d);", h, h * vw, h);
   if (s->fmt == BQ_Q4_1) {
@@ -137,9 +195,9 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     emit_line(e, "{ /* row %d */", r);
     e->indent++;
     emit_line(e, "const uint8_t *q = w%d + c * %d;", r, g->bb);
-    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(q[0] | q[1] << 8));");
+    emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
     if (s->fmt == BQ_Q4_1)
-      emit_line(e, "const float mn = kiln_f16_to_f32((uint16_t)(q[2] | q[3] << 8));");
+      emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
     emit_block_dot(e, s->fmt, vw);
     emit_line(e, "acc%d += p * d%s;", r, s->fmt == BQ_Q4_1 ? " + xs * mn" : "");
     e->indent--;
@@ -158,68 +216,90 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
   emit_line(e, "}");
 }
 
-/* Prefill: mr rows of X from row `i` by the nrows rows of W in wt. */
-static void emit_buf_rows(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, int mr) {
-  int vw = g->vw;
-  for (int mi = 0; mi < mr; mi++) {
-    emit_line(e, "const float *x%d = a + (int64_t)(i + %d) * %s + k0;", mi, mi, ll(e, s->k));
-    for (int r = 0; r < nrows; r++)
-      emit_line(e, "v%df acc%d_%d = {0};", vw, mi, r);
-  }
-  emit_line(e, "for (int kk = 0; kk < %s; kk += %d) {", ll(e, g->kc), vw);
-  e->indent++;
-  for (int mi = 0; mi < mr; mi++)
-    emit_line(e, "v%df xv%d;", vw, mi), emit_line(e, "memcpy(&xv%d, x%d + kk, sizeof xv%d);", mi, mi, mi);
-  for (int r = 0; r < nrows; r++)
-    emit_line(e, "const v%df wv%d = *(const v%df *)(wt + %s + kk);", vw, r, vw, ll(e, r * g->kc));
-  for (int mi = 0; mi < mr; mi++)
-    for (int r = 0; r < nrows; r++)
-      emit_line(e, "acc%d_%d += xv%d * wv%d;", mi, r, mi, r);
-  e->indent--;
-  emit_line(e, "}");
-  for (int mi = 0; mi < mr; mi++)
-    for (int r = 0; r < nrows; r++) {
-      emit_line(e, "{");
-      e->indent++;
-      emit_line(e, "float sv = 0;");
-      emit_line(e, "for (int l = 0; l < %d; l++)", vw);
-      emit_line(e, "  sv += acc%d_%d[l];", mi, r);
-      emit_line(e, "float *yo = y + (int64_t)(i + %d) * %s + %s + %d;", mi, ll(e, s->n), base, r);
-      emit_line(e, "*yo = (k0 ? *yo : %s) + sv;",
-                s->bias ? arena_printf(e->g->arena, "bias[%s + %d]", base, r) : "0.0f");
-      e->indent--;
-      emit_line(e, "}");
-    }
+/* Prefill's panel: NR = 2 vectors of W's rows (output columns), K-major
+ * in chunks of kc (wt[k * NR + j] = W[base + j][k0 + k]), at most
+ * QG_PANEL_FLOATS, read by MR x 2 vector accumulators per row tile. */
+#define QG_PANEL_FLOATS 8192 /* 32 KiB */
+
+typedef struct Panel {
+  int nr, mr;       /* columns a panel (rows of W); rows of X a register tile */
+  int64_t kc;       /* K a chunk: a multiple of 32 dividing K */
+} Panel;
+
+static Panel panel_of(const QGemmSpec *s, const View *v) {
+  Panel p = {.nr = 2 * v->vw, .mr = v->acc / 2 > 12 ? 12 : v->acc / 2};
+  int64_t cap = QG_PANEL_FLOATS / p.nr / 32 * 32;
+  p.kc = s->k < cap ? s->k : cap;
+  while (s->k % p.kc)
+    p.kc -= BQ_BLOCK_VALUES;
+  return p;
 }
 
-/* Prefill: rows base .. base + nrows - 1 of W dequantized a K chunk at a
- * time into wt, then read by every row of X. */
-static void emit_buf_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base) {
-  emit_line(e, "float wt[%s] __attribute__((aligned(64))); /* %d rows of W, %s values of K */",
-            ll(e, nrows * g->kc), nrows, ll(e, g->kc));
-  emit_line(e, "for (int k0 = 0; k0 < %s; k0 += %s) {", ll(e, s->k), ll(e, g->kc));
-  e->indent++;
-  emit_line(e, "for (int r = 0; r < %d; r++)", nrows);
-  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, g->kc / 32));
-  e->indent += 2;
-  emit_line(e, "const uint8_t *b = w + (int64_t)(%s + r) * %s + (k0 / 32 + c) * %d;", base, ll(e, g->rb), g->bb);
-  emit_line(e, "float *wb = wt + r * %s + c * 32;", ll(e, g->kc));
-  qgemm_emit_block(e, s->fmt, "b", "wb");
-  e->indent -= 2;
-  emit_line(e, "  }");
-  int64_t m2 = s->m - s->m % 2;
-  if (m2 > 0) {
-    emit_line(e, "for (int i = 0; i < %s; i += 2) {", ll(e, m2));
-    e->indent++;
-    emit_buf_rows(e, s, g, nrows, base, 2);
-    e->indent--;
-    emit_line(e, "}");
+/* mr rows of X from row `i` by the panel: acc += x[k] (broadcast) · the
+ * panel's two vectors at k; then Y's columns base .. base + valid - 1
+ * get the sums (plus the bias in the first chunk, plus Y in the others). */
+static void emit_panel_rows(Emit *e, const QGemmSpec *s, const Panel *p, int vw, int mr, const char *base,
+                            int valid) {
+  for (int r = 0; r < mr; r++) {
+    emit_line(e, "const float *x%d = a + (int64_t)(i + %d) * %s + k0;", r, r, ll(e, s->k));
+    emit_line(e, "v%df acc%d_0 = {0}, acc%d_1 = {0};", vw, r, r);
   }
-  if (s->m % 2) {
+  emit_line(e, "for (int k = 0; k < %s; k++) {", ll(e, p->kc));
+  e->indent++;
+  emit_line(e, "const v%df b0 = *(const v%df *)(wt + k * %d), b1 = *(const v%df *)(wt + k * %d + %d);", vw, vw, p->nr,
+            vw, p->nr, vw);
+  for (int r = 0; r < mr; r++)
+    emit_line(e, "acc%d_0 += x%d[k] * b0, acc%d_1 += x%d[k] * b1;", r, r, r, r);
+  e->indent--;
+  emit_line(e, "}");
+  for (int r = 0; r < mr; r++) {
     emit_line(e, "{");
     e->indent++;
-    emit_line(e, "const int i = %s;", ll(e, s->m - 1));
-    emit_buf_rows(e, s, g, nrows, base, 1);
+    emit_line(e, "float *yr = y + (int64_t)(i + %d) * %s + %s;", r, ll(e, s->n), base);
+    emit_line(e, "float o[%d] __attribute__((aligned(64)));", p->nr);
+    emit_line(e, "*(v%df *)o = acc%d_0, *(v%df *)(o + %d) = acc%d_1;", vw, r, vw, vw, r);
+    emit_line(e, "for (int j = 0; j < %d; j++)", valid);
+    emit_line(e, "  yr[j] = (k0 ? yr[j] : %s) + o[j];",
+              s->bias ? arena_printf(e->g->arena, "bias[%s + j]", base) : "0.0f");
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* Prefill: the `valid` rows of W from base, a K chunk at a time
+ * dequantized into the panel (each block in vectors, then its 32 values
+ * into their column), then every row of X in register tiles. */
+static void emit_panel_tile(Emit *e, const QGemmSpec *s, const Panel *p, int vw, const char *base, int valid) {
+  emit_line(e, "float wt[%s] __attribute__((aligned(64))); /* [%s][%d]: W's rows as columns */",
+            ll(e, p->kc * p->nr), ll(e, p->kc), p->nr);
+  if (valid < p->nr)
+    emit_line(e, "memset(wt, 0, sizeof wt); /* the columns past N stay 0 */");
+  emit_line(e, "for (int k0 = 0; k0 < %s; k0 += %s) {", ll(e, s->k), ll(e, p->kc));
+  e->indent++;
+  emit_line(e, "for (int j = 0; j < %d; j++)", valid);
+  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / 32));
+  e->indent += 2;
+  emit_line(e, "const uint8_t *q = w + (int64_t)(%s + j) * %s + (k0 / 32 + c) * %d;", base,
+            ll(e, s->k / 32 * bq_formats[s->fmt].block_bytes), bq_formats[s->fmt].block_bytes);
+  emit_line(e, "float wb[32] __attribute__((aligned(64)));");
+  emit_block_store(e, s->fmt, vw);
+  emit_line(e, "for (int l = 0; l < 32; l++)");
+  emit_line(e, "  wt[(c * 32 + l) * %d + j] = wb[l];", p->nr);
+  e->indent -= 2;
+  emit_line(e, "  }");
+  int64_t mhi = s->m - s->m % p->mr;
+  if (mhi > 0) {
+    emit_line(e, "for (int i = 0; i < %s%s; i += %d) {", ll(e, mhi), s->rows ? " && i < m_run" : "", p->mr);
+    e->indent++;
+    emit_panel_rows(e, s, p, vw, p->mr, base, valid);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (s->m % p->mr) {
+    emit_line(e, s->rows ? "if (m_run > %s) {" : "{", ll(e, mhi));
+    e->indent++;
+    emit_line(e, "const int i = %s;", ll(e, mhi));
+    emit_panel_rows(e, s, p, vw, (int)(s->m % p->mr), base, valid);
     e->indent--;
     emit_line(e, "}");
   }
@@ -227,33 +307,72 @@ static void emit_buf_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
   emit_line(e, "}");
 }
 
-static void emit_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base) {
-  if (s->m >= QG_BUF_MIN_ROWS)
-    emit_buf_tile(e, s, g, nrows, base);
-  else
-    emit_reg_tile(e, s, g, nrows, base);
+/* Prefill through view v: the full panels (split among threads), then the
+ * columns left over in one zero-padded panel. */
+static void emit_prefill(Emit *e, const QGemmSpec *s, const QGeo *g, const View *v) {
+  Panel p = panel_of(s, v);
+  int64_t np = s->n / p.nr;
+  int rem = (int)(s->n % p.nr);
+  if (np > 0) {
+    emit_parallel_for(e, np, g->ns * (double)np / (double)(np + (rem > 0)));
+    emit_line(e, "for (int t = 0; t < %s; t++) { /* W's rows %d t .. %d t + %d */", ll(e, np), p.nr, p.nr, p.nr - 1);
+    e->indent++;
+    emit_panel_tile(e, s, &p, v->vw, arena_printf(e->g->arena, "t * %d", p.nr), p.nr);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (rem > 0) {
+    emit_line(e, "{ /* the last %d rows of W */", rem);
+    e->indent++;
+    emit_panel_tile(e, s, &p, v->vw, ll(e, np * p.nr), rem);
+    e->indent--;
+    emit_line(e, "}");
+  }
 }
 
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
+
 /* One vector width: the full tiles (split among threads), then the rest. */
-static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, int vw) {
-  g->vw = vw;
+static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
+  int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
-  if (s->m < QG_BUF_MIN_ROWS) /* decode reads the quants as byte vectors */
-    emit_line(e, "typedef %s v%d%s __attribute__((vector_size(%d)));",
-              s->fmt == BQ_Q8_0 ? "signed char" : "unsigned char", vw, s->fmt == BQ_Q8_0 ? "i8" : "u8", vw);
+  emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
+    /* a prefill chunk holding few real tokens: dequantizing all of W into
+     * panels would cost more than reading it once per row */
+    emit_line(e, "if (m_run < %d) { /* few rows: W's blocks in registers, as in decode */", QG_PREFILL_MIN_ROWS);
+    e->indent++;
+    emit_decode_tiles(e, s, g);
+    e->indent--;
+    emit_line(e, "} else {");
+    e->indent++;
+    emit_prefill(e, s, g, v);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
+  if (s->m >= QG_PREFILL_MIN_ROWS) {
+    emit_prefill(e, s, g, v);
+    return;
+  }
+  emit_decode_tiles(e, s, g);
+}
+
+/* Decode: W's rows QG_R at a time (split among threads), then the rest. */
+static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
   if (g->nt > 0) {
     emit_parallel_for(e, g->nt, g->ns);
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
               QG_R - 1);
     e->indent++;
-    emit_tile(e, s, g, QG_R, arena_printf(e->g->arena, "t * %d", QG_R));
+    emit_reg_tile(e, s, g, QG_R, arena_printf(e->g->arena, "t * %d", QG_R), true);
     e->indent--;
     emit_line(e, "}");
   }
   if (g->rem > 0) {
     emit_line(e, "{ /* the last %d rows of W */", g->rem);
     e->indent++;
-    emit_tile(e, s, g, g->rem, ll(e, g->nt * QG_R));
+    emit_reg_tile(e, s, g, g->rem, ll(e, g->nt * QG_R), false);
     e->indent--;
     emit_line(e, "}");
   }
@@ -262,7 +381,7 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, int vw) {
 /* Plain C: each block dequantized as the reference does, then a dot. */
 static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
   emit_line(e, "for (int j = 0; j < %s; j++)", ll(e, s->n));
-  emit_line(e, "  for (int i = 0; i < %s; i++) {", ll(e, s->m));
+  emit_line(e, "  for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent += 2;
   emit_line(e, "float sv = 0;");
   emit_line(e, "for (int c = 0; c < %s; c++) {", ll(e, g->nb));
@@ -287,16 +406,12 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   QGeo g = {.bb = bq_formats[s->fmt].block_bytes, .nb = s->k / BQ_BLOCK_VALUES, .nt = s->n / QG_R,
             .rem = (int)(s->n % QG_R)};
   g.rb = g.nb * g.bb;
-  g.kc = s->k <= QG_KC ? s->k : QG_KC;
-  while (g.kc > 0 && s->k % g.kc) /* equal chunks, a multiple of 32 */
-    g.kc -= BQ_BLOCK_VALUES;
-  g.nkc = g.kc ? s->k / g.kc : 0;
   /* about 10 GB/s of weight or 20 GFLOP/s, whichever is slower */
   double wbytes = (double)s->n * (double)g.rb, flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
   g.ns = wbytes / 10 > flops / 20 ? wbytes / 10 : flops / 20;
-  const char *wn = s->w_name ? arena_printf(e->g->arena, " '%s'", s->w_name) : "";
-  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W%s^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
-            (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, wn, s->bias ? " + bias" : "",
+  /* no value names in the text: every layer's product of one shape shares one kernel */
+  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
+            (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, s->bias ? " + bias" : "",
             (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb);
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld] */", s->a, (long long)s->m, (long long)s->k);
@@ -305,8 +420,11 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->bias)
     emit_line(e, "const float *bias = %s; /* [%lld] */", s->bias, (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
+  if (s->rows) /* a prefill chunk's real tokens: the rows past them come out 0 */
+    emit_line(e, "const int64_t m_run = %s < 0 ? 0 : %s > %lld ? %lld : %s;", s->rows, s->rows, (long long)s->m,
+              (long long)s->m, s->rows);
   if (s->k == 0) {
-    emit_line(e, "for (int i = 0; i < %lld; i++)", (long long)(s->m * s->n));
+    emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
@@ -317,13 +435,18 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
       else
         emit_line(e, "#elif %s", gnu);
       emit_line(e, "/* %d-wide vectors: %s */", v->vw,
-                s->m >= QG_BUF_MIN_ROWS ? "tiles of W dequantized once, read by every row of X"
-                                        : "blocks unpacked in registers");
-      emit_vector_path(e, s, &g, v->vw);
+                s->m >= QG_PREFILL_MIN_ROWS ? "panels of W dequantized once, read by every row of X"
+                                            : "blocks unpacked in registers");
+      emit_vector_path(e, s, &g, v);
     }
     emit_line(e, "#else");
     emit_scalar_path(e, s, &g);
     emit_line(e, "#endif");
+  }
+  if (s->rows) {
+    emit_line(e, "if (m_run < %lld)", (long long)s->m);
+    emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,
+              (long long)s->m, (long long)s->n);
   }
   e->indent--;
   emit_line(e, "}");

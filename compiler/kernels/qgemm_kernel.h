@@ -18,9 +18,11 @@ typedef struct QGemmSpec {
   BqFormat fmt;
   const char *a;       /* C pointer expression of X[m,k], row-major */
   const char *w;       /* C pointer expression of the blocks (const uint8_t *) */
-  const char *w_name;  /* the weight's name, for comments (may be NULL) */
   const char *bias;    /* C pointer expression of bias[n], or NULL */
   const char *y;       /* C pointer expression of Y[m,n], row-major */
+  const char *rows;    /* C expression of how many of X's rows to compute (a
+                          decoder's prefill: its real tokens), or NULL: all m;
+                          Y's rows past it are set to 0 */
 } QGemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block).

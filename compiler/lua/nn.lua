@@ -91,14 +91,14 @@ function nn.layer_norm(name, x, opts)
 end
 
 --- nn.rms_norm(name, x [, {eps = 1e-6}]): x / √(mean(x²) + eps) · name.weight
--- (RMSNorm, Zhang & Sennrich 2019; no mean subtraction, no bias).
+-- (RMSNorm, Zhang & Sennrich 2019; no mean subtraction, no bias): one
+-- RMSNormalization node over the last axis.
 function nn.rms_norm(name, x, opts)
   need_name(name, "rms_norm")
   opts = opts or {}
   need_tensor(x, "rms_norm", "x")
   local gamma = param{name .. ".weight", {last_dim(x)}, init = "ones"}
-  local rms = ((x * x):mean(-1, true) + (opts.eps or 1e-6)):sqrt()
-  return x / rms * gamma
+  return x:rms_norm(gamma, opts.eps or 1e-6)
 end
 
 --- nn.relu(x): max(x, 0).
@@ -248,15 +248,39 @@ function nn.merge_heads(x)
   return x:permute(0, 2, 1, 3):reshape(b, t, h * dh)
 end
 
+--- nn.repeat_kv(x, groups): [b, h, t, d] -> [b, h·groups, t, d], each head
+-- repeated groups times in place (head j reads x's head j // groups):
+-- Hugging Face's repeat_kv, which the attention fusion reads through
+-- without making the copy.
+function nn.repeat_kv(x, groups)
+  need_rank(x, 4, "repeat_kv", "x", "[batch, heads, seq, d_head]")
+  if groups == 1 then
+    return x
+  end
+  local b, h, t, d = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
+  return x:unsqueeze(2):expand(b, h, groups, t, d):reshape(b, h * groups, t, d)
+end
+
 --- nn.attention(q, k, v [, {mask, scale, normalize}]): scaled dot-product
 -- attention on heads [batch, heads, seq, d_head]: normalize(q·kᵀ·scale +
 -- mask)·v, scale 1/√d_head, normalize softmax over the keys (a function of
 -- the scores can replace it: sparsemax, entmax, top-k, ...). Written as
 -- MatMul → Mul → Add → Softmax → MatMul, the pattern kiln's attention
--- fusion looks for.
+-- fusion looks for. k and v may have fewer heads than q (grouped-query
+-- attention: heads a multiple of theirs; query head h reads kv head
+-- h // (heads / kv_heads), through nn.repeat_kv).
 function nn.attention(q, k, v, opts)
   opts = opts or {}
   need_rank(q, 4, "attention", "q", "[batch, heads, seq, d_head]")
+  need_rank(k, 4, "attention", "k", "[batch, kv_heads, seq_k, d_head]")
+  local h, hkv = q.shape[2], k.shape[2]
+  if h ~= hkv then
+    if h % hkv ~= 0 or v.shape[2] ~= hkv then
+      fail(string.format("nn.attention: q has %d heads, k %d and v %d; expected k and v with a divisor "
+                         .. "of q's heads (grouped-query attention)", h, hkv, v.shape[2]))
+    end
+    k, v = nn.repeat_kv(k, h // hkv), nn.repeat_kv(v, h // hkv)
+  end
   local tq, tk = q.shape[3], k.shape[3]
   local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(q.shape[4]))
   local mask = nn.additive_mask(opts.mask, tq, tk)
@@ -297,12 +321,23 @@ local function packed_qkv(name, x, memory, d, opts)
   return q, k, v
 end
 
---- nn.multi_head_attention(name, x, {heads, memory, mask, names, bias,
--- normalize, seed}): multi-head attention, self (keys and values from x)
--- or cross (from memory, [batch, seq_k, d]). names: "torch" (default:
--- name.in_proj_weight/in_proj_bias, name.out_proj), "separate" (q_proj,
--- k_proj, v_proj, out_proj) or a table {query=, key=, value=, out=} of
--- Linear names under name. Returns [batch, seq, d].
+-- A copy of the options table t with heads = h.
+local function with_heads(t, h)
+  local c = {}
+  for key, val in pairs(t) do c[key] = val end
+  c.heads = h
+  return c
+end
+
+--- nn.multi_head_attention(name, x, {heads, kv_heads, rope, memory, mask,
+-- names, bias, normalize, seed}): multi-head attention, self (keys and
+-- values from x) or cross (from memory, [batch, seq_k, d]). names: "torch"
+-- (default: name.in_proj_weight/in_proj_bias, name.out_proj), "separate"
+-- (q_proj, k_proj, v_proj, out_proj) or a table {query=, key=, value=,
+-- out=} of Linear names under name. kv_heads (with separate names):
+-- grouped-query attention, K and V projections of kv_heads·d_head. rope:
+-- the options of x:rope{...} (positions, theta, max_pos, ...), applied to
+-- the heads of q and k. Returns [batch, seq, d].
 function nn.multi_head_attention(name, x, opts)
   need_name(name, "multi_head_attention")
   opts = opts or {}
@@ -316,6 +351,12 @@ function nn.multi_head_attention(name, x, opts)
                        heads))
   end
   local names = opts.names or "torch"
+  local kv_heads = opts.kv_heads or heads
+  need_int(kv_heads, "multi_head_attention", "kv_heads")
+  if heads % kv_heads ~= 0 or (kv_heads ~= heads and names == "torch") then
+    fail(string.format("nn.multi_head_attention: %d heads and %d kv_heads; expected kv_heads dividing "
+                       .. "heads, with separate projections (names)", heads, kv_heads))
+  end
   local q, k, v
   if names == "torch" then
     q, k, v = packed_qkv(name, x, memory, d, opts)
@@ -323,12 +364,15 @@ function nn.multi_head_attention(name, x, opts)
   else
     names = names == "separate" and SEPARATE or names
     local lin = {bias = opts.bias, seed = opts.seed}
+    local dkv = d // heads * kv_heads
     q = nn.linear(name .. "." .. names.query, x, d, lin)
-    k = nn.linear(name .. "." .. names.key, memory, d, lin)
-    v = nn.linear(name .. "." .. names.value, memory, d, lin)
+    k = nn.linear(name .. "." .. names.key, memory, dkv, lin)
+    v = nn.linear(name .. "." .. names.value, memory, dkv, lin)
   end
-  local ctx = nn.attention(nn.split_heads(q, heads), nn.split_heads(k, heads),
-                           nn.split_heads(v, heads),
+  if opts.rope then -- on [b, t, heads·dh], before the head split: its transpose stays a view
+    q, k = q:rope(with_heads(opts.rope, heads)), k:rope(with_heads(opts.rope, kv_heads))
+  end
+  local ctx = nn.attention(nn.split_heads(q, heads), nn.split_heads(k, kv_heads), nn.split_heads(v, kv_heads),
                            {mask = opts.mask, scale = opts.scale, normalize = opts.normalize})
   return nn.linear(name .. "." .. names.out, nn.merge_heads(ctx), d,
                    {bias = opts.bias, seed = opts.seed})

@@ -136,9 +136,13 @@ static bool geom_operands(const Node *n, const Type *q, const Type *k, const Typ
   ge->nlead = r - 2;
   ge->nb = 1;
   for (int a = 0; a < r - 2; a++) {
-    if (qd[a] != kd[a] || qd[a] != vd[a])
-      return *why = "Q, Kᵀ and V with equal leading (batch, head) dims", false;
+    if (kd[a] < 1 || vd[a] < 1 || qd[a] % kd[a] || qd[a] % vd[a])
+      return *why = "Q, Kᵀ and V with equal leading (batch, head) dims, or Kᵀ's and V's dividing Q's "
+                    "(grouped heads)",
+             false;
     ge->lead[a] = qd[a];
+    ge->kdiv[a] = qd[a] / kd[a];
+    ge->vdiv[a] = qd[a] / vd[a];
     ge->nb *= qd[a];
   }
   ge->s = qd[r - 2];
@@ -302,7 +306,7 @@ static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in,
   DType dt = ge->dt;
   int64_t r = ge->rank;
   int64_t qo = ge->qoff + attn_lead_offset(ge, ge->qst, b) + i * ge->qst[r - 2];
-  int64_t ko = ge->koff + attn_lead_offset(ge, ge->kst, b), mo = 0;
+  int64_t ko = ge->koff + attn_group_offset(ge, ge->kst, ge->kdiv, b), mo = 0;
   if (ge->has_mask)
     mo = attn_lead_offset(ge, ge->mst, b) + i * ge->mst[r - 2];
   for (int64_t j = 0; j < ge->t; j++) {
@@ -359,7 +363,7 @@ bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     return diag_error(d, "out of memory evaluating Attention over %lld keys", (long long)ge.t);
   int r = ge.rank;
   for (int64_t b = 0; b < ge.nb; b++) {
-    int64_t vo = ge.voff + attn_lead_offset(&ge, ge.vst, b), yo = attn_lead_offset(&ge, ge.yst, b);
+    int64_t vo = ge.voff + attn_group_offset(&ge, ge.vst, ge.vdiv, b), yo = attn_lead_offset(&ge, ge.yst, b);
     for (int64_t i = 0; i < ge.s; i++) {
       row_scores(&ge, &sp, in, b, i, sc);
       if (sp.topk > 0)

@@ -15,7 +15,10 @@
  * logical operand is Transpose(input, perm), and `y_perm` that the output
  * is Transpose(logical Y, y_perm); all but k_perm keep the last axis last
  * (rows stay contiguous; keys that are not contiguous the kernel packs),
- * and the leading dims of Q, Kᵀ and V are equal. `q_slice`, `k_slice`,
+ * and the leading dims of Q, Kᵀ and V are equal — or, for grouped-query
+ * attention (GQA, MQA), Kᵀ's and V's divide Q's: with H query heads and
+ * Hkv key/value heads, query head h reads kv head h / (H / Hkv), in place
+ * (a dim of 1 broadcasts). `q_slice`, `k_slice`,
  * `v_slice` = [axis, start, end] say that the operand is a range of one
  * axis of its input, taken before the perm: how Q, K and V are read in
  * place from the fused QKV projection's output (one buffer, three views),

@@ -2,8 +2,10 @@
  * (compiler/blockquant.h) in place of the f32 tensor DequantizeBlocks
  * would make; fuse_blocks makes them:
  *
- *   BlockLinear {format} (X[..., K], Wb u8[N, K/32·block_bytes], bias[N]?)
- *       Y[..., N] = X · Wᵀ (+ bias), W[N,K] = Wb dequantized: torch's
+ *   BlockLinear {format} (X[..., K], Wb u8[N, K/32·block_bytes], bias[N]?, rows i64[1]?)
+ *       Y[..., N] = X · Wᵀ (+ bias), W[N,K] = Wb dequantized; with `rows`,
+ *       only X's first `rows` rows (of M) are multiplied and Y's others are
+ *       0 (a decoder's prefill: the chunk's real tokens). torch's
  *       Linear (x·Wᵀ) with its weight as GGUF stores it, a row of blocks
  *       per output column. _emit: the block GEMM/GEMV (compiler/kernels/
  *       qgemm_kernel.c), which dequantizes each block in registers.
@@ -63,8 +65,14 @@ bool block_linear_infer(Graph *g, Node *n, Diag *d) {
                      type_str(&x->type, xs, sizeof xs), (long long)k, (long long)k);
   if (b && (b->type.dt != DT_F32 || b->type.rank != 1 || b->type.dims[0] != nn))
     return diag_node(d, g, n, "bias is %s; expected f32[%lld]", type_str(&b->type, bs, sizeof bs), (long long)nn);
+  const Value *r = node_in(g, n, 3);
+  if (r && (r->type.dt != DT_I64 || type_numel(&r->type) != 1))
+    return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&r->type, bs, sizeof bs));
   Type y = x->type;
   y.dims[y.rank - 1] = nn;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, xs, sizeof xs),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }
@@ -75,7 +83,11 @@ bool block_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   int64_t nn, k;
   char err[256];
   KILN_ASSERT(block_weight(n, &in[1].type, &fmt, &nn, &k, err, sizeof err));
-  int64_t m = k ? type_numel(&in[0].type) / k : 0;
+  int64_t m = nn ? type_numel(&out[0].type) / nn : 0; /* rows of X, also when K is 0 */
+  if (n->nin > 3 && in[3].data) { /* rows: the rest stay 0 */
+    int64_t r = *(const int64_t *)in[3].data;
+    m = r < 0 ? 0 : r < m ? r : m;
+  }
   const float *x = in[0].data, *bias = n->nin > 2 ? in[2].data : NULL;
   float *y = out[0].data, *w = malloc(sizeof(float) * (size_t)(k ? k : 1));
   KILN_ASSERT(w);
@@ -98,12 +110,14 @@ bool block_linear_emit(Emit *e, const Node *n) {
   BqFormat fmt;
   int64_t nn, k;
   char err[256];
-  const Type *xt = &gval(e->g, n->in[0])->type;
   if (!block_weight(n, &gval(e->g, n->in[1])->type, &fmt, &nn, &k, err, sizeof err))
     return false;
-  QGemmSpec s = {.m = k ? type_numel(xt) / k : 0, .n = nn, .k = k, .fmt = fmt,
-                 .a = emit_ref(e, n->in[0]), .w = emit_ref(e, n->in[1]), .w_name = gval(e->g, n->in[1])->name,
+  int64_t m = nn ? type_numel(&gval(e->g, n->out[0])->type) / nn : 0;
+  QGemmSpec s = {.m = m, .n = nn, .k = k, .fmt = fmt,
+                 .a = emit_ref(e, n->in[0]), .w = emit_ref(e, n->in[1]),
                  .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0])};
+  if (node_has_in(n, 3)) /* after Y: weights and parameters are named in order of first use */
+    s.rows = arena_printf(e->g->arena, "%s[0]", emit_ref(e, n->in[3]));
   return emit_qgemm(e, &s);
 }
 
@@ -136,6 +150,9 @@ bool block_gather_infer(Graph *g, Node *n, Diag *d) {
   Type y = ix->type;
   y.dt = DT_F32;
   y.dims[y.rank++] = cols;
+  if (!type_size_ok(&y))
+    return diag_node(d, g, n, "Y would be %s; expected at most %lld values", type_str(&y, err, sizeof err),
+                     (long long)MAX_NUMEL);
   node_out(g, n, 0)->type = y;
   return true;
 }

@@ -52,11 +52,10 @@ static bool blocks_shape(const Node *n, const Type *raw, BqFormat *fmt, Type *y,
         return false;
       }
       y->dims[i] = sh->ints[i];
-      rows = i + 1 < sh->n ? rows * sh->ints[i] : rows;
-      if (rows > MAX_NUMEL)
-        rows = MAX_NUMEL + 1;
+      if (i + 1 < sh->n) /* never overflows: both factors <= MAX_NUMEL, capped past it */
+        rows = sh->ints[i] && rows > MAX_NUMEL / sh->ints[i] ? MAX_NUMEL + 1 : rows * sh->ints[i];
     }
-    if (y->dims[y->rank - 1] != cols || rows != (sh->n == 1 ? 1 : raw->dims[0])) {
+    if (y->dims[y->rank - 1] != cols || rows != raw->dims[0]) {
       snprintf(err, errn, "shape %s does not match %lld rows of %lld values (%s); expected [..., %lld] with "
                "%lld rows", type_str(y, rs, sizeof rs), (long long)raw->dims[0], (long long)cols, f,
                (long long)cols, (long long)raw->dims[0]);

@@ -52,8 +52,10 @@ static bool rope_caches(const Type *cos, const Type *sin, const Type *pos, RopeG
   }
   if (pos && (pos->dt != DT_I64 || !((pos->rank == 2 && (pos->dims[0] == r->b || pos->dims[0] == 1) &&
                                       pos->dims[1] == r->s) || (pos->rank == 1 && pos->dims[0] == 1)))) {
-    snprintf(err, errn, "position_ids is %s; expected i64 [%lld, %lld] (or [1, %lld], or [1]: a start offset)",
-             type_str(pos, a, sizeof a), (long long)r->b, (long long)r->s, (long long)r->s);
+    if (r->b > 1)
+      snprintf(b, sizeof b, "or [1, %lld], ", (long long)r->s);
+    snprintf(err, errn, "position_ids is %s; expected i64 [%lld, %lld] (%sor [1]: a start offset)",
+             type_str(pos, a, sizeof a), (long long)r->b, (long long)r->s, r->b > 1 ? b : "");
     return false;
   }
   r->pos = !pos ? ROPE_POS_NONE : pos->rank == 1 ? ROPE_POS_START : ROPE_POS_IDS;

@@ -48,6 +48,7 @@ typedef struct Attn {
   double fill;                /* bool masks */
   int64_t topk;
   double topk_fill;
+  int64_t groups;             /* query heads per K/V head (1: one to one) */
   Node *last;
   const char *why;            /* set when it does not fuse */
 } Attn;
@@ -121,6 +122,78 @@ static int peel_operand(Fuser *f, Attn *a, int v, int *perm, bool any_last) {
       return v;
     }
   }
+}
+
+/* ---- grouped heads ----------------------------------------------------------------- */
+
+/* Is u x with a 1 inserted after axis ax, e that with g at ax + 1, and y
+ * x with axis ax g times larger? (Reshape(Expand(Unsqueeze(x))): each
+ * index i of ax repeated g times in place, y's index j reading x's j / g.) */
+static bool repeat_shapes(const Type *x, const Type *u, const Type *e, const Type *y, int ax, int64_t *g) {
+  if (u->rank != x->rank + 1 || e->rank != u->rank || y->rank != x->rank || u->dims[ax + 1] != 1)
+    return false;
+  *g = e->dims[ax + 1];
+  for (int i = 0; i < x->rank; i++) {
+    int ui = i <= ax ? i : i + 1;
+    if (u->dims[ui] != x->dims[i] || e->dims[ui] != x->dims[i] || y->dims[i] != x->dims[i] * (i == ax ? *g : 1))
+      return false;
+  }
+  return *g >= 1;
+}
+
+/* v = Reshape(Expand(Unsqueeze or Reshape(x))), Hugging Face's repeat_kv
+ * (K or V shared by groups of query heads), each read only here, along a
+ * physical axis the operand's perm makes a leading (head) axis: x, which
+ * the Attention reads once per group (its divisor follows from the
+ * shapes: compiler/ops/attention.h); else v. */
+static int peel_repeat(Fuser *f, Attn *a, int v, const int *perm) {
+  const Graph *g = f->g;
+  Node *rs = fm_sole(f, v) ? fm_def(f, v, OP_RESHAPE) : NULL;
+  Node *ex = rs && fm_sole(f, rs->in[0]) ? fm_def(f, rs->in[0], OP_EXPAND) : NULL;
+  Node *un = ex && fm_sole(f, ex->in[0]) ? fm_def(f, ex->in[0], -1) : NULL;
+  if (!un || (un->op != OP_UNSQUEEZE && un->op != OP_RESHAPE))
+    return v;
+  const Type *x = &gval(g, un->in[0])->type, *y = &gval(g, v)->type;
+  int r = y->rank;
+  for (int ax = 0; ax < x->rank; ax++) {
+    int64_t grp;
+    int lead = -1; /* the logical axis that reads physical axis ax */
+    for (int j = 0; j < r; j++)
+      lead = perm[j] == ax ? j : lead;
+    if (lead < 0 || lead >= r - 2 ||
+        !repeat_shapes(x, &gval(g, un->out[0])->type, &gval(g, ex->out[0])->type, y, ax, &grp))
+      continue;
+    if (a->m.n + 3 > MAX_MATCH) /* all three or none */
+      return no(a, "the pattern has more nodes than the matcher holds"), v;
+    take(a, g, rs);
+    take(a, g, ex);
+    take(a, g, un);
+    return un->in[0];
+  }
+  return v;
+}
+
+/* After a repeat: one more layout Transpose of x before it (the head
+ * split, when the repeat came between it and the Kᵀ transpose), composed
+ * into perm (the one applied after it): Transpose(Transpose(x, inner),
+ * perm) reads x through inner[perm[i]]. Q and V keep their last axis last. */
+static int peel_inner_layout(Fuser *f, Attn *a, int x, int *perm, bool any_last) {
+  Node *t = fm_sole(f, x) ? fm_def(f, x, OP_TRANSPOSE) : NULL;
+  int inner[MAX_RANK], r = rank_of(f->g, x), comp[MAX_RANK];
+  if (!t || !layout_node(f->g, t, inner, true))
+    return x;
+  for (int i = 0; i < r; i++)
+    comp[i] = inner[perm[i]];
+  if ((!any_last && comp[r - 1] != r - 1) || !take(a, f->g, t))
+    return x;
+  memcpy(perm, comp, sizeof(int) * (size_t)r);
+  return t->in[0];
+}
+
+/* K or V through its repeat of grouped heads, and the layout before it. */
+static int peel_groups(Fuser *f, Attn *a, int v, int *perm, bool any_last) {
+  int x = peel_repeat(f, a, v, perm);
+  return x == v ? v : peel_inner_layout(f, a, x, perm, any_last);
 }
 
 /* ---- the mask --------------------------------------------------------------------- */
@@ -370,15 +443,16 @@ static bool softmax_on_last_axis(const Graph *g, const Node *sm) {
 }
 
 /* Q [..., S, Dh], Kᵀ [..., Dh, T], V [..., T, Dv] with equal leading dims,
- * f32 or f64. */
+ * or Kᵀ's and V's dividing Q's (grouped heads: repeat_kv peeled, or a
+ * MatMul broadcasting a dim of 1), f32 or f64. */
 static bool operands_fit(const Graph *g, Attn *a, const Type *qt, const Type *kt, const Type *vt) {
   if (!fm_float_value(g, a->q) || qt->dt != kt->dt || qt->dt != vt->dt)
     return no(a, "Q, Kᵀ and V are not all f32 or all f64");
   if (qt->rank < 2 || kt->rank != qt->rank || vt->rank != qt->rank)
     return no(a, "Q, Kᵀ and V differ in rank (MatMul broadcasts them)");
   for (int i = 0; i < qt->rank - 2; i++)
-    if (qt->dims[i] != kt->dims[i] || qt->dims[i] != vt->dims[i])
-      return no(a, "Q, Kᵀ and V differ in their batch dims (MatMul broadcasts them)");
+    if (kt->dims[i] < 1 || vt->dims[i] < 1 || qt->dims[i] % kt->dims[i] || qt->dims[i] % vt->dims[i])
+      return no(a, "Kᵀ's or V's batch dims do not divide Q's (MatMul broadcasts them)");
   return true;
 }
 
@@ -403,6 +477,7 @@ static bool match_output(Fuser *f, Attn *a, Node *sm) {
   Node *vt = fm_sole(f, a->v) ? fm_def(f, a->v, OP_TRANSPOSE) : NULL;
   if (vt && layout_node(g, vt, a->perm[P_V], false) && take(a, g, vt))
     a->v = vt->in[0];
+  a->v = peel_groups(f, a, a->v, a->perm[P_V], false);
   Node *tr = fm_sole_user(f, mm->out[0], OP_TRANSPOSE);
   if (tr && layout_node(g, tr, a->perm[P_Y], false) && take(a, g, tr))
     a->last = tr;
@@ -435,10 +510,15 @@ static bool match_attention(Fuser *f, Attn *a, Node *sm) {
   if (!type_equal(&gval(g, mm->out[0])->type, st))
     return no(a, "the MatMul's scores change shape before the Softmax (a broadcast)");
   a->q = peel_operand(f, a, mm->in[0], a->perm[P_Q], false);
-  a->k = peel_operand(f, a, mm->in[1], a->perm[P_K], true);
+  a->k = peel_groups(f, a, peel_operand(f, a, mm->in[1], a->perm[P_K], true), a->perm[P_K], true);
   Type qt = through(g, a->q, a->perm[P_Q]), kt = through(g, a->k, a->perm[P_K]),
        vt = through(g, a->v, a->perm[P_V]);
-  return operands_fit(g, a, &qt, &kt, &vt);
+  if (!operands_fit(g, a, &qt, &kt, &vt))
+    return false;
+  a->groups = 1;
+  for (int i = 0; i < qt.rank - 2; i++)
+    a->groups *= qt.dims[i] / kt.dims[i];
+  return true;
 }
 
 /* ---- the rewrite --------------------------------------------------------------------- */
@@ -476,8 +556,10 @@ static void rewrite(Fuser *f, Attn *a) {
   const char *names[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   for (int p = 0; p < 4; p++)
     set_perm(g, n, names[p], a->perm[p], r);
-  const char *what = arena_printf(g->arena, "attention{mask=%s%s}", attn_mask_name(a->kind),
-                                  a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "");
+  const char *what = arena_printf(g->arena, "attention{mask=%s%s%s}", attn_mask_name(a->kind),
+                                  a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "",
+                                  a->groups > 1 ? arena_printf(g->arena, ", kv shared by %lld query heads",
+                                                               (long long)a->groups) : "");
   fm_fuse_done(f, n, what);
 }
 

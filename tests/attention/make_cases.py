@@ -77,6 +77,9 @@ class Case:
             f.write("".join("att_%s\n" % n for n, _ in self.inputs))
         with open(os.path.join(d, "kind"), "w") as f:
             f.write(self.kind + "\n")
+        if getattr(self, "no_repeat", False):
+            with open(os.path.join(d, "no_repeat"), "w") as f:
+                f.write("K V\n")
         if getattr(self, "in_place", False):
             with open(os.path.join(d, "in_place"), "w") as f:
                 f.write("Q K V\n")
@@ -297,6 +300,53 @@ def topk_slice(c, sc, lead, s, t, k):
     return c.node("Where", [gt, c.const("tk_fill", np.array(-np.inf, np.float32)), sc], "tk_masked")
 
 
+def repeat_kv(c, x, name, b, hkv, g, t, d):
+    """Hugging Face's repeat_kv as PyTorch 1.13 exports it: x [B, Hkv, T, D]
+    -> Unsqueeze(2) -> Expand [B, Hkv, g, T, D] -> Reshape [B, Hkv·g, T, D]."""
+    u = c.node("Unsqueeze", [x, c.const(name + "_axis", np.array([2], np.int64))], name + "_u")
+    e = c.node("Expand", [u, c.const(name + "_rep", np.array([b, hkv, g, t, d], np.int64))], name + "_e")
+    return c.node("Reshape", [e, c.const(name + "_heads", np.array([b, hkv * g, t, d], np.int64))], name + "_r")
+
+
+def gqa(name, kind, b, h, hkv, s, t, d, mask=None):
+    """Grouped-query attention as HF's Llama writes it: Q [B, H, S, D], K and
+    V [B, Hkv, T, D] repeated to H heads (repeat_kv), then K transposed; the
+    fused Attention reads each kv head in place for its H/Hkv query heads
+    (CASE/no_repeat: no Expand in the C)."""
+    c = Case(name, kind)
+    g = h // hkv
+    q = c.input("q", rand(b, h, s, d))
+    k = repeat_kv(c, c.input("k", rand(b, hkv, t, d)), "k", b, hkv, g, t, d)
+    v = repeat_kv(c, c.input("v", rand(b, hkv, t, d)), "v", b, hkv, g, t, d)
+    kt = c.node("Transpose", [k], "kt", perm=[0, 1, 3, 2])
+    sc = c.node("MatMul", [q, kt], "scores")
+    sc = c.node("Div", [sc, c.const("sqrt_dh", np.array(math.sqrt(d), np.float32))], "scaled")
+    if mask:
+        sc = mask(c, sc, [b, h], s, t)
+    c.no_repeat = True
+    finish(c, sc, v, [b, h], s, d, False)
+
+
+def gqa_broadcast(name, kind, b, h, hkv, s, t, d):
+    """The MatMul-broadcast form of grouped heads: Q [B, H, S, D] reshaped to
+    [B, Hkv, H/Hkv, S, D], K and V [B, Hkv, 1, T, D] (a dim of 1 that MatMul
+    broadcasts), the output reshaped back."""
+    c = Case(name, kind)
+    g = h // hkv
+    q = c.input("q", rand(b, h, s, d))
+    q5 = c.node("Reshape", [q, c.const("q5", np.array([b, hkv, g, s, d], np.int64))], "q_groups")
+    k = c.input("k", rand(b, hkv, 1, t, d))
+    v = c.input("v", rand(b, hkv, 1, t, d))
+    kt = c.node("Transpose", [k], "kt", perm=[0, 1, 2, 4, 3])
+    sc = c.node("MatMul", [q5, kt], "scores")
+    sc = c.node("Mul", [sc, c.const("scale", np.array(1 / math.sqrt(d), np.float32))], "scaled")
+    p = c.node("Softmax", [sc], "p", axis=-1)
+    y5 = c.node("MatMul", [p, v], "y5")
+    c.node("Reshape", [y5, c.const("y4", np.array([b, h, s, d], np.int64))], "y")
+    c.no_repeat = True
+    c.write("y", [b, h, s, d])
+
+
 def main():
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
@@ -333,6 +383,12 @@ def main():
     # stride is not uniform in x; no one-axis range of a Reshape gives it
     packed_qkv("qkv_packed_batch2", "none", 2, 16, 4, 16, True, in_place=False)
     packed_qkv("qkv_packed_causal", "causal", 1, 21, 3, 8, False, mask=add_const(causal_values))
+    # grouped-query attention (SmolLM2: 9 query heads, 3 kv heads, Dh 64)
+    gqa("gqa_h9_kv3_causal", "causal", 1, 9, 3, 20, 20, 64, mask=add_const(causal_values))
+    gqa("gqa_h4_kv2", "none", 2, 4, 2, 13, 29, 16)
+    gqa("gqa_h4_kv2_padding", "padding", 2, 4, 2, 6, 33, 8, mask=padding_bool)
+    gqa("gqa_mqa_h4_kv1", "causal", 1, 4, 1, 9, 9, 32, mask=add_const(causal_values))
+    gqa_broadcast("gqa_broadcast_h6_kv2", "none", 1, 6, 2, 7, 18, 16)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # run_case.sh KILN CASE — the fused Attention kernel on one case of
 # tests/attention/cases/ (made by make_cases.py), against Attention's _eval:
 #   1. the fuse_attention pass makes one Attention of the kind in CASE/kind (kiln -v),
-#      reading Q, K and V in place when CASE/in_place says it should;
+#      reading Q, K and V in place when CASE/in_place says it should, and
+#      grouped K and V heads without a copy (no Expand) when CASE/no_repeat does;
 #   2. `kiln run` (the interpreter, so Attention's _eval) writes the
 #      reference outputs for the case's inputs;
 #   3. the unfused graph's interpreter agrees with them (the fused op keeps
@@ -36,6 +37,12 @@ if [ -f "$case/in_place" ]; then # Q, K, V slices of one packed projection: read
   in_place() { [ "$("$kiln" compile "$tmp/model.onnx" -v -o "$tmp/fused.c" 2>&1 |
                     grep -c 'fuse: attention reads [QKV] in place')" = 3 ] && ! grep -q '(Slice)' "$tmp/fused.c"; }
   step "reads Q, K and V in place" in_place
+fi
+
+if [ -f "$case/no_repeat" ]; then # grouped heads: each kv head read in place, no copy per query head
+  no_repeat() { "$kiln" compile "$tmp/model.onnx" -o "$tmp/fused.c" &&
+                ! grep -q '(Expand)\|(Tile)\|(Concat)' "$tmp/fused.c"; }
+  step "reads shared K and V heads in place (no Expand)" no_repeat
 fi
 
 args=()

@@ -50,5 +50,11 @@ SETUP= case_ name_keyword "not a C keyword" compile m.onnx --name int -o o.c
 SETUP="cp '$here/external_data_missing.onnx' e.onnx && mkfifo no_such_weights.bin" \
   case_ external_data_fifo "not a regular file" compile e.onnx -o o.c
 
+# a generative model (decoder{}) has NAME_prefill/NAME_step: kiln bench and
+# kiln check, which call NAME_run, refuse it
+SETUP="cp '$here/../generate/tiny_decoder.lua' dec.lua" case_ bench_decoder "a generative model" bench dec.lua
+SETUP="mkdir -p dd/test_data_set_0 && cp '$here/../generate/tiny_decoder.lua' dd/model.lua" \
+  case_ check_decoder "a generative model" check dd
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -3,13 +3,16 @@
 # compiled by kiln against a PyTorch Llama of our own (issue 10):
 #   kiln compile examples/llama.lua --weights FILE --set ctx=128 -o WORK/smol.c
 #   cc the model (+ the weights blob, linked in) and examples/generate.c
-#   WORK/generate --ids --tokens 32 --dump-logits logits.f32 "The capital of France is"
+#   WORK/generate --ids --tokens 32 --ignore-eos --dump-logits logits.f32 "The capital of France is"
+#   (greedy: " Paris.\n\nThe answer is: 2018-01-22 12:12:53." then EOS at
+#   token 30, and on: --ignore-eos makes both sides run all 32)
 #   tools/llama_reference.py on the same prompt ids (float64, no KV cache)
 # then compare_logits.py: the same 32 greedy tokens, and every step's
-# logits within 1e-3 by max|app - ref| / max|ref|. The GGUF is fetched once
-# (fetch_smollm2.sh), the reference's dequantized tensors are cached beside
-# WORK_DIR (llama_reference/), and the dequantization runs in the
-# tokenizers+gguf venv (tokvenv.sh). $KILN_APP_CFLAGS is added to the
+# logits within 1e-3 by max|app - ref| / max|ref|. The GGUF is fetched
+# once into BUILD/smollm (tests/gguf/fetch_smollm.sh, shared with the GGUF
+# tests), the reference's dequantized tensors are cached beside WORK_DIR
+# (llama_reference/), and the dequantization runs in the tokenizers+gguf
+# venv (tokvenv.sh). $KILN_APP_CFLAGS is added to the
 # app's build. Exit 0 on success, 1 on failure, 77 (ctest's skip) when the
 # model or a Python (torch, the venv) cannot be had.
 set -euo pipefail
@@ -26,7 +29,7 @@ ntok=32
 py=$("$here/tokvenv.sh" "${KILN_TOKVENV:-$base/tokvenv}") ||
   { echo "reference: SKIP: no venv with tokenizers and gguf (offline?)"; exit 77; }
 rc=0
-gguf=$("$here/fetch_smollm2.sh" "${KILN_SMOLLM2_DIR:-$base/smollm2}") || rc=$?
+gguf=$("$root/tests/gguf/fetch_smollm.sh" "$(cd "$base/.." && pwd)/smollm") || rc=$?
 [ $rc = 0 ] || exit $rc
 rm -rf "$work"
 mkdir -p "$work"
@@ -37,10 +40,10 @@ cc -c "$work/smol_weights.S" -I"$work" -o "$work/smol_weights.o"
 cc -std=c11 -O2 -Wall -Wextra -Werror ${KILN_APP_CFLAGS:-} -I"$work" "$root/examples/generate.c" \
   "$work/smol.o" "$work/smol_weights.o" -lm -o "$work/generate"
 
-"$work/generate" --ids --tokens $ntok --dump-logits "$work/logits.f32" "$prompt" >"$work/ids.txt" 2>"$work/timing.txt"
+"$work/generate" --ids --tokens $ntok --ignore-eos --dump-logits "$work/logits.f32" "$prompt" >"$work/ids.txt" 2>"$work/timing.txt"
 cat "$work/timing.txt"
 ids=$(head -n 1 "$work/ids.txt")
 [ "$ids" = 504,3575,282,4649,314 ] || { echo "reference: FAIL the prompt's ids are $ids"; exit 1; }
 /usr/bin/python3 "$root/tools/llama_reference.py" --gguf "$gguf" --cache "$base/llama_reference/smollm2" \
-  --gguf-python "$py" --prompt-ids "$ids" --tokens $ntok --out "$work/ref"
+  --gguf-python "$py" --prompt-ids "$ids" --tokens $ntok --ignore-eos --out "$work/ref"
 /usr/bin/python3 "$here/compare_logits.py" "$work/ids.txt" "$work/logits.f32" "$work/ref" 1e-3

@@ -7,8 +7,9 @@
 #   1. tiny GGUF files (make_tiny_gguf.py): the good one gives the same ids
 #      as Hugging Face tokenizers on tiny_cases.txt; each bad one fails with
 #      its expected message; the tables are the same bytes twice over.
-#   2. the real SmolLM2 vocabulary (fetched once, fetch_smollm2.sh): the
-#      same ids as Hugging Face on tokenizer_cases.txt and both round trips
+#   2. the real SmolLM2 vocabulary (fetched once into BUILD/smollm by
+#      tests/gguf/fetch_smollm.sh): the same ids as Hugging Face on
+#      tokenizer_cases.txt and both round trips
 #      (tokenizer_check.py), the .c's size and gcc's time, and the stub's
 #      greedy loop through generate.c (--ids, --dump-logits, --tokens).
 # The Python side needs PyPI tokenizers and gguf: a venv of its own in
@@ -54,7 +55,7 @@ echo "tokenizer: tiny GGUF: ids as Hugging Face's, $(ls "$work"/tiny/bad_*.gguf 
 
 # 2. the real vocabulary
 rc=0
-gguf=$("$here/fetch_smollm2.sh" "${KILN_SMOLLM2_DIR:-$(dirname "$work")/smollm2}") || rc=$?
+gguf=$("$root/tests/gguf/fetch_smollm.sh" "$(cd "$(dirname "$work")/.." && pwd)/smollm") || rc=$?
 [ $rc = 0 ] || exit $rc
 "$stub" "$gguf" smol "$work/smol" 2>/dev/null
 t0=$(date +%s.%N)

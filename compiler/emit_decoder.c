@@ -1,0 +1,196 @@
+/* emit_decoder.c — a generative model's entry points in the generated C
+ * (Graph.decoder, issue 10; DESIGN.md "Generative models"): one static
+ * forward function per entry (NAME_prefill_forward, NAME_step_forward)
+ * over the shared workspace, weights and state; the public wrappers that
+ * check a request against the cache, pass the position and keep the length
+ * in the state struct; and the header that documents them. emit_file.c
+ * writes the kernels, weights and names and calls in here. */
+#include <string.h>
+
+#include "emit.h"
+#include "emit_api.h"
+#include "emit_file.h"
+#include "ops.h"
+#include "weights_blob.h"
+
+/* Is graph input/output i (the inputs-then-outputs list) entry k's? */
+static bool entry_io(const Graph *g, int k, int i) {
+  const DecoderEntry *en = &g->decoder->entries[k];
+  if (i >= g->ninputs)
+    return i - g->ninputs == en->logits_out;
+  int v = g->inputs[i];
+  return v == en->tokens_vid || v == en->start_vid || v == en->count_vid;
+}
+
+/* static void NAME_ENTRY_forward(ws, [weights,] state, the entry's tensors) */
+static void put_entry_signature(Buf *b, Emit *e, const char **pn, int k) {
+  Graph *g = e->g;
+  buf_printf(b, "static void %s_%s_forward(unsigned char *restrict ws,", e->prefix, g->decoder->entries[k].name);
+  if (e->blob)
+    buf_printf(b, "\n    const struct %s_weights *restrict weights,", e->prefix);
+  buf_printf(b, " %s_state *restrict state", e->prefix);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
+    if (entry_io(g, k, i))
+      buf_printf(b, ",\n    %s%s %s%s", in ? "const " : "", dt_ctype(v->type.dt), pn[i],
+                 emit_array_dims(g->arena, &v->type));
+  }
+  buf_puts(b, ")");
+}
+
+void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  const DecoderEntry *en = &g->decoder->entries[k];
+  buf_printf(c, "/* The %s entry's forward pass: %lld token%s at positions start[0] .., count[0] of\n"
+                " * them real; the caches' rows start[0] .. start[0]+count[0]-1 are written. */\n",
+             en->name, (long long)en->tokens, en->tokens == 1 ? "" : "s");
+  put_entry_signature(c, e, pn, k);
+  buf_puts(c, " {\n  (void)ws;\n");
+  if (e->blob)
+    buf_puts(c, "  (void)weights;\n");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    bool state = in && g->vals[vid].is_state;
+    if (!state && !entry_io(g, k, i))
+      continue;
+    bool ro = in && !(state && op_state_in_place(g, vid));
+    buf_printf(c, "  %s%s *p_%s = (%s%s *)%s%s;\n  (void)p_%s;\n", ro ? "const " : "", ct, pn[i],
+               ro ? "const " : "", ct, state ? "state->" : "", pn[i], pn[i]);
+  }
+  Buf out = {0};
+  e->out = &out;
+  e->indent = 1;
+  int vid = g->outputs[en->logits_out];
+  const char *p = arena_printf(a, "p_%s", pn[g->ninputs + en->logits_out]);
+  if (strcmp(emit_ref(e, vid), p)) /* the logits live elsewhere (a constant?): copied */
+    emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
+              emit_cm(a, g->vals[vid].name));
+  buf_put(c, body->s ? body->s : "", body->len);
+  buf_put(c, out.s ? out.s : "", out.len);
+  buf_free(body);
+  buf_free(&out);
+  buf_puts(c, "}\n\n");
+}
+
+/* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
+void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
+  Graph *g = e->g;
+  const Decoder *dec = g->decoder;
+  const char *p = e->prefix, *P = emit_upper(g->arena, p);
+  (void)pn;
+  buf_printf(c, "/* The workspace of %s_prefill and %s_step (not re-entrant; the _ws\n"
+                " * variants take the caller's): one for both, they never run together. */\n"
+                "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",
+             p, p, p, (long long)(g->ws_size ? g->ws_size : 1));
+  for (int k = 0; k < dec->nentries; k++) {
+    const DecoderEntry *en = &dec->entries[k];
+    bool step = en->tokens == 1 && !strcmp(en->name, "step");
+    if (step)
+      buf_printf(c, "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
+                    "  if (!state || !logits)\n    return KILN_E_ARG;\n"
+                    "  if (state->kiln_length >= %s_CTX)\n    return KILN_E_CACHE_FULL;\n"
+                    "  const int64_t tokens[1] = {token}, start[1] = {state->kiln_length}, count[1] = {1};\n",
+                 p, p, P, P);
+    else
+      buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state, const int64_t tokens[%lld], int n,\n"
+                    "    float logits[%s_VOCAB]) {\n"
+                    "  if (!state || !tokens || !logits || n < 1 || n > %lld)\n    return KILN_E_ARG;\n"
+                    "  if (state->kiln_length > %s_CTX - n)\n    return KILN_E_CACHE_FULL;\n"
+                    "  int64_t chunk[%lld] = {0}; /* the real tokens, then zeros: every id read is defined */\n"
+                    "  memcpy(chunk, tokens, (size_t)n * sizeof *chunk);\n"
+                    "  const int64_t start[1] = {state->kiln_length}, count[1] = {n};\n",
+                 p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, P, (long long)en->tokens);
+    buf_printf(c, "  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
+                  "  state->kiln_length += %s;\n  return KILN_OK;\n}\n\n",
+               p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
+    if (step)
+      buf_printf(c, "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
+                    "  return %s_step_ws(%s_workspace, state, token, logits);\n}\n\n",
+                 p, p, P, p, p);
+    else
+      buf_printf(c, "int %s_%s(%s_state *state, const int64_t tokens[%lld], int n, float logits[%s_VOCAB]) {\n"
+                    "  return %s_%s_ws(%s_workspace, state, tokens, n, logits);\n}\n\n",
+                 p, en->name, p, (long long)en->tokens, P, p, en->name, p);
+  }
+  buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
+}
+
+/* The header of a generative model: sizes, the state struct with its
+ * caches, the entry points and their codes. */
+void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                                const Buf *tok) {
+  Arena *a = g->arena;
+  const Decoder *dec = g->decoder;
+  const char *p = o->prefix, *P = emit_upper(a, p);
+  const Value *logits = &g->vals[g->outputs[dec->entries[0].logits_out]];
+  int64_t prefill = dec->entries[0].tokens, vocab = type_numel(&logits->type);
+  char ts[160];
+  buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", p, KILN_VERSION,
+             emit_cm(a, o->source ? o->source : "a model"));
+  buf_printf(h, " * A generative model (Lua decoder{}, or ONNX with --kv-cache): it reads\n"
+                " * tokens and gives the logits of the next one, keeping the keys and values\n"
+                " * of every position it has read in a KV cache of %s_CTX positions inside\n"
+                " * the caller-owned %s_state:\n *\n"
+                " *   %s_state_init(&s);                      empty cache (length 0)\n"
+                " *   %s_prefill(&s, tokens, n, logits);      append n <= %s_PREFILL tokens\n"
+                " *   %s_step(&s, token, logits);             append one token\n"
+                " *   %s_length(&s);                          positions held\n *\n"
+                " * Both entry points write logits[%s_VOCAB], the next-token logits after\n"
+                " * the last token given, and return KILN_OK, KILN_E_CACHE_FULL (the tokens\n"
+                " * do not fit: nothing is written, the state is unchanged) or KILN_E_ARG\n"
+                " * (n outside 1..%s_PREFILL, or a NULL pointer). Token ids outside the\n"
+                " * vocabulary read its nearest row (they are clamped, never out of bounds).\n"
+                " * Each call's cost grows with the positions the cache holds, not with\n"
+                " * its capacity: attention reads rows 0 .. length-1 only.\n *\n",
+             P, p, p, p, P, p, p, P, P);
+  buf_puts(h, " * State layout: one field per cache, [position][...] row-major (row i is\n"
+              " * position i; rows at or past the length are unused), then the length:\n");
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (v->is_state)
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name));
+  }
+  buf_printf(h, " *\n * %s_prefill() and %s_step() use one static workspace of %s_WORKSPACE_SIZE\n"
+                " * bytes and are not re-entrant; the _ws variants take a caller-owned\n"
+                " * workspace of that size (aligned to 64 bytes). Nothing allocates.\n",
+             p, p, P);
+  if (o->threads > 1)
+    buf_printf(h, " *\n * Threads: compiled with --threads %d; build %s.c with -fopenmp.\n", o->threads, p);
+  buf_puts(h, " */\n");
+  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
+  buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n#define %s_CTX %lld /* positions the cache holds */\n"
+                "#define %s_PREFILL %lld /* most tokens one prefill call takes */\n"
+                "#define %s_VOCAB %lld /* logits per call */\n",
+             P, (long long)g->ws_size, P, (long long)dec->ctx, P, (long long)prefill, P, (long long)vocab);
+  if (blob)
+    emit_weights_api(h, p, P, blob);
+  else
+    buf_puts(h, emit_weights_codes);
+  buf_puts(h, "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
+              "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
+              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, or a NULL pointer */\n};\n#endif\n");
+  buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  buf_printf(h, "typedef struct %s_state {\n", p);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (v->is_state)
+      buf_printf(h, "  %s %s%s; /* cache '%s' */\n", dt_ctype(v->type.dt), pn[i], emit_array_dims(a, &v->type),
+                 emit_cm(a, v->name));
+  }
+  buf_printf(h, "  int64_t kiln_length; /* positions held: rows 0 .. kiln_length-1 of every cache */\n"
+                "} %s_state;\n\n", p);
+  buf_printf(h, "void %s_state_init(%s_state *state);\n"
+                "int %s_prefill(%s_state *state, const int64_t tokens[%s_PREFILL], int n, float logits[%s_VOCAB]);\n"
+                "int %s_prefill_ws(void *workspace, %s_state *state, const int64_t tokens[%s_PREFILL], int n,\n"
+                "    float logits[%s_VOCAB]);\n"
+                "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
+                "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
+                "int64_t %s_length(const %s_state *state);\n",
+             p, p, p, p, P, P, p, p, P, P, p, p, P, p, p, P, p, p);
+  emit_header_end(h, tok);
+}
+
