@@ -665,3 +665,14 @@ if(CLANG)
            "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
            ${T}/generated/llama_block --model ${T}/generated/llama_block/model.lua)
 endif()
+
+# CachedAttention against numpy (tools/make_cache_attention_cases.py): more
+# keys than the online softmax's chunk of 256, padded queries, multi-query
+# and grouped heads; generated C on each ISA and with 2 threads, and the
+# interpreter
+foreach(case step_long prefill_padded first)
+  add_test(NAME cache_attention_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/cache_attention/${case})
+  add_test(NAME cache_attention_${case}_generic COMMAND ${KILN_BIN} check -q --isa=generic ${T}/generated/cache_attention/${case})
+  add_test(NAME cache_attention_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/generated/cache_attention/${case})
+  add_test(NAME cache_attention_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/cache_attention/${case})
+endforeach()

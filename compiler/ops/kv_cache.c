@@ -19,7 +19,9 @@
  *     attention; Hkv = H is ordinary multi-head attention). Queries t >=
  *     Count (padding of a prefill chunk) give zeros and read nothing.
  *     Loops run to the number of keys a query sees, not to the capacity,
- *     so a step costs what the cache holds.
+ *     so a step costs what the cache holds; the softmax is computed
+ *     online over chunks of keys (a running max rescales what was summed),
+ *     so the kernel's stack does not grow with the capacity.
  *
  * _eval computes scores and softmax in double, rounding the output to f32. */
 #include <math.h>
@@ -199,6 +201,9 @@ bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d
   return true;
 }
 
+/* Keys per chunk of the online softmax: the scores array's length. */
+#define KEY_CHUNK 256
+
 /* Lanes of the dot product's partial sums: a width dividing D that the C
  * compiler turns into one vector register. */
 static int dot_lanes(int64_t d) {
@@ -226,30 +231,42 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "  const float *qr = %s + (int64_t)th * %lld; /* Q[t, h, :] [%lld] */", q, D, D);
   emit_line(e, "  const float *kh = %s + (int64_t)(h / %lld) * %lld, *vh = %s + (int64_t)(h / %lld) * %lld;", k,
             G, D, v, G, DV);
-  emit_line(e, "  float s[%lld]; /* the scores, then their exponentials */", C);
-  emit_line(e, "  float mx = -INFINITY;");
-  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
-  emit_line(e, "    const float *kr = kh + j * %lld; /* K[j, h / %lld, :] */", HKV * D, G);
-  emit_line(e, "    float part[%d] = {0};", lanes);
-  emit_line(e, "    for (int i = 0; i < %lld; i += %d)", D, lanes);
-  emit_line(e, "      for (int l = 0; l < %d; l++)", lanes);
-  emit_line(e, "        part[l] += qr[i + l] * kr[i + l];");
-  emit_line(e, "    float dot = 0;");
-  emit_line(e, "    for (int l = 0; l < %d; l++)", lanes);
-  emit_line(e, "      dot += part[l];");
-  emit_line(e, "    s[j] = dot * %s;", emit_double_literal(e, DT_F32, cache_scale(n, ge.d)));
-  emit_line(e, "    mx = s[j] > mx ? s[j] : mx;");
-  emit_line(e, "  }");
-  emit_line(e, "  float sum = 0;");
-  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
-  emit_line(e, "    s[j] = %s(s[j] - mx);", emit_mathfn(e, DT_F32, "exp"));
-  emit_line(e, "    sum += s[j];");
-  emit_line(e, "  }");
+  /* keys in chunks of KEY_CHUNK with a running max (the online softmax):
+   * a fixed-size scores array, whatever the cache's capacity */
+  emit_line(e, "  float mx = -INFINITY, sum = 0;");
   emit_line(e, "  float acc[%lld] = {0};", DV);
-  emit_line(e, "  for (int64_t j = 0; j < nk; j++) {");
-  emit_line(e, "    const float *vr = vh + j * %lld, p = s[j]; /* V[j, h / %lld, :] */", HKV * DV, G);
-  emit_line(e, "    for (int i = 0; i < %lld; i++)", DV);
-  emit_line(e, "      acc[i] += p * vr[i];");
+  emit_line(e, "  for (int64_t j0 = 0; j0 < nk; j0 += %d) {", KEY_CHUNK);
+  emit_line(e, "    const int64_t nj = nk - j0 < %d ? nk - j0 : %d;", KEY_CHUNK, KEY_CHUNK);
+  emit_line(e, "    float s[%d]; /* this chunk's scores, then their exponentials */", KEY_CHUNK);
+  emit_line(e, "    float cmx = -INFINITY;");
+  emit_line(e, "    for (int64_t j = 0; j < nj; j++) {");
+  emit_line(e, "      const float *kr = kh + (j0 + j) * %lld; /* K[j0 + j, h / %lld, :] */", HKV * D, G);
+  emit_line(e, "      float part[%d] = {0};", lanes);
+  emit_line(e, "      for (int i = 0; i < %lld; i += %d)", D, lanes);
+  emit_line(e, "        for (int l = 0; l < %d; l++)", lanes);
+  emit_line(e, "          part[l] += qr[i + l] * kr[i + l];");
+  emit_line(e, "      float dot = 0;");
+  emit_line(e, "      for (int l = 0; l < %d; l++)", lanes);
+  emit_line(e, "        dot += part[l];");
+  emit_line(e, "      s[j] = dot * %s;", emit_double_literal(e, DT_F32, cache_scale(n, ge.d)));
+  emit_line(e, "      cmx = s[j] > cmx ? s[j] : cmx;");
+  emit_line(e, "    }");
+  emit_line(e, "    if (cmx > mx) { /* a new max: what was summed so far shrinks by exp(old - new) */");
+  emit_line(e, "      const float r = mx == -INFINITY ? 0.0f : %s(mx - cmx);", emit_mathfn(e, DT_F32, "exp"));
+  emit_line(e, "      sum *= r;");
+  emit_line(e, "      for (int i = 0; i < %lld; i++)", DV);
+  emit_line(e, "        acc[i] *= r;");
+  emit_line(e, "      mx = cmx;");
+  emit_line(e, "    }");
+  emit_line(e, "    for (int64_t j = 0; j < nj; j++) {");
+  emit_line(e, "      s[j] = %s(s[j] - mx);", emit_mathfn(e, DT_F32, "exp"));
+  emit_line(e, "      sum += s[j];");
+  emit_line(e, "    }");
+  emit_line(e, "    for (int64_t j = 0; j < nj; j++) {");
+  emit_line(e, "      const float *vr = vh + (j0 + j) * %lld, p = s[j]; /* V[j0 + j, h / %lld, :] */", HKV * DV, G);
+  emit_line(e, "      for (int i = 0; i < %lld; i++)", DV);
+  emit_line(e, "        acc[i] += p * vr[i];");
+  emit_line(e, "    }");
   emit_line(e, "  }");
   emit_line(e, "  const float inv = nk ? 1.0f / sum : 0.0f;");
   emit_line(e, "  for (int i = 0; i < %lld; i++)", DV);

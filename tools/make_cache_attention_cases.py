@@ -1,0 +1,78 @@
+"""make_cache_attention_cases.py — CachedAttention cases for kiln check,
+with a numpy reference written here, independently of kiln's _eval
+(backend-test layout under tests/generated/cache_attention/). Run with the
+venv that has onnx (for the .pb files):
+
+    build/venv/bin/python tools/make_cache_attention_cases.py tests/generated/cache_attention
+
+    Y[t, h] = softmax_j(scale · Q[t, h] · K[j, h / (H/Hkv)]) · V[j, h / (H/Hkv)],
+    j = 0 .. start + t (within the cache), zeros for t >= count
+
+The cases are .kir graphs whose inputs are the query, the two caches and
+the position (no state: CachedAttention reads any tensors); the generated C
+is checked against numpy (kiln check) and so is the interpreter:
+
+- step_long: one query at position 299 of a 300-position cache, 6 query
+  heads on 2 kv heads, D 16: more keys than the kernel's chunk of 256, so
+  the online softmax rescales once.
+- prefill_padded: 5 queries from position 250 (crossing 256), count 3:
+  the last two are padding and give zeros; D 24 (8 lanes), Dv 8, MQA.
+- first: 4 queries from position 0 of an 8-position cache, H = Hkv = 2,
+  scale 0.5."""
+import os
+import sys
+
+import numpy as np
+from onnx import numpy_helper
+
+
+def reference(q, k, v, start, count, scale):
+    t_n, h_n, d = q.shape
+    c, hkv, dv = v.shape
+    y = np.zeros((t_n, h_n, dv), np.float64)
+    for t in range(t_n):
+        if t >= count:
+            continue
+        nk = min(max(start + t + 1, 0), c)
+        for h in range(h_n):
+            kv = h // (h_n // hkv)
+            s = scale * (k[:nk, kv, :].astype(np.float64) @ q[t, h].astype(np.float64))
+            p = np.exp(s - s.max())
+            y[t, h] = (p / p.sum()) @ v[:nk, kv, :].astype(np.float64)
+    return y.astype(np.float32)
+
+
+def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, note):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((t, h, d)).astype(np.float32)
+    k = rng.standard_normal((c, hkv, d)).astype(np.float32)
+    v = rng.standard_normal((c, hkv, dv)).astype(np.float32)
+    st = np.array([start], np.int64)
+    cn = np.array([count], np.int64)
+    out = os.path.join(folder, name)
+    os.makedirs(os.path.join(out, "test_data_set_0"), exist_ok=True)
+    attr = " {scale=%r}" % scale if scale is not None else ""
+    with open(os.path.join(out, "model.kir"), "w") as f:
+        f.write(f"# {note} (tools/make_cache_attention_cases.py)\n")
+        f.write(f"graph @{name} opset 17 (%q: f32[{t},{h},{d}], %k: f32[{c},{hkv},{d}], "
+                f"%v: f32[{c},{hkv},{dv}], %start: i64[1], %count: i64[1]) -> (%y) {{\n")
+        f.write(f"  %y = CachedAttention %q, %k, %v, %start, %count{attr} : ?  # from: attn\n}}\n")
+    y = reference(q, k, v, start, count, scale if scale is not None else 1 / np.sqrt(d))
+    for kind, items in (("input", [("q", q), ("k", k), ("v", v), ("start", st), ("count", cn)]),
+                        ("output", [("y", y)])):
+        for i, (nm, val) in enumerate(items):
+            with open(os.path.join(out, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(val, nm).SerializeToString())
+
+
+def main():
+    folder = sys.argv[1]
+    write_case(folder, "step_long", 1, 6, 16, 300, 2, 16, 299, 1, None, 1,
+               "one query over 300 cached positions, 6 heads on 2 kv heads")
+    write_case(folder, "prefill_padded", 5, 4, 24, 300, 1, 8, 250, 3, None, 2,
+               "5 queries from position 250, 3 real; multi-query (1 kv head)")
+    write_case(folder, "first", 4, 2, 8, 8, 2, 8, 0, 4, 0.5, 3, "4 queries from position 0, scale 0.5")
+
+
+if __name__ == "__main__":
+    main()
