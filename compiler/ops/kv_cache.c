@@ -245,9 +245,9 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "      for (int i = 0; i < %lld; i += %d)", D, lanes);
   emit_line(e, "        for (int l = 0; l < %d; l++)", lanes);
   emit_line(e, "          part[l] += qr[i + l] * kr[i + l];");
-  emit_line(e, "      float dot = 0;");
-  emit_line(e, "      for (int l = 0; l < %d; l++)", lanes);
-  emit_line(e, "        dot += part[l];");
+  for (int half = lanes / 2; half >= 1; half /= 2) /* the lanes summed pairwise: no chain of adds */
+    emit_line(e, "      for (int l = 0; l < %d; l++) part[l] += part[l + %d];", half, half);
+  emit_line(e, "      const float dot = part[0];");
   emit_line(e, "      s[j] = dot * %s;", emit_double_literal(e, DT_F32, cache_scale(n, ge.d)));
   emit_line(e, "      cmx = s[j] > cmx ? s[j] : cmx;");
   emit_line(e, "    }");
