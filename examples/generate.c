@@ -528,6 +528,7 @@ static void prompt_ids(const Options *o, Ids *ids) {
     parse_ids(o->prompt_ids, ids);
     return;
   }
+  tokenizer_init(); /* only for text: the tables cost 1.3 MB of memory */
   if (MU(ADD_BOS) && MU(BOS_ID) >= 0)
     ids_push(ids, MU(BOS_ID));
   if (!o->chat) {
@@ -547,7 +548,6 @@ static void prompt_ids(const Options *o, Ids *ids) {
 
 int main(int argc, char **argv) {
   Options o = parse_args(argc, argv);
-  tokenizer_init();
   Ids ids = {0};
   prompt_ids(&o, &ids);
   if (o.tokenize || o.detokenize) {
