@@ -595,3 +595,19 @@ int *graph_decoder_entries(Graph *g, Diag *d) {
   return node;
 }
 
+
+/* An i64 input of an entry: "<entry>.<role>". */
+static int entry_input(Graph *g, const char *entry, const char *role, int64_t n) {
+  int vid = graph_add_value(g, arena_printf(g->arena, "%s.%s", entry, role));
+  Value *v = gval(g, vid);
+  v->type = (Type){.dt = DT_I64, .rank = 1, .dims = {n}};
+  v->is_input = true;
+  graph_add_input(g, vid);
+  return vid;
+}
+
+void decoder_entry_inputs(Graph *g, DecoderEntry *e) {
+  e->tokens_vid = entry_input(g, e->name, "tokens", e->tokens);
+  e->start_vid = entry_input(g, e->name, "start", 1);
+  e->count_vid = entry_input(g, e->name, "count", 1);
+}

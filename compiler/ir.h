@@ -190,6 +190,9 @@ bool graph_toposort(Graph *g, Diag *d);
  * entries' inputs. */
 enum { DECODER_ENTRY_ALL = -2 };
 int *graph_decoder_entries(Graph *g, Diag *d);
+/* Entry e's graph inputs, named "<e->name>.tokens" (i64[e->tokens]),
+ * ".start" and ".count" (i64[1]), added to g; sets e's value ids. */
+void decoder_entry_inputs(Graph *g, DecoderEntry *e);
 
 static inline Value *gval(const Graph *g, int vid) { return &g->vals[vid]; }
 /* The state input that graph output k becomes at the next call, or -1. */

@@ -185,16 +185,6 @@ static void put_copy(Out *o, int i, bool shared) {
   m->attrs = n->nattr ? arena_dup(a, n->attrs, sizeof(Attr) * (size_t)n->nattr) : NULL;
 }
 
-/* An entry input "<entry>.<role>", i64[n]. */
-static int entry_input(Graph *g, const char *entry, const char *role, int64_t n) {
-  int vid = graph_add_value(g, arena_printf(g->arena, "%s.%s", entry, role));
-  Value *v = gval(g, vid);
-  v->type = (Type){.dt = DT_I64, .rank = 1, .dims = {n}};
-  v->is_input = true;
-  graph_add_input(g, vid);
-  return vid;
-}
-
 /* The source graph once more, as entry e. */
 static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
   Src *s = o->s;
@@ -202,9 +192,7 @@ static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
   o->entry = e->name;
   for (int v = 0; v < sg->nvals; v++)
     o->map[v] = -1;
-  e->tokens_vid = entry_input(g, e->name, "tokens", e->tokens);
-  e->start_vid = entry_input(g, e->name, "start", 1);
-  e->count_vid = entry_input(g, e->name, "count", 1);
+  decoder_entry_inputs(g, e);
   o->map[s->ids] = reshape(o, "input_ids", e->tokens_vid, (int64_t[]){1, -1}, 2);
   if (s->pos >= 0) { /* start + 0 .. T-1 */
     int64_t *steps = arena_alloc(g->arena, sizeof(int64_t) * (size_t)e->tokens);

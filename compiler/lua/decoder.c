@@ -100,24 +100,12 @@ static int attention(lua_State *L) {
   return lt_op(L, "attention", OP_CACHEDATTENTION, in, 5, attrs, 1);
 }
 
-/* An i64 input of the entry: "<entry>.<role>". */
-static int entry_input(Graph *g, const char *entry, const char *role, int64_t n) {
-  int vid = graph_add_value(g, arena_printf(g->arena, "%s.%s", entry, role));
-  Value *v = gval(g, vid);
-  v->type = (Type){.dt = DT_I64, .rank = 1, .dims = {n}};
-  v->is_input = true;
-  graph_add_input(g, vid);
-  return vid;
-}
-
 /* The table forward() gets for entry e (pushed). */
 static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
   Graph *g = lctx(L)->g;
   lua_newtable(L);
   int x = lua_gettop(L);
-  e->tokens_vid = entry_input(g, e->name, "tokens", e->tokens);
-  e->start_vid = entry_input(g, e->name, "start", 1);
-  e->count_vid = entry_input(g, e->name, "count", 1);
+  decoder_entry_inputs(g, e);
   lt_push(L, e->tokens_vid);
   lua_setfield(L, x, "tokens");
   lt_push(L, e->start_vid);
