@@ -97,7 +97,11 @@ set(KILN_GEMM_VARIANTS "generic|generic|-O2" "generic_v8|generic|${KILN_V8}" "av
 # gemm_<case>_<variant>: one GEMM case folder checked under every variant
 # (further arguments go to kiln check: --quantize=int8)
 function(kiln_gemm_variant_tests dir name)
-  foreach(variant ${KILN_GEMM_VARIANTS})
+  kiln_variant_tests(${dir} ${name} "${KILN_GEMM_VARIANTS}" ${ARGN})
+endfunction()
+# the same for a list of variants of one's own
+function(kiln_variant_tests dir name variants)
+  foreach(variant ${variants})
     string(REPLACE "|" ";" v "${variant}")
     list(GET v 0 vname)
     list(GET v 1 isa)
@@ -600,11 +604,19 @@ endif()
 # weights); the kernels sum K products in f32 in their own order (and
 # decode scales a block's sum by d), so the tolerance is 1e-4 absolute and
 # relative: measured at most about 0.5e-4 on |y| up to 40 with K = 2080.
+# --isa does not change these kernels, only the vector width the flags give
+# does: one variant per width (16, 8, 4, plain C); the sanitizer suite the
+# 8-wide and the plain C ones
+set(KILN_BQ_VARIANTS "v16|generic|${KILN_V16}" "v8|generic|${KILN_V8}" "v4|generic|-O2"
+    "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+if(KILN_SANITIZE)
+  set(KILN_BQ_VARIANTS "v8|generic|${KILN_V8}" "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+endif()
 file(GLOB KILN_BQ_CASES LIST_DIRECTORIES true ${T}/generated/blockquant/*)
 foreach(dir ${KILN_BQ_CASES})
   if(IS_DIRECTORY ${dir})
     get_filename_component(name ${dir} NAME)
-    kiln_gemm_variant_tests(${dir} bq_${name} --rtol=1e-4 --atol=1e-4)
+    kiln_variant_tests(${dir} bq_${name} "${KILN_BQ_VARIANTS}" --rtol=1e-4 --atol=1e-4)
     add_test(NAME gemm_bq_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
     add_test(NAME gemm_bq_${name}_native COMMAND ${KILN_BIN} check -q --isa=native --rtol=1e-4 --atol=1e-4
                                                  "--cflags=-O2 -march=native -ffp-contract=fast" ${dir})
