@@ -53,31 +53,33 @@ local function linear(name, x, out)
 end
 
 local function norm(name, x)
-  return x:rms_norm(param{name, {d}, init = "ones"}, eps)
+  return x:rms_norm(param{name, {d}, init = "ones"}, eps):named(name:gsub("%.weight$", ""))
 end
 
 -- [T, heads·head_dim] -> rotated [T, heads, head_dim]
-local function rope(x, t, n, positions)
+local function rope(name, x, t, n, positions)
   return x:reshape(1, t, n * head_dim)
           :rope{positions = positions:reshape(1, t), theta = theta, interleaved = true,
                 dim = rot_dim, max_pos = cfg.ctx, heads = n}
+          :named(name)
           :reshape(t, n, head_dim)
 end
 
 decoder{ctx = cfg.ctx, prefill = cfg.prefill, forward = function(x)
   local T = x.T
   local embd = param{"token_embd.weight", {vocab, d}, init = "normal", std = 0.5}
-  local h = embd:gather(x.tokens)                                     -- [T, d]
+  local h = embd:gather(x.tokens):named("embd")                       -- [T, d]
   for i = 0, layers - 1 do
     local b = "blk." .. i .. "."
     local n = norm(b .. "attn_norm.weight", h)
-    local q = rope(linear(b .. "attn_q", n, heads * head_dim), T, heads, x.positions)
-    local k = rope(linear(b .. "attn_k", n, kv_heads * head_dim), T, kv_heads, x.positions)
+    local q = rope(b .. "q_rope", linear(b .. "attn_q", n, heads * head_dim), T, heads, x.positions)
+    local k = rope(b .. "k_rope", linear(b .. "attn_k", n, kv_heads * head_dim), T, kv_heads, x.positions)
     local v = linear(b .. "attn_v", n, kv_heads * head_dim):reshape(T, kv_heads, head_dim)
-    local y = x:attention(q, x:cache(b .. "k_cache", k), x:cache(b .. "v_cache", v))  -- [T, heads, head_dim]
-    h = h + linear(b .. "attn_output", y:reshape(T, heads * head_dim), d)
+    local y = x:attention(q, x:cache(b .. "k_cache", k), x:cache(b .. "v_cache", v)):named(b .. "attn")  -- [T, heads, head_dim]
+    h = (h + linear(b .. "attn_output", y:reshape(T, heads * head_dim), d)):named(b .. "attn_residual")
     n = norm(b .. "ffn_norm.weight", h)
-    h = h + nn.swiglu("blk." .. i, n, {d_ff = d_ff, names = {gate = "ffn_gate", up = "ffn_up", down = "ffn_down"}})
+    h = (h + nn.swiglu("blk." .. i, n, {d_ff = d_ff, names = {gate = "ffn_gate", up = "ffn_up", down = "ffn_down"}}))
+        :named(b .. "ffn_residual")
   end
   h = norm("output_norm.weight", h:gather(x.last))                    -- [1, d]: the last real token
   local out = tied and embd or param{"output.weight", {vocab, d}, init = "normal", std = 0.05}

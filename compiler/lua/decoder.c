@@ -117,10 +117,12 @@ static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
     steps[i] = i;
   int in[2] = {e->start_vid, ir_const_i64(g, "steps", steps, (int)e->tokens)};
   lt_op(L, "decoder positions", OP_ADD, in, 2, 0, 1);
+  gval(g, lt_check(L, -1))->name = arena_printf(g->arena, "%s.positions", e->name);
   lua_setfield(L, x, "positions");
   int one = 1;
   int in2[2] = {e->count_vid, ir_const_i64(g, "one", (int64_t[]){one}, 1)};
   lt_op(L, "decoder last", OP_SUB, in2, 2, 0, 1);
+  gval(g, lt_check(L, -1))->name = arena_printf(g->arena, "%s.last", e->name);
   lua_setfield(L, x, "last");
   lua_pushinteger(L, e->tokens);
   lua_setfield(L, x, "T");
@@ -175,12 +177,14 @@ static int decoder(lua_State *L) {
   g->decoder = dec;
   for (int k = 0; k < dec->nentries; k++) {
     c->decoder_replay = k > 0; /* params declared again: the same tensors */
+    c->name_prefix = arena_printf(c->a, "%s.", dec->entries[k].name);
     lua_pushvalue(L, fwd);
     push_entry_table(L, &dec->entries[k], ctx);
     lua_call(L, 1, 1);
     entry_output(L, &dec->entries[k]);
   }
   c->decoder_replay = false;
+  c->name_prefix = NULL;
   return 0;
 }
 

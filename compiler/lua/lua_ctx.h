@@ -51,6 +51,7 @@ typedef struct LuaCtx {
   const char *weights_origin;/* ... of the weights() call, for unused tensors */
   bool decoder_replay;       /* decoder{} builds its second entry: param{} of a
                                 declared name gives the same tensor */
+  const char *name_prefix;   /* x:named()'s prefix: the decoder entry's "step.", or NULL */
 } LuaCtx;
 
 /* The run's context, as lctx_bind left it in L's registry. */

@@ -58,7 +58,7 @@ function nn.linear(name, x, out_features, opts)
     y = y + param{name .. ".bias", {out_features}, init = "uniform", bound = bound,
                   seed = opts.seed}
   end
-  return y
+  return y:named(name)
 end
 
 --- nn.embedding(name, ids, num, dim [, {std = 1, seed = 0}]): rows of

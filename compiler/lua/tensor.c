@@ -758,6 +758,23 @@ static int tensor_index(lua_State *L) {
   return 1;
 }
 
+/* x:named(name): the value is called name in the IR and in the generated
+ * C (its buffer, its comments) when it is a computed value and the name is
+ * free; inside decoder{}, the entry's name goes in front ("step.blk.0.q").
+ * Otherwise it keeps kiln's own name. Returns x. */
+static int named(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  int vid = lt_check(L, 1);
+  const char *nm = luaL_checkstring(L, 2);
+  if (c->name_prefix)
+    nm = arena_printf(c->a, "%s%s", c->name_prefix, nm);
+  Value *v = gval(c->g, vid);
+  if (*nm && !v->is_input && !v->is_output && !v->data && v->producer >= 0 && graph_find_value(c->g, nm) < 0)
+    v->name = arena_strdup(c->a, nm);
+  lua_settop(L, 1);
+  return 1;
+}
+
 static int tensor_tostring(lua_State *L) {
   int vid = lt_check(L, 1);
   char buf[128];
@@ -786,7 +803,7 @@ static const luaL_Reg methods[] = {
     {"sum", sum}, {"mean", mean}, {"max", max_}, {"min", min_}, {"prod", prod},
     {"argmax", argmax}, {"topk", topk}, {"gather", gather}, {"cast", cast},
     {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"gelu", gelu}, {"clip", clip},
-    {"silu", silu}, {"rope", rope},
+    {"silu", silu}, {"rope", rope}, {"named", named},
     {"cumsum", cumsum}, {"triu", triu}, {"tril", tril}, {"split", split}, {NULL, NULL},
 };
 
