@@ -10,6 +10,7 @@
  * stay where they are in the image. Every message starts with the file's
  * path and names the key or tensor it is about. */
 #include "gguf.h"
+#include "weight_files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -721,13 +722,15 @@ static const char *tensor_str(const GgufTensor *t, bool paren, char *buf, size_t
   return buf;
 }
 
-static void list_names(const Gguf *g, char *buf, size_t n) {
-  size_t k = 0;
-  buf[0] = 0;
-  for (int i = 0; i < g->n && i < 4 && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s'%s'", i ? ", " : "", g->t[i].name);
-  if (g->n > 4 && k < n)
-    snprintf(buf + k, n - k, ", ... (%d in all)", g->n);
+/* The file's tensors as the shared binding messages see them. */
+static const char *tensor_name(const void *f, int i) { return ((const Gguf *)f)->t[i].name; }
+static bool tensor_used(const void *f, int i) { return ((const Gguf *)f)->t[i].used; }
+static const char *tensor_label(const void *f, int i, char *buf, size_t n) {
+  return tensor_str(&((const Gguf *)f)->t[i], false, buf, n);
+}
+
+static WeightFile weight_file(const Gguf *g) {
+  return (WeightFile){g->path, g->n, g, tensor_name, tensor_used, tensor_label};
 }
 
 GgufTensor *gguf_take(Gguf *g, const char *name, const Type *want, Diag *d) {
@@ -735,7 +738,8 @@ GgufTensor *gguf_take(Gguf *g, const char *name, const Type *want, Diag *d) {
   GgufTensor *t = gguf_tensor(g, name);
   if (!t) {
     char names[384];
-    list_names(g, names, sizeof names);
+    WeightFile wf = weight_file(g);
+    wf_list_names(&wf, names, sizeof names);
     diag_error(d, "%s: no tensor '%s' (%s); expected one for each parameter; the file has %s",
                g->path, name, type_str(want, wt, sizeof wt), g->n ? names : "none");
     return NULL;
@@ -754,37 +758,11 @@ GgufTensor *gguf_take(Gguf *g, const char *name, const Type *want, Diag *d) {
 }
 
 bool gguf_check_all_used(const Gguf *g, Diag *d) {
-  int unused = 0, first = -1;
-  for (int i = 0; i < g->n; i++)
-    if (!g->t[i].used && unused++ == 0)
-      first = i;
-  if (!unused)
-    return true;
-  char ty[160];
-  return diag_error(d,
-                    "%s: tensor '%s' (%s) is not a parameter of the model (%d of %d tensors "
-                    "unused); expected every tensor in the file to be bound (--strict-weights)",
-                    g->path, g->t[first].name, tensor_str(&g->t[first], false, ty, sizeof ty), unused,
-                    g->n);
+  WeightFile wf = weight_file(g);
+  return wf_check_all_used(&wf, d);
 }
 
 char *gguf_unused_list(const Gguf *g) {
-  Buf b = {0};
-  int unused = 0;
-  for (int i = 0; i < g->n; i++)
-    if (!g->t[i].used)
-      unused++;
-  if (!unused)
-    return NULL;
-  buf_printf(&b, "%s: %d of %d tensors not used by the model:", g->path, unused, g->n);
-  int shown = 0;
-  for (int i = 0; i < g->n && shown < 8; i++) {
-    char ty[160];
-    if (!g->t[i].used)
-      buf_printf(&b, "%s %s (%s)", shown++ ? "," : "", g->t[i].name,
-                 tensor_str(&g->t[i], false, ty, sizeof ty));
-  }
-  if (unused > shown)
-    buf_printf(&b, ", and %d more", unused - shown);
-  return b.s;
+  WeightFile wf = weight_file(g);
+  return wf_unused_list(&wf);
 }

@@ -7,6 +7,7 @@
  * aligned arena memory. Every message starts with the file's path and names
  * the tensor it is about. */
 #include "safetensors.h"
+#include "weight_files.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -427,14 +428,15 @@ const char *safetensors_meta(const SafeTensors *st, const char *key) {
   return NULL;
 }
 
-/* "'a', 'b', 'c', ... (12 in all)": a hint when a name is not found. */
-static void list_names(const SafeTensors *st, char *buf, size_t n) {
-  size_t k = 0;
-  buf[0] = 0;
-  for (int i = 0; i < st->n && i < 4 && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s'%s'", i ? ", " : "", st->t[i].name);
-  if (st->n > 4 && k < n)
-    snprintf(buf + k, n - k, ", ... (%d in all)", st->n);
+/* The file's tensors as the shared binding messages see them. */
+static const char *tensor_name(const void *f, int i) { return ((const SafeTensors *)f)->t[i].name; }
+static bool tensor_used(const void *f, int i) { return ((const SafeTensors *)f)->t[i].used; }
+static const char *tensor_label(const void *f, int i, char *buf, size_t n) {
+  return type_str(&((const SafeTensors *)f)->t[i].type, buf, n);
+}
+
+static WeightFile weight_file(const SafeTensors *st) {
+  return (WeightFile){st->path, st->n, st, tensor_name, tensor_used, tensor_label};
 }
 
 StTensor *safetensors_take(SafeTensors *st, const char *name, const Type *want, Diag *d) {
@@ -442,7 +444,8 @@ StTensor *safetensors_take(SafeTensors *st, const char *name, const Type *want, 
   StTensor *t = safetensors_find(st, name);
   if (!t) {
     char names[384];
-    list_names(st, names, sizeof names);
+    WeightFile wf = weight_file(st);
+    wf_list_names(&wf, names, sizeof names);
     diag_error(d, "%s: no tensor '%s' (%s); expected one for each parameter; the file has %s",
                st->path, name, type_str(want, wt, sizeof wt), st->n ? names : "none");
     return NULL;
@@ -460,38 +463,13 @@ StTensor *safetensors_take(SafeTensors *st, const char *name, const Type *want, 
 }
 
 bool safetensors_check_all_used(const SafeTensors *st, Diag *d) {
-  int unused = 0, first = -1;
-  for (int i = 0; i < st->n; i++)
-    if (!st->t[i].used && unused++ == 0)
-      first = i;
-  if (!unused)
-    return true;
-  char ty[96];
-  return diag_error(d,
-                    "%s: tensor '%s' (%s) is not a parameter of the model (%d of %d tensors "
-                    "unused); expected every tensor in the file to be bound (--strict-weights)",
-                    st->path, st->t[first].name, type_str(&st->t[first].type, ty, sizeof ty),
-                    unused, st->n);
+  WeightFile wf = weight_file(st);
+  return wf_check_all_used(&wf, d);
 }
 
 char *safetensors_unused_list(const SafeTensors *st) {
-  Buf b = {0};
-  int unused = 0;
-  for (int i = 0; i < st->n; i++)
-    if (!st->t[i].used)
-      unused++;
-  if (!unused)
-    return NULL;
-  buf_printf(&b, "%s: %d of %d tensors not used by the model:", st->path, unused, st->n);
-  int shown = 0;
-  for (int i = 0; i < st->n && shown < 8; i++) {
-    char ty[96];
-    if (!st->t[i].used)
-      buf_printf(&b, "%s %s (%s)", shown++ ? "," : "", st->t[i].name, type_str(&st->t[i].type, ty, sizeof ty));
-  }
-  if (unused > shown)
-    buf_printf(&b, ", and %d more", unused - shown);
-  return b.s;
+  WeightFile wf = weight_file(st);
+  return wf_unused_list(&wf);
 }
 
 /* ---- writing -------------------------------------------------------------- */
