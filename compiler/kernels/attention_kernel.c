@@ -712,10 +712,7 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
     for (int i = 0; i < KILN_COUNT(views); i++) {
       const View *v = &views[i];
-      if (v->cpp)
-        emit_line(e, "#%s %s && (defined(%s) || defined(%s))", i ? "elif" : "if", gnu, v->cpp, v->force);
-      else
-        emit_line(e, "#elif %s", gnu);
+      emit_view_guard(e, v, i == 0, gnu);
       emit_line(e, "/* %d-wide vectors */", v->vw);
       emit_path(e, &p, v);
     }

@@ -651,10 +651,7 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
       continue;
     Geo gv;
     gemm_geo(e, s, t, v, &gv);
-    if (v->cpp)
-      emit_line(e, "#%s %s && (defined(%s) || defined(%s))", first ? "if" : "elif", gnu, v->cpp, v->force);
-    else
-      emit_line(e, "#%s %s", first ? "if" : "elif", gnu);
+    emit_view_guard(e, v, first, gnu);
     emit_line(e, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, &gv),
               !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
     emit_vector_path(e, s, &gv);

@@ -430,10 +430,7 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
     for (int i = 0; i < KILN_COUNT(views); i++) {
       const View *v = &views[i];
-      if (v->cpp)
-        emit_line(e, "#%s %s && (defined(%s) || defined(%s))", i ? "elif" : "if", gnu, v->cpp, v->force);
-      else
-        emit_line(e, "#elif %s", gnu);
+      emit_view_guard(e, v, i == 0, gnu);
       emit_line(e, "/* %d-wide vectors: %s */", v->vw,
                 s->m >= QG_PREFILL_MIN_ROWS ? "panels of W dequantized once, read by every row of X"
                                             : "blocks unpacked in registers");

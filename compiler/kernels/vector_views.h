@@ -6,7 +6,10 @@
 #ifndef KILN_VECTOR_VIEWS_H
 #define KILN_VECTOR_VIEWS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "../emit.h"
 
 typedef struct View {
   int vw;
@@ -19,5 +22,15 @@ static const View views[] = {
     {8, "__AVX__", "KILN_GEMM_V8", 12},
     {4, NULL, NULL, 12},
 };
+
+/* The `#if` (the first path) or `#elif` line that picks view v's path in
+ * the generated C, under the GNU C condition gnu: the width's own macro or
+ * the one that forces it. */
+static inline void emit_view_guard(Emit *e, const View *v, bool first, const char *gnu) {
+  if (v->cpp)
+    emit_line(e, "#%s %s && (defined(%s) || defined(%s))", first ? "if" : "elif", gnu, v->cpp, v->force);
+  else
+    emit_line(e, "#%s %s", first ? "if" : "elif", gnu);
+}
 
 #endif
