@@ -77,11 +77,10 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
 }
 
 /* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
-void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
+void emit_decoder_entries(Buf *c, Emit *e) {
   Graph *g = e->g;
   const Decoder *dec = g->decoder;
   const char *p = e->prefix, *P = emit_upper(g->arena, p);
-  (void)pn;
   buf_printf(c, "/* The workspace of %s_prefill and %s_step (not re-entrant; the _ws\n"
                 " * variants take the caller's): one for both, they never run together. */\n"
                 "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",

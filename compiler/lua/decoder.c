@@ -119,8 +119,7 @@ static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
   lt_op(L, "decoder positions", OP_ADD, in, 2, 0, 1);
   gval(g, lt_check(L, -1))->name = arena_printf(g->arena, "%s.positions", e->name);
   lua_setfield(L, x, "positions");
-  int one = 1;
-  int in2[2] = {e->count_vid, ir_const_i64(g, "one", (int64_t[]){one}, 1)};
+  int in2[2] = {e->count_vid, ir_const_i64(g, "one", (int64_t[]){1}, 1)};
   lt_op(L, "decoder last", OP_SUB, in2, 2, 0, 1);
   gval(g, lt_check(L, -1))->name = arena_printf(g->arena, "%s.last", e->name);
   lua_setfield(L, x, "last");

@@ -112,12 +112,6 @@ bool cache_write_emit(Emit *e, const Node *n) {
   return true;
 }
 
-/* Data movement: a row write. */
-int64_t cache_write_flops(const Graph *g, const Node *n) {
-  (void)g, (void)n;
-  return 0;
-}
-
 /* ---- CachedAttention ------------------------------------------------------------ */
 
 typedef struct CacheGeom {
