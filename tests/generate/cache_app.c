@@ -15,39 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include MODEL_H
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define API(x) CAT(M, x)
-#define UP(x) CAT(MU, x)
-
-enum { CTX = UP(_CTX), P = UP(_PREFILL), V = UP(_VOCAB) };
+#include "decoder_api.h"
 
 static float ref[CTX][V], got[V];
-
-/* Append tokens[0..n) to s in chunks of at most P. */
-static int feed(API(_state) *s, const int64_t *tokens, int n, float *logits) {
-  for (int at = 0; at < n;) {
-    int k = n - at < P ? n - at : P;
-    int64_t chunk[P] = {0};
-    memcpy(chunk, tokens + at, (size_t)k * sizeof *chunk);
-    int rc = API(_prefill)(s, chunk, k, logits);
-    if (rc != KILN_OK)
-      return rc;
-    at += k;
-  }
-  return KILN_OK;
-}
-
-static double diff(const float *a, const float *b) {
-  double d = 0, m = 0;
-  for (int i = 0; i < V; i++) {
-    d = fmax(d, fabs((double)a[i] - b[i]));
-    m = fmax(m, fabs((double)b[i]));
-  }
-  return m > 0 ? d / m : d;
-}
 
 int main(int argc, char **argv) {
   double tol = argc > 1 ? atof(argv[1]) : 0;

@@ -15,35 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include MODEL_H
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define API(x) CAT(M, x)
-#define UP(x) CAT(MU, x)
-
-enum { CTX = UP(_CTX), P = UP(_PREFILL), V = UP(_VOCAB) };
-
-/* Append tokens[0..n) to s in chunks of at most P. */
-static int feed(API(_state) *s, const int64_t *tokens, int64_t n, float *logits) {
-  for (int64_t at = 0; at < n;) {
-    int k = n - at < P ? (int)(n - at) : P;
-    int rc = API(_prefill)(s, tokens + at, k, logits);
-    if (rc != KILN_OK)
-      return rc;
-    at += k;
-  }
-  return KILN_OK;
-}
-
-static double diff(const float *a, const float *b) {
-  double d = 0, m = 0;
-  for (int i = 0; i < V; i++) {
-    d = fmax(d, fabs((double)a[i] - b[i]));
-    m = fmax(m, fabs((double)b[i]));
-  }
-  return m > 0 ? d / m : d;
-}
+#include "../decoder_api.h"
 
 int main(int argc, char **argv) {
   if (argc != 3)
