@@ -688,3 +688,9 @@ foreach(case step_long prefill_padded first)
   add_test(NAME cache_attention_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/cache_attention/${case})
 endforeach()
+
+# areas whose tests live beside their fixtures (each file optional, so an
+# area can land on its own)
+foreach(area install npy entmax hostile)
+  include(${T}/${area}/tests.cmake OPTIONAL)
+endforeach()
