@@ -19,7 +19,20 @@ static bool entry_io(const Graph *g, int k, int i) {
   if (i >= g->ninputs)
     return i - g->ninputs == en->logits_out;
   int v = g->inputs[i];
-  return v == en->tokens_vid || v == en->start_vid || v == en->count_vid;
+  for (int j = 0; j < en->ninputs; j++)
+    if (v == en->inputs[j])
+      return true;
+  return en->tokens && (v == en->tokens_vid || v == en->start_vid || v == en->count_vid);
+}
+
+/* ", const int64_t src[1][16]" for each of the encode entry's inputs. */
+static void put_encode_params(Buf *b, const Graph *g, const char **pn, const DecoderEntry *en) {
+  for (int j = 0; j < en->ninputs; j++)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->inputs[i] == en->inputs[j]) {
+        const Value *v = &g->vals[en->inputs[j]];
+        buf_printf(b, ", const %s %s%s", dt_ctype(v->type.dt), pn[i], emit_array_dims(g->arena, &v->type));
+      }
 }
 
 /* static void NAME_ENTRY_forward(ws, [weights,] state, the entry's tensors) */
@@ -43,9 +56,13 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
   Graph *g = e->g;
   Arena *a = g->arena;
   const DecoderEntry *en = &g->decoder->entries[k];
-  buf_printf(c, "/* The %s entry's forward pass: %lld token%s at positions start[0] .., count[0] of\n"
-                " * them real; the caches' rows start[0] .. start[0]+count[0]-1 are written. */\n",
-             en->name, (long long)en->tokens, en->tokens == 1 ? "" : "s");
+  if (en->tokens)
+    buf_printf(c, "/* The %s entry's forward pass: %lld token%s at positions start[0] .., count[0] of\n"
+                  " * them real; the caches' rows start[0] .. start[0]+count[0]-1 are written. */\n",
+               en->name, (long long)en->tokens, en->tokens == 1 ? "" : "s");
+  else
+    buf_printf(c, "/* The %s entry: from its inputs, the values the other entries read back\n"
+                  " * (x:get), stored in the state. */\n", en->name);
   put_entry_signature(c, e, pn, k);
   buf_puts(c, " {\n  (void)ws;\n");
   if (e->blob)
@@ -64,11 +81,13 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
   Buf out = {0};
   e->out = &out;
   e->indent = 1;
-  int vid = g->outputs[en->logits_out];
-  const char *p = arena_printf(a, "p_%s", pn[g->ninputs + en->logits_out]);
-  if (strcmp(emit_ref(e, vid), p)) /* the logits live elsewhere (a constant?): copied */
-    emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
-              emit_cm(a, g->vals[vid].name));
+  if (en->logits_out >= 0) {
+    int vid = g->outputs[en->logits_out];
+    const char *p = arena_printf(a, "p_%s", pn[g->ninputs + en->logits_out]);
+    if (strcmp(emit_ref(e, vid), p)) /* the logits live elsewhere (a constant?): copied */
+      emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
+                emit_cm(a, g->vals[vid].name));
+  }
   buf_put(c, body->s ? body->s : "", body->len);
   buf_put(c, out.s ? out.s : "", out.len);
   buf_free(body);
@@ -76,17 +95,49 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
   buf_puts(c, "}\n\n");
 }
 
-/* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
-void emit_decoder_entries(Buf *c, Emit *e) {
+/* NAME_encode(_ws): the encode entry, which empties the caches. */
+static void put_encode_entry(Buf *c, Emit *e, const char **pn, const DecoderEntry *en) {
+  Graph *g = e->g;
+  const char *p = e->prefix;
+  buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state", p, en->name, p);
+  put_encode_params(c, g, pn, en);
+  buf_puts(c, ") {\n  if (!state");
+  for (int j = 0; j < en->ninputs; j++)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->inputs[i] == en->inputs[j])
+        buf_printf(c, " || !%s", pn[i]);
+  buf_printf(c, ")\n    return KILN_E_ARG;\n  %s_%s_forward((unsigned char *)workspace, %sstate", p, en->name,
+             e->blob ? "bound_weights, " : "");
+  for (int j = 0; j < en->ninputs; j++)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->inputs[i] == en->inputs[j])
+        buf_printf(c, ", %s", pn[i]);
+  buf_printf(c, ");\n  state->kiln_length = 0; /* a new source: the caches start empty */\n"
+                "  return KILN_OK;\n}\n\nint %s_%s(%s_state *state", p, en->name, p);
+  put_encode_params(c, g, pn, en);
+  buf_printf(c, ") {\n  return %s_%s_ws(%s_workspace, state", p, en->name, p);
+  for (int j = 0; j < en->ninputs; j++)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->inputs[i] == en->inputs[j])
+        buf_printf(c, ", %s", pn[i]);
+  buf_puts(c, ");\n}\n\n");
+}
+
+/* The public entry points: NAME_encode(_ws), NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
+void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
   Graph *g = e->g;
   const Decoder *dec = g->decoder;
   const char *p = e->prefix, *P = emit_upper(g->arena, p);
-  buf_printf(c, "/* The workspace of %s_prefill and %s_step (not re-entrant; the _ws\n"
-                " * variants take the caller's): one for both, they never run together. */\n"
+  buf_printf(c, "/* The workspace of the entry points (not re-entrant; the _ws variants\n"
+                " * take the caller's): one for all, they never run together. */\n"
                 "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",
-             p, p, p, (long long)(g->ws_size ? g->ws_size : 1));
+             p, (long long)(g->ws_size ? g->ws_size : 1));
   for (int k = 0; k < dec->nentries; k++) {
     const DecoderEntry *en = &dec->entries[k];
+    if (!en->tokens) {
+      put_encode_entry(c, e, pn, en);
+      continue;
+    }
     bool step = en->tokens == 1 && !strcmp(en->name, "step");
     if (step)
       buf_printf(c, "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
@@ -118,6 +169,17 @@ void emit_decoder_entries(Buf *c, Emit *e) {
   buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
 }
 
+/* Is state vid written by the encode entry (e:set), not a cache? */
+static bool stored_by_encode(Graph *g, int vid) {
+  const DecoderEntry *enc = decoder_find_entry(g->decoder, "encode");
+  Diag d = {0}; /* the emitter has mapped the entries already: no error here */
+  int *entry = enc ? graph_decoder_entries(g, &d) : NULL;
+  for (int i = 0; entry && i < g->nnodes; i++)
+    if (g->nodes[i].op == OP_CACHEWRITE && g->nodes[i].in[0] == vid)
+      return entry[i] >= 0 && &g->decoder->entries[entry[i]] == enc;
+  return false;
+}
+
 /* The header of a generative model: sizes, the state struct with its
  * caches, the entry points and their codes. */
 void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
@@ -127,6 +189,7 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
   const char *p = o->prefix, *P = emit_upper(a, p);
   const Value *logits = &g->vals[g->outputs[dec->entries[0].logits_out]];
   int64_t prefill = dec->entries[0].tokens, vocab = type_numel(&logits->type);
+  const DecoderEntry *enc = decoder_find_entry(dec, "encode");
   char ts[160];
   buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", p, KILN_VERSION,
              emit_cm(a, o->source ? o->source : "a model"));
@@ -135,6 +198,7 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
                 " * of every position it has read in a KV cache of %s_CTX positions inside\n"
                 " * the caller-owned %s_state:\n *\n"
                 " *   %s_state_init(&s);                      empty cache (length 0)\n"
+                "%s"
                 " *   %s_prefill(&s, tokens, n, logits);      append n <= %s_PREFILL tokens\n"
                 " *   %s_step(&s, token, logits);             append one token\n"
                 " *   %s_length(&s);                          positions held\n *\n"
@@ -145,18 +209,22 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
                 " * vocabulary read its nearest row (they are clamped, never out of bounds).\n"
                 " * Each call's cost grows with the positions the cache holds, not with\n"
                 " * its capacity: attention reads rows 0 .. length-1 only.\n *\n",
-             P, p, p, p, P, p, p, P, P);
+             P, p, p, enc ? arena_printf(a, " *   %s_encode(&s, src...);                  a new source: stores what the decoder\n"
+                                         " *                                          reads from it, empties the cache\n", p) : "",
+             p, P, p, p, P, P);
   buf_puts(h, " * State layout: one field per cache, [position][...] row-major (row i is\n"
-              " * position i; rows at or past the length are unused), then the length:\n");
+              " * position i; rows at or past the length are unused),");
+  buf_puts(h, enc ? " one per value encode\n * stores, then the length:\n" : " then the length:\n");
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (v->is_state)
-      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name));
+      buf_printf(h, " *   %-24s %s  (\"%s\"%s)\n", pn[i], type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name),
+                 stored_by_encode(g, g->inputs[i]) ? ", stored by encode" : "");
   }
-  buf_printf(h, " *\n * %s_prefill() and %s_step() use one static workspace of %s_WORKSPACE_SIZE\n"
+  buf_printf(h, " *\n * %s_prefill() and %s_step()%s use one static workspace of %s_WORKSPACE_SIZE\n"
                 " * bytes and are not re-entrant; the _ws variants take a caller-owned\n"
                 " * workspace of that size (aligned to 64 bytes). Nothing allocates.\n",
-             p, p, P);
+             p, p, enc ? arena_printf(a, " (and %s_encode())", p) : "", P);
   if (o->threads > 1)
     buf_printf(h, " *\n * Threads: compiled with --threads %d; build %s.c with -fopenmp.\n", o->threads, p);
   buf_puts(h, " */\n");
@@ -165,6 +233,11 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
                 "#define %s_PREFILL %lld /* most tokens one prefill call takes */\n"
                 "#define %s_VOCAB %lld /* logits per call */\n",
              P, (long long)g->ws_size, P, (long long)dec->ctx, P, (long long)prefill, P, (long long)vocab);
+  for (int j = 0; enc && j < enc->ninputs; j++)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->inputs[i] == enc->inputs[j])
+        buf_printf(h, "#define %s_IN_%s_SIZE %lld /* elements of encode's %s */\n", P, emit_upper(a, pn[i]),
+                   (long long)type_numel(&g->vals[g->inputs[i]].type), pn[i]);
   if (blob)
     emit_weights_api(h, p, P, blob);
   else
@@ -177,11 +250,18 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (v->is_state)
-      buf_printf(h, "  %s %s%s; /* cache '%s' */\n", dt_ctype(v->type.dt), pn[i], emit_array_dims(a, &v->type),
-                 emit_cm(a, v->name));
+      buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), pn[i], emit_array_dims(a, &v->type),
+                 stored_by_encode(g, g->inputs[i]) ? "stored by encode:" : "cache", emit_cm(a, v->name));
   }
   buf_printf(h, "  int64_t kiln_length; /* positions held: rows 0 .. kiln_length-1 of every cache */\n"
                 "} %s_state;\n\n", p);
+  if (enc) {
+    buf_printf(h, "int %s_encode(%s_state *state", p, p);
+    put_encode_params(h, g, pn, enc);
+    buf_printf(h, ");\nint %s_encode_ws(void *workspace, %s_state *state", p, p);
+    put_encode_params(h, g, pn, enc);
+    buf_puts(h, ");\n");
+  }
   buf_printf(h, "void %s_state_init(%s_state *state);\n"
                 "int %s_prefill(%s_state *state, const int64_t tokens[%s_PREFILL], int n, float logits[%s_VOCAB]);\n"
                 "int %s_prefill_ws(void *workspace, %s_state *state, const int64_t tokens[%s_PREFILL], int n,\n"

@@ -715,7 +715,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (g->decoder) {
     for (int k = 0; k < g->decoder->nentries; k++)
       emit_entry_forward(c, &e, pn, k, &bodies[k]);
-    emit_decoder_entries(c, &e);
+    emit_decoder_entries(c, &e, pn);
     put_state_init(c, &e, pn);
     put_file_tail(wc, &e, &fn);
     if (!put_tokenizer(wc, &tok, o, d))

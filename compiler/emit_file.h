@@ -24,7 +24,7 @@ void emit_header_end(Buf *h, const Buf *tok);
 /* emit_decoder.c: entry k's forward function (its calls in body, freed). */
 void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body);
 /* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
-void emit_decoder_entries(Buf *c, Emit *e);
+void emit_decoder_entries(Buf *c, Emit *e, const char **pn);
 /* A generative model's header. */
 void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const struct WeightsBlob *blob,
                          const Buf *tok);

@@ -562,18 +562,23 @@ bool const_input_ints(Graph *g, const Node *n, int i, const char *what, int64_t 
   return true;
 }
 
-/* The entry each node belongs to: the one whose inputs it depends on, or
- * DECODER_ENTRY_ALL for a node that reads only constants and states but is not
- * folded (DequantizeBlocks left unfused): every entry runs it. NULL + d
- * when a node depends on two entries' inputs. */
+/* The entry each node belongs to: the one whose inputs it depends on; for
+ * a node that reads only constants and states but is not folded (a
+ * stored key reshaped, DequantizeBlocks left unfused), the one entry that
+ * uses it, or DECODER_ENTRY_ALL when several do: each of them runs it.
+ * NULL + d when a node depends on two entries' inputs. */
 int *graph_decoder_entries(Graph *g, Diag *d) {
+  const Decoder *dec = g->decoder;
   int *val = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
   int *node = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nnodes + 1));
   for (int v = 0; v < g->nvals; v++)
     val[v] = -1;
-  for (int k = 0; k < g->decoder->nentries; k++) {
-    const DecoderEntry *en = &g->decoder->entries[k];
-    val[en->tokens_vid] = val[en->start_vid] = val[en->count_vid] = k;
+  for (int k = 0; k < dec->nentries; k++) {
+    const DecoderEntry *en = &dec->entries[k];
+    if (en->tokens)
+      val[en->tokens_vid] = val[en->start_vid] = val[en->count_vid] = k;
+    for (int i = 0; i < en->ninputs; i++)
+      val[en->inputs[i]] = k;
   }
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = &g->nodes[i];
@@ -582,7 +587,8 @@ int *graph_decoder_entries(Graph *g, Diag *d) {
       int e = n->in[j] >= 0 ? val[n->in[j]] : -1;
       if (e >= 0 && k >= 0 && e != k)
         return diag_node(d, g, n, "reads values of both the %s and the %s entry; expected each node in one "
-                         "entry point", g->decoder->entries[k].name, g->decoder->entries[e].name), NULL;
+                         "entry point (entries share only weights and states)", dec->entries[k].name,
+                         dec->entries[e].name), NULL;
       k = e >= 0 ? e : k;
     }
     bool computed = false;
@@ -591,6 +597,31 @@ int *graph_decoder_entries(Graph *g, Diag *d) {
     node[i] = k >= 0 ? k : computed ? DECODER_ENTRY_ALL : -1;
     for (int j = 0; j < n->nout; j++)
       val[n->out[j]] = k;
+  }
+  /* A computed node that reads only states and constants (the encoder's
+   * stored keys, reshaped) runs in the entries that use it: backwards,
+   * each such node takes the one entry of all its users when there is
+   * one. Nodes come in topological order, so users are settled first. */
+  int *user = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1)); /* -1 none, -3 several */
+  for (int v = 0; v < g->nvals; v++)
+    user[v] = g->vals[v].is_output ? -3 : -1;
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    const Node *n = &g->nodes[i];
+    if (node[i] == DECODER_ENTRY_ALL) {
+      int k = -1;
+      for (int j = 0; j < n->nout; j++) {
+        int u = user[n->out[j]];
+        k = u == -1 ? k : k == -1 ? u : k == u ? k : -3;
+      }
+      if (k >= 0)
+        node[i] = k;
+    }
+    int mine = node[i] >= 0 ? node[i] : -3;
+    for (int j = 0; j < n->nin; j++) {
+      int v = n->in[j];
+      if (v >= 0)
+        user[v] = user[v] == -1 ? mine : user[v] == mine ? mine : -3;
+    }
   }
   return node;
 }
@@ -604,6 +635,13 @@ static int entry_input(Graph *g, const char *entry, const char *role, int64_t n)
   v->is_input = true;
   graph_add_input(g, vid);
   return vid;
+}
+
+const DecoderEntry *decoder_find_entry(const Decoder *dec, const char *name) {
+  for (int k = 0; dec && k < dec->nentries; k++)
+    if (!strcmp(dec->entries[k].name, name))
+      return &dec->entries[k];
+  return NULL;
 }
 
 void decoder_entry_inputs(Graph *g, DecoderEntry *e) {

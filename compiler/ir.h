@@ -138,19 +138,28 @@ typedef struct Node {
  * entry's inputs are its token ids [tokens], the position of its first
  * token (start, i64[1]: how many the cache held) and how many of its
  * tokens are real (count, i64[1]); its output is the logits of the last
- * real token. Every node depends on the inputs of exactly one entry. */
+ * real token. An encoder–decoder adds a third entry, encode (tokens 0):
+ * its inputs are its own (the source), it has no output, and it stores
+ * what the other two read (cross-attention keys and values) in states,
+ * emptying the caches. Every node depends on the inputs of exactly one
+ * entry. */
+enum { DECODER_MAX_ENTRIES = 3 };
 typedef struct DecoderEntry {
-  const char *name;      /* "prefill", "step" */
-  int64_t tokens;        /* token ids per call */
-  int tokens_vid, start_vid, count_vid; /* graph inputs (value ids) */
-  int logits_out;        /* index in g->outputs */
+  const char *name;      /* "prefill", "step", "encode" */
+  int64_t tokens;        /* token ids per call; 0 for encode */
+  int tokens_vid, start_vid, count_vid; /* graph inputs (value ids); -1 in encode */
+  int logits_out;        /* index in g->outputs; -1 in encode */
+  int ninputs;           /* encode: its graph inputs (value ids) */
+  int *inputs;
 } DecoderEntry;
 
 typedef struct Decoder {
   int64_t ctx;           /* the caches' capacity in positions */
-  int nentries;
-  DecoderEntry entries[2];
+  int nentries;          /* prefill and step, then encode when there is one */
+  DecoderEntry entries[DECODER_MAX_ENTRIES];
 } Decoder;
+/* The entry named name ("encode"), or NULL. */
+const DecoderEntry *decoder_find_entry(const Decoder *dec, const char *name);
 
 typedef struct Graph {
   Arena *arena;

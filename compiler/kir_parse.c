@@ -662,8 +662,32 @@ static bool entry_input(Parser *p, int *vid, int64_t n) {
   return true;
 }
 
-/* "decoder ctx=N NAME(%tokens, %start, %count -> %logits) ..." (the
- * keyword read): ir.h's Decoder, one or two entries. */
+/* "decoder ctx=N NAME(%tokens, %start, %count -> %logits) ...
+ * [encode(%in, ...)]" (the keyword read): ir.h's Decoder, prefill and
+ * step, then an encode entry with graph inputs of its own. */
+/* "encode(%src, ...)" after its '(': graph inputs that are not states. */
+static bool parse_encode(Parser *p, DecoderEntry *en) {
+  *en = (DecoderEntry){.name = "encode", .tokens_vid = -1, .start_vid = -1, .count_vid = -1, .logits_out = -1};
+  en->inputs = arena_alloc(p->a, sizeof(int) * (size_t)(p->g->ninputs + 1));
+  do {
+    const char *nm = value_name(p);
+    if (!nm)
+      return false;
+    int v = graph_find_value(p->g, nm);
+    if (v < 0 || !p->g->vals[v].is_input || p->g->vals[v].is_state)
+      return perr(p, "%%%s: expected a graph input that is not a state", nm);
+    for (int j = 0; j < en->ninputs; j++)
+      if (en->inputs[j] == v)
+        return perr(p, "%%%s twice; expected each input once", nm);
+    if (en->ninputs == p->g->ninputs)
+      return perr(p, "more encode inputs than the graph has");
+    en->inputs[en->ninputs++] = v;
+    while (peek(p) == ' ' || peek(p) == '\t')
+      advance(p);
+  } while (peek(p) == ',' && (advance(p), true));
+  return expect(p, ')', "to close the entry");
+}
+
 static bool parse_decoder(Parser *p, const char **outnames, int nout) {
   Decoder *dec = arena_alloc(p->a, sizeof *dec);
   if (p->g->decoder)
@@ -675,10 +699,19 @@ static bool parse_decoder(Parser *p, const char **outnames, int nout) {
       advance(p);
     if (!is_word_char(peek(p)))
       break;
-    if (dec->nentries == 2)
-      return perr(p, "a third entry; expected prefill and step");
+    if (dec->nentries == DECODER_MAX_ENTRIES)
+      return perr(p, "a fourth entry; expected prefill, step and encode");
     DecoderEntry *en = &dec->entries[dec->nentries++];
-    if (!(en->name = word(p)) || !expect(p, '(', "after the entry's name") || !entry_input(p, &en->tokens_vid, -1) ||
+    if (!(en->name = word(p)) || !expect(p, '(', "after the entry's name"))
+      return false;
+    if (!strcmp(en->name, "encode")) {
+      if (dec->nentries != 3)
+        return perr(p, "encode as entry %d; expected it after prefill and step", dec->nentries);
+      if (!parse_encode(p, en))
+        return false;
+      continue;
+    }
+    if (!entry_input(p, &en->tokens_vid, -1) ||
         !expect(p, ',', "after the tokens") || !entry_input(p, &en->start_vid, 1) ||
         !expect(p, ',', "after the start") || !entry_input(p, &en->count_vid, 1) ||
         !expect(p, '-', "('->' before the logits)") || !expect(p, '>', "('->' before the logits)"))
@@ -696,7 +729,7 @@ static bool parse_decoder(Parser *p, const char **outnames, int nout) {
     if (!expect(p, ')', "to close the entry"))
       return false;
   }
-  if (dec->nentries == 0)
+  if (dec->nentries < 2)
     return perr(p, "expected the decoder's entries: prefill(...) step(...)");
   p->g->decoder = dec;
   return true;

@@ -226,13 +226,21 @@ static void put_state(Buf *b, const Graph *g, const Value *v, Buf *bin) {
   buf_puts(b, ")");
 }
 
-/* "  decoder ctx=N prefill(%tokens, %start, %count -> %logits) step(...)":
- * a generative model's entry points (ir.h, Decoder). */
+/* "  decoder ctx=N prefill(%tokens, %start, %count -> %logits) step(...)
+ * [encode(%src, ...)]": a generative model's entry points (ir.h, Decoder). */
 static void put_decoder(Buf *b, const Graph *g) {
   buf_printf(b, "  decoder ctx=%lld", (long long)g->decoder->ctx);
   for (int k = 0; k < g->decoder->nentries; k++) {
     const DecoderEntry *en = &g->decoder->entries[k];
     buf_printf(b, " %s(", en->name);
+    if (!en->tokens) { /* encode: its inputs, no output */
+      for (int j = 0; j < en->ninputs; j++) {
+        buf_puts(b, j ? ", " : "");
+        put_name(b, g->vals[en->inputs[j]].name);
+      }
+      buf_puts(b, ")");
+      continue;
+    }
     put_name(b, g->vals[en->tokens_vid].name);
     buf_puts(b, ", ");
     put_name(b, g->vals[en->start_vid].name);

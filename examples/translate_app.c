@@ -1,16 +1,26 @@
 /* translate_app.c — greedy decoding with the encoder–decoder Transformer of
- * examples/transformer.lua, compiled to C by kiln. The generated function
- * maps (source ids, target ids) to next-token logits at every target
- * position; decoding calls it once per output token: the target starts as
- * [BOS, PAD, PAD, ...], and after each call the arg-max at the newest
- * position is written into the next slot, until EOS or the target is full.
- * The decoder's causal mask means position i never sees the padding after
- * it, so a fixed-size target padded at the end gives the same logits as the
- * exact-length one would. (Each call recomputes the whole target; a
- * production decoder would cache keys and values — this one shows the
- * generated code's API, not a fast decoder.)
+ * examples/transformer.lua, compiled to C by kiln, either way the script
+ * builds it:
  *
- *   kiln compile examples/transformer.lua -o out/transformer.c
+ * - With --set cache=true (the way to ship it): the encoder runs once per
+ *   source (transformer_encode, which also stores each decoder layer's
+ *   cross-attention keys and values in the state); then each output token
+ *   costs one decoder position (transformer_prefill of [BOS], then
+ *   transformer_step of each token chosen), its self-attention keys and
+ *   values kept in the state's KV cache.
+ * - As it is: one function maps (source ids, target ids) to next-token
+ *   logits at every target position, and decoding calls it once per output
+ *   token on the target so far ([BOS, PAD, PAD, ...] at first, the arg-max
+ *   at the newest position written into the next slot). The decoder's
+ *   causal mask means position i never sees the padding after it, so the
+ *   logits are the exact-length target's; but each call recomputes the
+ *   encoder and the whole target.
+ *
+ * Both stop at EOS or when the target is full, and choose the same tokens
+ * (tests/generate/seq2seq_match.c checks the logits agree at every
+ * position).
+ *
+ *   kiln compile examples/transformer.lua --set cache=true -o out/transformer.c
  *   cc -O2 -Iout examples/translate_app.c out/transformer.c out/transformer_weights.S -lm -o out/translate
  *
  * (The model's 2 MB of weights go to out/transformer.weights.bin, which
@@ -37,12 +47,19 @@
 enum { PAD = 0, BOS = 1, EOS = 2 }; /* the script's pad, and the usual conventions */
 
 #define SRC_LEN TRANSFORMER_IN_SRC_SIZE
+#ifdef TRANSFORMER_CTX /* --set cache=true: encode, prefill, step */
+#define TGT_LEN TRANSFORMER_CTX
+#define VOCAB TRANSFORMER_VOCAB
+static transformer_state state;        /* stored memory and KV cache (about 100 KB) */
+static float logits[VOCAB];            /* the newest position's */
+#else
 #define TGT_LEN TRANSFORMER_IN_TGT_SIZE
 #define VOCAB (TRANSFORMER_OUT_LOGITS_SIZE / TGT_LEN)
+static float logits[1][TGT_LEN][VOCAB]; /* [batch, tgt_len, vocab] */
+#endif
 
 static int64_t src[1][SRC_LEN];        /* [batch, src_len] token ids */
 static int64_t tgt[1][TGT_LEN];        /* [batch, tgt_len] token ids */
-static float logits[1][TGT_LEN][VOCAB]; /* [batch, tgt_len, vocab] */
 
 /* The source from the command line (ids, then EOS, then padding), or a
  * fixed example sentence. Returns its length, EOS included. */
@@ -77,6 +94,32 @@ static int64_t argmax(const float *x, int n) {
   return best;
 }
 
+#ifdef TRANSFORMER_CTX
+static void check(int rc, const char *what) {
+  if (rc != KILN_OK) {
+    fprintf(stderr, "translate: %s failed (code %d)\n", what, rc);
+    exit(1);
+  }
+}
+
+/* Fills tgt from BOS on; returns the number of tokens produced. */
+static int greedy_decode(void) {
+  transformer_state_init(&state);
+  check(transformer_encode(&state, (const int64_t(*)[SRC_LEN])src), "encode");
+  tgt[0][0] = BOS;
+  check(transformer_prefill(&state, tgt[0], 1, logits), "prefill");
+  int i = 0;
+  for (; i + 1 < TGT_LEN; i++) {
+    int64_t next = argmax(logits, VOCAB); /* the token after position i */
+    tgt[0][i + 1] = next;
+    if (next == EOS)
+      return i + 1;
+    if (i + 2 < TGT_LEN)
+      check(transformer_step(&state, next, logits), "step");
+  }
+  return i;
+}
+#else
 /* Fills tgt from BOS on; returns the number of tokens produced. */
 static int greedy_decode(void) {
   tgt[0][0] = BOS;
@@ -92,6 +135,7 @@ static int greedy_decode(void) {
   }
   return i;
 }
+#endif
 
 static void print_ids(const char *label, const int64_t *ids, int n) {
   printf("%s", label);

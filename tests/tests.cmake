@@ -510,6 +510,18 @@ foreach(isa ${KILN_CACHE_ISAS})
     add_test(NAME generate_cache_gguf_${isa}_t${threads}
       COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua ${isa} ${threads} 1e-5
               --weights ${T}/gguf/tiny_llama.gguf --set ctx=32 --set prefill=8)
+    # examples/transformer.lua --set cache=true (encode once, then the
+    # target through the KV cache) against the recomputing build: the
+    # logits at every position, within 1e-5 (the fused attention over the
+    # whole target and the cache's online softmax round differently);
+    # post-norm with one-token prefills at 1 thread, pre-norm with 2 at 2
+    set(s2s_pre_norm false)
+    if(threads EQUAL 2)
+      set(s2s_pre_norm true)
+    endif()
+    add_test(NAME generate_seq2seq_${isa}_t${threads}
+      COMMAND bash ${T}/generate/run_seq2seq.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/transformer.lua
+              ${isa} ${threads} ${threads} 1e-5 --set pre_norm=${s2s_pre_norm})
   endforeach()
 endforeach()
 

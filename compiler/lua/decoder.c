@@ -17,9 +17,23 @@
  *     return logits                          -- the last real token's, any shape of VOCAB elements
  *   end}
  *
- * Each cache is a state the CacheWrite op updates in place; the entry
- * points the generated C gets (NAME_prefill, NAME_step) keep the length
- * in the state struct (emit_file.c). */
+ * An encoder–decoder adds `encode = function(e) ... end`, its own entry
+ * point, run once per source before the prompt: its inputs are the
+ * input{}s it declares, and it stores what forward reads back —
+ * per-layer cross-attention keys and values, the source's mask — with
+ * e:set(name, t); forward reads them with x:get(name):
+ *
+ *   decoder{ctx = 64, prefill = 8,
+ *     encode = function(e)
+ *       local src = input{"src", {1, 16}, "i64"}
+ *       e:set("memory_k", ...)                 -- a state of that shape, written in place
+ *     end,
+ *     forward = function(x) ... x:get("memory_k") ... end}
+ *
+ * Each cache and each stored value is a state the CacheWrite op updates
+ * in place; the entry points the generated C gets (NAME_encode,
+ * NAME_prefill, NAME_step) keep the length in the state struct
+ * (emit_decoder.c); encode empties the caches (length 0). */
 #include <string.h>
 
 #include "../build.h"
@@ -100,6 +114,85 @@ static int attention(lua_State *L) {
   return lt_op(L, "attention", OP_CACHEDATTENTION, in, 5, attrs, 1);
 }
 
+/* The states e:set made, by name (a registry table): x:get reads only these. */
+static const char STORED[] = "kiln.decoder_stored";
+
+static int stored_states(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, STORED) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, STORED);
+  }
+  return lua_gettop(L);
+}
+
+/* e:set(name, t): encode stores t [n, ...] in the state `name` (zeros
+ * until the first encode), written in place; forward reads it with x:get. */
+static int set(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  Graph *g = c->g;
+  const char *name = luaL_checkstring(L, 2);
+  int t = lt_check(L, 3);
+  Value *tv = gval(g, t);
+  char ts[128];
+  if (tv->type.rank < 1)
+    dsl_fail(L, "set '%s': the value is %s; expected rank >= 1 (reshape a scalar to {1})", name,
+             type_str(&tv->type, ts, sizeof ts));
+  if (tv->data)
+    dsl_fail(L, "set '%s': the value is a constant; expected one computed from encode's inputs (a constant "
+                "belongs in a param or const())", name);
+  if (graph_find_value(g, name) >= 0)
+    dsl_fail(L, "set '%s': the name is taken; expected one e:set per name, a name of its own", name);
+  if (!type_size_ok(&tv->type))
+    dsl_fail(L, "set '%s': %s is too large", name, type_str(&tv->type, ts, sizeof ts));
+  int s = graph_add_value(g, name);
+  Value *v = gval(g, s);
+  v->type = gval(g, t)->type;
+  v->is_input = v->is_state = true;
+  v->state_next = -1; /* none: CacheWrite changes it where it lives */
+  v->state_init = arena_alloc(c->a, type_bytes(&v->type) + 1);
+  graph_add_input(g, s);
+  int64_t zero = 0, all = v->type.dims[0];
+  int in[4] = {s, t, ir_const_i64(g, "zero", &zero, 1), ir_const_i64(g, "rows", &all, 1)};
+  lt_op(L, "set", OP_CACHEWRITE, in, 4, 0, 1);
+  int tab = stored_states(L);
+  lua_pushinteger(L, s);
+  lua_setfield(L, tab, name);
+  return 0;
+}
+
+/* x:get(name): the state encode stored with e:set(name, t). */
+static int get(lua_State *L) {
+  const char *name = luaL_checkstring(L, 2);
+  int tab = stored_states(L);
+  if (lua_getfield(L, tab, name) != LUA_TNUMBER) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_pushnil(L);
+    while (lua_next(L, tab)) {
+      lua_pop(L, 1);
+      if (luaL_bufflen(&b))
+        luaL_addstring(&b, ", ");
+      luaL_addstring(&b, lua_tostring(L, -1));
+    }
+    luaL_pushresult(&b);
+    dsl_fail(L, "get '%s': encode stored no value of that name; expected one of e:set's names (%s)", name,
+             lua_rawlen(L, -1) ? lua_tostring(L, -1) : "none: the decoder has no encode, or it stored nothing");
+  }
+  lt_push(L, (int)lua_tointeger(L, -1));
+  return 1;
+}
+
+/* The table encode() gets (pushed). */
+static void push_encode_table(lua_State *L, int64_t ctx) {
+  lua_newtable(L);
+  lua_pushinteger(L, ctx);
+  lua_setfield(L, -2, "ctx");
+  lua_pushcfunction(L, set);
+  lua_setfield(L, -2, "set");
+}
+
 /* The table forward() gets for entry e (pushed). */
 static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
   Graph *g = lctx(L)->g;
@@ -131,6 +224,8 @@ static void push_entry_table(lua_State *L, DecoderEntry *e, int64_t ctx) {
   lua_setfield(L, x, "cache");
   lua_pushcfunction(L, attention);
   lua_setfield(L, x, "attention");
+  lua_pushcfunction(L, get);
+  lua_setfield(L, x, "get");
 }
 
 /* forward's result (at the top of the stack) as the entry's output
@@ -170,16 +265,51 @@ static int decoder(lua_State *L) {
   if (lua_type(L, -1) != LUA_TFUNCTION)
     dsl_fail(L, "decoder: forward is a %s; expected function(x) returning the logits", luaL_typename(L, -1));
   int fwd = lua_gettop(L);
+  int enc = 0;
+  if (lua_getfield(L, 1, "encode") == LUA_TFUNCTION)
+    enc = lua_gettop(L);
+  else if (!lua_isnil(L, -1))
+    dsl_fail(L, "decoder: encode is a %s; expected function(e) storing the source's keys and values with "
+                "e:set", luaL_typename(L, -1));
   Decoder *dec = arena_alloc(c->a, sizeof *dec);
   *dec = (Decoder){.ctx = ctx, .nentries = 2,
                    .entries = {{.name = "prefill", .tokens = prefill}, {.name = "step", .tokens = 1}}};
   g->decoder = dec;
-  for (int k = 0; k < dec->nentries; k++) {
-    c->decoder_replay = k > 0; /* params declared again: the same tensors */
+  lua_pushnil(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, STORED);
+  if (enc) { /* first: the states it stores must exist when forward reads them */
+    DecoderEntry *en = &dec->entries[dec->nentries++];
+    *en = (DecoderEntry){.name = "encode", .tokens_vid = -1, .start_vid = -1, .count_vid = -1, .logits_out = -1};
+    int first = g->ninputs, outs = g->noutputs;
+    c->name_prefix = "encode.";
+    lua_pushvalue(L, enc);
+    push_encode_table(L, ctx);
+    lua_call(L, 1, 0);
+    if (g->noutputs != outs)
+      dsl_fail(L, "decoder: encode made an output; expected it to store values with e:set (the logits are "
+                  "forward's)");
+    for (int i = first; i < g->ninputs; i++)
+      if (!gval(g, g->inputs[i])->is_state)
+        en->ninputs++;
+    if (!en->ninputs)
+      dsl_fail(L, "decoder: encode declared no input; expected the source as input{...} inside encode");
+    en->inputs = arena_alloc(c->a, sizeof(int) * (size_t)en->ninputs);
+    en->ninputs = 0;
+    for (int i = first; i < g->ninputs; i++)
+      if (!gval(g, g->inputs[i])->is_state)
+        en->inputs[en->ninputs++] = g->inputs[i];
+  }
+  for (int k = 0; k < 2; k++) {
+    c->decoder_replay = enc || k > 0; /* params declared again: the same tensors */
     c->name_prefix = arena_printf(c->a, "%s.", dec->entries[k].name);
     lua_pushvalue(L, fwd);
     push_entry_table(L, &dec->entries[k], ctx);
+    int inputs = g->ninputs;
     lua_call(L, 1, 1);
+    for (int i = inputs; i < g->ninputs; i++)
+      if (!gval(g, g->inputs[i])->is_state)
+        dsl_fail(L, "decoder: forward declared input '%s'; expected inputs only in encode (forward's are "
+                    "x.tokens, x.start and x.count)", gval(g, g->inputs[i])->name);
     entry_output(L, &dec->entries[k]);
   }
   c->decoder_replay = false;

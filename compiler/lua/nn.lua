@@ -296,29 +296,41 @@ end
 -- a table names one Linear per projection, relative to the layer's prefix.
 local SEPARATE = {query = "q_proj", key = "k_proj", value = "v_proj", out = "out_proj"}
 
--- q, k, v for torch's packed in_proj_weight [3d, d] and in_proj_bias [3d]:
--- self-attention takes one product and splits it; cross-attention slices
--- the weight (a constant, so the slices fold away at compile time).
-local function packed_qkv(name, x, memory, d, opts)
+-- torch's packed in_proj_weight [3d, d] and in_proj_bias [3d] (or nil
+-- with bias = false) of the attention name.
+local function packed_weights(name, d, opts)
   local bound = 1 / math.sqrt(d)
   local w = param{name .. ".in_proj_weight", {3 * d, d}, init = "uniform", bound = bound,
                   seed = opts.seed}
   local b = opts.bias ~= false and
             param{name .. ".in_proj_bias", {3 * d}, init = "uniform", bound = bound,
                   seed = opts.seed}
+  return w, b
+end
+
+-- Cross-attention's q from x, and k, v from memory: slices of the packed
+-- weight (a constant, so the slices fold away at compile time).
+local function cross_q(x, w, b, d)
+  local q = x:matmul(w:narrow(0, 0, d):transpose())
+  return b and q + b:narrow(0, 0, d) or q
+end
+local function cross_kv(memory, w, b, d)
+  local kv = memory:matmul(w:narrow(0, d, 2 * d):transpose())
+  if b then kv = kv + b:narrow(0, d, 2 * d) end
+  return kv:split(2, -1)
+end
+
+-- q, k, v for torch's packed weights: self-attention takes one product
+-- and splits it; cross-attention slices the weight.
+local function packed_qkv(name, x, memory, d, opts)
+  local w, b = packed_weights(name, d, opts)
   if memory == x then
     local qkv = x:matmul(w:transpose())
     if b then qkv = qkv + b end
     return qkv:split(3, -1)
   end
-  local q = x:matmul(w:narrow(0, 0, d):transpose())
-  local kv = memory:matmul(w:narrow(0, d, 2 * d):transpose())
-  if b then
-    q = q + b:narrow(0, 0, d)
-    kv = kv + b:narrow(0, d, 2 * d)
-  end
-  local k, v = kv:split(2, -1)
-  return q, k, v
+  local k, v = cross_kv(memory, w, b, d)
+  return cross_q(x, w, b, d), k, v
 end
 
 -- A copy of the options table t with heads = h.
@@ -494,6 +506,81 @@ function nn.decoder(name, x, memory, opts)
     x = nn.layer_norm(name .. ".norm", x, {eps = opts.eps})
   end
   return x
+end
+
+-- ---- an encoder–decoder that decodes with a KV cache (decoder{}) -------------------
+
+--- nn.decoder_memory(e, name, memory, {layers, heads, mask, bias, seed}):
+-- in decoder{}'s encode, what nn.cached_decoder reads back from the
+-- encoder's memory [1, src_len, d_model], computed once per source: each
+-- layer's cross-attention keys and values (name.layers.i.multihead_attn's
+-- packed in_proj weights, as nn.decoder) split into heads [1, heads,
+-- src_len, d_head], stored as name.layers.i.memory_k and .memory_v; and,
+-- when mask (the source's boolean padding mask) is given, its additive
+-- form [1, 1, 1, src_len] as name.memory_mask.
+function nn.decoder_memory(e, name, memory, opts)
+  need_name(name, "decoder_memory")
+  opts = opts or {}
+  need_rank(memory, 3, "decoder_memory", "memory", "the encoder output [1, src_len, d_model]")
+  need_int(opts.layers, "decoder_memory", "opts.layers")
+  need_int(opts.heads, "decoder_memory", "opts.heads")
+  local d = last_dim(memory)
+  for i = 0, opts.layers - 1 do
+    local layer = name .. ".layers." .. i
+    local w, b = packed_weights(layer .. ".multihead_attn", d, opts)
+    local k, v = cross_kv(memory, w, b, d)
+    e:set(layer .. ".memory_k", nn.split_heads(k, opts.heads))
+    e:set(layer .. ".memory_v", nn.split_heads(v, opts.heads))
+  end
+  if opts.mask then
+    e:set(name .. ".memory_mask", nn.additive_mask(opts.mask, 1, memory.shape[2]))
+  end
+end
+
+--- nn.cached_decoder(x, name, h, {layers, heads, d_ff, memory_mask = false,
+-- pre_norm = false, final_norm, activation = "relu", eps = 1e-5, bias,
+-- seed}): nn.decoder's layers (same params, same arithmetic) on decoder{}'s
+-- chunk h [T, d_model] (x, forward's table): self-attention through the
+-- caches name.layers.i.self_attn.k_cache / v_cache (x:cache, x:attention:
+-- causal over every position so far), cross-attention over what
+-- nn.decoder_memory stored (memory_mask = true when it was given a mask),
+-- the feed-forward network. Returns [T, d_model].
+function nn.cached_decoder(x, name, h, opts)
+  need_name(name, "cached_decoder")
+  opts = opts or {}
+  need_rank(h, 2, "cached_decoder", "h", "the chunk [T, d_model]")
+  need_int(opts.layers, "cached_decoder", "opts.layers")
+  need_int(opts.heads, "cached_decoder", "opts.heads")
+  local t, d, heads = h.shape[1], last_dim(h), opts.heads
+  local dh = d // heads
+  local mask = opts.memory_mask and x:get(name .. ".memory_mask") or nil
+  local lin = {bias = opts.bias, seed = opts.seed}
+  local y = h:reshape(1, t, d)
+  for i = 0, opts.layers - 1 do
+    local layer = name .. ".layers." .. i
+    y = residual(layer .. ".norm1", y, opts.pre_norm, opts.eps, function(z)
+      local at = layer .. ".self_attn"
+      local q, k, v = packed_qkv(at, z, z, d, opts)
+      local kc = x:cache(at .. ".k_cache", k:reshape(t, heads, dh))
+      local vc = x:cache(at .. ".v_cache", v:reshape(t, heads, dh))
+      local a = x:attention(q:reshape(t, heads, dh), kc, vc)      -- [T, heads, d_head]
+      return nn.linear(at .. ".out_proj", a:reshape(1, t, d), d, lin)
+    end)
+    y = residual(layer .. ".norm2", y, opts.pre_norm, opts.eps, function(z)
+      local at = layer .. ".multihead_attn"
+      local w, b = packed_weights(at, d, opts)
+      local a = nn.attention(nn.split_heads(cross_q(z, w, b, d), heads), x:get(layer .. ".memory_k"),
+                             x:get(layer .. ".memory_v"), {mask = mask})
+      return nn.linear(at .. ".out_proj", nn.merge_heads(a), d, lin)
+    end)
+    y = residual(layer .. ".norm3", y, opts.pre_norm, opts.eps, function(z)
+      return nn.feed_forward(layer, z, opts.d_ff, {activation = opts.activation, seed = opts.seed})
+    end)
+  end
+  if opts.final_norm then
+    y = nn.layer_norm(name .. ".norm", y, {eps = opts.eps})
+  end
+  return y:reshape(t, d)
 end
 
 -- ---- the variants -----------------------------------------------------------------

@@ -5,7 +5,11 @@
 # nn.Transformer's weights to .safetensors and PyTorch's logits on padded
 # source batches; kiln compiles the script with --weights and the generated
 # C (post-norm) and the interpreter (pre-norm, --set pre_norm=true) must
-# match within rtol 1e-4. Exit 77 (skip) when torch cannot be imported.
+# match within rtol 1e-4. With the same weights, the script's decoding
+# form (--set cache=true: encode once, a KV cache, one position per step)
+# gives the recomputing model's logits at every target position
+# (tests/generate/run_seq2seq.sh, 1e-5). Exit 77 (skip) when torch cannot
+# be imported.
 set -euo pipefail
 export LC_ALL=C
 
@@ -34,3 +38,8 @@ run_case() {
 
 run_case post_norm false ""
 run_case pre_norm true --interp
+
+for c in post_norm:false pre_norm:true; do
+  "$root/tests/generate/run_seq2seq.sh" "$kiln" "$root/examples/transformer.lua" native 1 3 1e-5 \
+    "${sets[@]/batch=2/batch=1}" --set "pre_norm=${c#*:}" --set prefill=3 --weights "$work/${c%%:*}/weights.safetensors"
+done
