@@ -586,9 +586,10 @@ int *graph_decoder_entries(Graph *g, Diag *d) {
     for (int j = 0; j < n->nin; j++) {
       int e = n->in[j] >= 0 ? val[n->in[j]] : -1;
       if (e >= 0 && k >= 0 && e != k)
-        return diag_node(d, g, n, "reads values of both the %s and the %s entry; expected each node in one "
-                         "entry point (entries share only weights and states)", dec->entries[k].name,
-                         dec->entries[e].name), NULL;
+        return diag_node(d, g, n, "reads values of both the %s and the %s entry%s%s%s; expected each node in "
+                         "one entry point (entries share only weights and states: encode's values reach the "
+                         "others through e:set and x:get)", dec->entries[k].name, dec->entries[e].name,
+                         n->origin ? " (" : "", n->origin ? n->origin : "", n->origin ? ": here)" : ""), NULL;
       k = e >= 0 ? e : k;
     }
     bool computed = false;

@@ -32,10 +32,13 @@ kiln=$1 example=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 name=$(basename "$example" .lua)
-# a generative model (decoder{}) has no ONNX form: its KV cache is checked
-# through the generated API instead (prefill + steps == prefill, bit for bit)
-if grep -q '^decoder{' "$example"; then
-  read -r -a args <<<"$(sed -n 's/^-- test: //p' "$example" | tr '\n' ' ')"
+# a generative model (decoder{}: the IR has a decoder line) has no ONNX
+# form: its KV cache is checked through the generated API instead
+# (prefill + steps == prefill, bit for bit)
+read -r -a args <<<"$(sed -n 's/^-- test: //p' "$example" | tr '\n' ' ')"
+mkdir -p "$work"
+"$kiln" opt "$example" "${args[@]}" --passes=bind -o "$work/probe.kir"
+if grep -q '^  decoder ctx=' "$work/probe.kir"; then
   exec bash "$here/../generate/run_cache.sh" "$kiln" "$example" native 1 0 "${args[@]}"
 fi
 py=$(bash "$root/tools/venv.sh") || exit 77
