@@ -256,7 +256,7 @@ static int64_t weight_bytes(Arena *a, const Graph *g) {
 static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tmp,
                             const BenchOptions *o, Diag *d) {
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
-                    .threads = o->threads, .gemm = o->gemm, .weights = o->weights};
+                    .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights};
   const char *extra = driver_extra_flags(a, o->threads, o->gemm);
   const char *cpath = arena_printf(a, "%s/model.c", tmp);
   const char *dpath = arena_printf(a, "%s/bench.c", tmp);

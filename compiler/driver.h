@@ -57,6 +57,7 @@ typedef struct CheckOptions {
   EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
   int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
+  EmitPrecision precision; /* --precision (and kiln compile's) */
   EmitWeights weights;    /* --weights=inline|blob (and kiln compile's) */
   const char *model;      /* --model FILE: compile this instead of DIR/model.* */
   PipelineOptions pipe;
@@ -90,6 +91,7 @@ typedef struct BenchOptions {
   bool keep;              /* keep the build folder */
   EmitIsa isa;            /* --isa for the generated GEMM panels */
   EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */
+  EmitPrecision precision; /* --precision */
   EmitWeights weights;    /* --weights=inline|blob */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */

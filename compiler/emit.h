@@ -45,6 +45,8 @@ typedef struct Emit {
   EmitIsa isa;        /* --isa: vector width of the GEMM kernel */
   int threads;        /* --threads: 1 = serial code, no threading at all */
   EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
+  EmitPrecision precision; /* --precision: bf16 weight GEMMs (gemm_kernel.c) */
+  bool uses_bf16_dp;  /* a kernel calls vdpbf16ps: the file includes <immintrin.h> */
   struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
   int tmp;            /* counter for unique local names (per kernel) */

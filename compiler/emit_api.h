@@ -22,6 +22,14 @@ typedef enum EmitGemm {
   GEMM_OPENBLAS  /* cblas_sgemm calls, epilogues after them: link -lopenblas */
 } EmitGemm;
 
+/* --precision: the arithmetic of the products by constant weights. */
+typedef enum EmitPrecision {
+  PRECISION_F32,  /* f32 weights, f32 products (default) */
+  PRECISION_BF16  /* weights stored as bf16, activations rounded to bf16 at the
+                     product, f32 sums: AVX512-BF16's vdpbf16ps where the C
+                     compiler targets it, else the same arithmetic in f32 FMAs */
+} EmitPrecision;
+
 /* --weights=inline|blob: where the weights go (weights_blob.h). */
 typedef enum EmitWeights {
   WEIGHTS_AUTO,   /* blob when the model's constants exceed EMIT_BLOB_AUTO bytes */
@@ -41,6 +49,7 @@ typedef struct EmitOptions {
   int threads;          /* --threads: 1 (or 0) emits no threading at all; N > 1
                            marks the large loops for N OpenMP threads (emit.h) */
   EmitGemm gemm;        /* --gemm */
+  EmitPrecision precision; /* --precision */
   EmitWeights weights;  /* --weights=inline|blob */
   const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
                            tables (compiler/tokenizer.h), or NULL */

@@ -632,7 +632,7 @@ static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
-            .gemm = o->gemm};
+            .gemm = o->gemm, .precision = o->precision};
   if (blob && (o->weights == WEIGHTS_BLOB || (o->weights == WEIGHTS_AUTO && const_bytes(g) > EMIT_BLOB_AUTO)))
     e.blob = blob;
   e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
@@ -703,6 +703,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 "#include \"kiln_rt.h\"\n\n", o->header);
   if (o->gemm == GEMM_OPENBLAS)
     buf_puts(c, "#include <cblas.h> /* --gemm=openblas: link with -lopenblas */\n\n");
+  if (e.uses_bf16_dp)
+    buf_puts(c, "#if defined(__AVX512BF16__) && defined(__GNUC__) && !defined(KILN_GEMM_NO_BF16DP)\n"
+                "#include <immintrin.h> /* --precision=bf16: vdpbf16ps (_mm512_dpbf16_ps) */\n#endif\n\n");
   if (e.threads > 1)
     put_parallel_macro(c, e.threads);
   const char *P = emit_upper(a, o->prefix);

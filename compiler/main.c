@@ -73,6 +73,11 @@ static const char *usage =
     "                             large loops run on N OpenMP threads when built with -fopenmp\n"
     "  --gemm=packed|openblas     (also check, bench) f32 matrix products by kiln's packed kernels\n"
     "                             (default) or by cblas_sgemm calls (link -lopenblas)\n"
+    "  --precision=f32|bf16       (also check, bench) bf16: the products by constant weights store\n"
+    "                             the weight as bf16 and round the activations to bf16, summing in\n"
+    "                             f32 (AVX512-BF16 vdpbf16ps when built for it, e.g. -march=native\n"
+    "                             on Zen 4+ or Sapphire Rapids; else the same arithmetic in f32);\n"
+    "                             about 3 significant digits: check needs a looser --rtol/--atol\n"
     "  --quantize=int8            (also run, check, bench, info, opt) weight-only int8: constant f32\n"
     "                             weights of Linear/MatMul get a scale per output column, Gather\n"
     "                             tables one per row; activations stay f32. compile -v and info\n"
@@ -295,6 +300,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
                    : !strcmp(v, "avx512") ? ISA_AVX512
                                           : ISA_GENERIC;
       c->isa_given = true;
+    } else if ((v = opt_value(argc, argv, &i, "--precision"))) {
+      if (strcmp(v, "f32") && strcmp(v, "bf16"))
+        die("--precision=%s: unknown precision; expected f32 or bf16", v);
+      c->check.precision = !strcmp(v, "bf16") ? PRECISION_BF16 : PRECISION_F32;
     } else if ((v = opt_value(argc, argv, &i, "--cflags"))) {
       c->check.cflags = v;
     } else if ((v = opt_value(argc, argv, &i, "--runs"))) {
@@ -415,7 +424,8 @@ static int cmd_compile(Cli *c) {
   const char *stem = arena_printf(a, "%.*s", (int)strlen(base) - 2, base);
   EmitOptions eo = {.prefix = c->name, .source = c->model,
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
-                    .threads = c->check.threads, .gemm = c->check.gemm, .weights = c->check.weights,
+                    .threads = c->check.threads, .gemm = c->check.gemm, .precision = c->check.precision,
+                    .weights = c->check.weights,
                     .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
@@ -682,6 +692,7 @@ int main(int argc, char **argv) {
     BenchOptions *b = &c.bench;
     b->keep = c.check.keep, b->isa = c.isa_given ? c.check.isa : host_isa(), b->cc = c.check.cc, b->cflags = c.check.cflags;
     b->threads = c.check.threads, b->gemm = c.check.gemm, b->weights = c.check.weights;
+    b->precision = c.check.precision;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
   }

@@ -477,6 +477,30 @@ foreach(dir ${KILN_GEMM_INT8_CASES})
     add_test(NAME gemm_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --quantize=int8 ${dir})
   endif()
 endforeach()
+# --precision=bf16 (compiler/kernels/gemm_kernel.c): cases whose weights and
+# inputs are bf16 values already (tools/make_gemm_cases.py --bf16), so every
+# product is exact and the f32 tolerance holds: under every --isa and
+# vector width (the f32 fallback that splits each pair), the vdpbf16ps path
+# where this machine has AVX512-BF16, and 2 threads
+set(KILN_BF16_VARIANTS ${KILN_GEMM_VARIANTS})
+if(KILN_CPUINFO MATCHES "[ \t]avx512_bf16[ \n]")
+  list(APPEND KILN_BF16_VARIANTS "avx512_dp|avx512|-O2 -mavx512f -mavx512bf16 -mfma"
+       "avx2_dp|avx2|-O2 -mavx512f -mavx512bf16 -mfma")
+endif()
+file(GLOB KILN_GEMM_BF16_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_bf16/*)
+foreach(dir ${KILN_GEMM_BF16_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    kiln_variant_tests(${dir} ${name} "${KILN_BF16_VARIANTS}" --precision=bf16)
+    add_test(NAME gemm_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --precision=bf16 ${dir})
+  endif()
+endforeach()
+# a model in bf16 against PyTorch's f32 outputs: weights and activations
+# rounded to 8 significant bits at every product give about 1% error after
+# two layers (measured: max_abs_err 0.0101 on LayerNorm outputs of size ~1,
+# 20% of the 5e-2 tolerance), the same with and without vdpbf16ps
+add_test(NAME bf16_model_encoder_2l
+         COMMAND ${KILN_BIN} check --precision=bf16 --isa=native --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 # a real model, int8 against PyTorch's f32 outputs: weight rounding of up to
 # half a step (1/254 of a column's largest weight) gives about 0.4% RMS and
 # 1-2% max error per layer (kiln check prints them), so the tolerance is

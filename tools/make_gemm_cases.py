@@ -16,11 +16,17 @@ alpha/beta. tests/tests.cmake runs every case under `kiln check` for each
 
     /work/venv/bin/python tools/make_gemm_cases.py
     /work/venv/bin/python tools/make_gemm_cases.py --int8   # gemm_shapes_int8/
+    /work/venv/bin/python tools/make_gemm_cases.py --bf16   # gemm_shapes_bf16/
 
 --int8 writes tests/generated/gemm_shapes_int8/ instead: the same kind of
 cases for --quantize=int8, with weights whose int8 form is exact (see
 q8_weight), so the reference stays exact and the int8 kernel and Linear's
 _eval are checked at the f32 tolerance.
+
+--bf16 writes tests/generated/gemm_shapes_bf16/: cases for --precision=bf16
+whose weights and inputs are bf16 values already (8 significant bits), so
+rounding them changes nothing, every product is exact in f32, and the bf16
+kernels (vdpbf16ps and the f32 fallback) are checked at the f32 tolerance.
 """
 import math
 import os
@@ -37,13 +43,25 @@ F32 = TensorProto.FLOAT
 rng = np.random.default_rng(20240505)
 
 
+BF16 = False  # --bf16: every random input and weight a bf16 value
+
+
+def bf16(a):
+    """a rounded to the nearest bf16 (ties to even), as float32."""
+    u = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
 def rand(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
+    r = rng.standard_normal(shape).astype(np.float32)
+    return bf16(r) if BF16 else r
 
 
 def weight(k, *shape):
     """Weights scaled by 1/sqrt(K) so sums stay O(1) (errors far below rtol)."""
-    return (rand(*shape) / np.float32(math.sqrt(max(k, 1)))).astype(np.float32)
+    w = (rand(*shape) / np.float32(math.sqrt(max(k, 1)))).astype(np.float32)
+    return bf16(w) if BF16 else w
 
 
 def const(name, arr):
@@ -234,9 +252,32 @@ def main_int8():
     print("wrote", len(os.listdir(OUT_INT8)), "cases under", os.path.relpath(OUT_INT8))
 
 
+OUT_BF16 = os.path.join(HERE, "..", "tests", "generated", "gemm_shapes_bf16")
+
+
+def main_bf16():
+    global OUT, BF16
+    OUT, BF16 = OUT_BF16, True
+    shutil.rmtree(OUT, ignore_errors=True)
+    matmul("bf16_odd", (37, 61), (61, 77))             # K odd: the last pair's high half is 0
+    matmul("bf16_k1", (7, 1), (1, 45))
+    matmul("bf16_n1", (13, 29), (29, 1))
+    matmul("bf16_batch", (2, 3, 38), (38, 50))
+    matmul("bf16_kblock", (2, 4100), (4100, 3))        # K split into blocks of pairs
+    linear("bf16_relu", (2, 17, 40), 40, 70, "relu")
+    linear("bf16_gelu_tiles", (61, 33), 33, 50, "gelu")
+    linear("bf16_gelu_kblock", (3, 2100), 2100, 9, "gelu")
+    linear("bf16_bias_m1", (1, 24), 24, 40, "none")
+    gemm("bf16_gemm_transb_bias", 10, 23, 31, trans_b=1, c_shape=(31,))
+    gemm("bf16_gemm_alpha_beta", 10, 23, 31, c_shape=(10, 31), alpha=0.5, beta=2.0)
+    print("wrote", len(os.listdir(OUT)), "cases under", os.path.relpath(OUT))
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--int8":
         return main_int8()
+    if len(sys.argv) > 1 and sys.argv[1] == "--bf16":
+        return main_bf16()
     shutil.rmtree(OUT, ignore_errors=True)
     matmul("matmul_1x1x1", (1, 1), (1, 1))
     matmul("matmul_k1", (7, 1), (1, 45))

@@ -123,6 +123,11 @@ static int widest_view(int nr) {
 #endif
 #define GEMM_WIDEN_MAX_BYTES 262144
 
+/* --precision=bf16: A is rounded to bf16 once per product, into a local
+ * array of M x ceil(K/2) words on the calling thread's stack; a product
+ * whose A would need more stays f32. */
+#define GEMM_BF16_A_MAX_BYTES 524288
+
 /* The packed panels, and one view of them. */
 typedef struct Geo {
   int nr;            /* columns of a full panel */
@@ -135,12 +140,23 @@ typedef struct Geo {
   int64_t m_hi;
   int64_t tiles;     /* row tiles a panel */
   bool q8;           /* int8 panels (--quantize=int8) */
+  bool bf16;         /* bf16 panels (--precision=bf16): row k2 holds the pairs
+                        B[2k2][j] (low half) and B[2k2+1][j] (high half) */
+  int64_t krows;     /* rows of a panel: K, or ceil(K/2) pairs of bf16 */
   bool widen;        /* q8: each panel's K block widened to f32 once, in a local array,
                         then the f32 tiles; else widened in registers at every step */
+  bool dp;           /* bf16: the tiles multiply by vdpbf16ps (AVX512-BF16), two k a step;
+                        else they split each pair into two f32 and use FMAs */
   double ns;         /* estimated serial time (emit_parallel_for) */
   bool par_panels;   /* --threads: the panels split among the threads */
   bool par_rows;     /* --threads: else the row tiles of each panel */
 } Geo;
+
+/* Is s a bf16 product (--precision=bf16, an f32 weight, A small enough)? */
+static bool gemm_bf16(const Emit *e, const GemmSpec *s) {
+  return e->precision == PRECISION_BF16 && s->b && !s->bq && s->k > 0 &&
+         4.0 * (double)s->m * (double)((s->k + 1) / 2) <= GEMM_BF16_A_MAX_BYTES;
+}
 
 /* Estimated serial nanoseconds of the product: about 100 GFLOP/s. */
 static double gemm_ns(const GemmSpec *s) { return 2.0 * (double)s->m * (double)s->n * (double)s->k / 100; }
@@ -154,13 +170,16 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->pwe = (g->nrem + w - 1) / w * w;
   /* K blocks: the fewest equal ones that fit GEMM_PANEL_BLOCK; none when no
    * divisor of K comes close */
-  int64_t kcmax = GEMM_PANEL_BLOCK / (4 * g->nr), nb0 = (s->k + kcmax - 1) / kcmax;
-  g->kc = s->k;
+  g->bf16 = gemm_bf16(e, s);
+  g->dp = false;
+  g->krows = g->bf16 ? (s->k + 1) / 2 : s->k;
+  int64_t kcmax = GEMM_PANEL_BLOCK / (4 * g->nr), nb0 = (g->krows + kcmax - 1) / kcmax;
+  g->kc = g->krows;
   g->nkb = 1;
   for (int64_t nb = nb0; nb > 1 && nb <= 2 * nb0; nb++)
-    if (s->k % nb == 0) {
+    if (g->krows % nb == 0) {
       g->nkb = nb;
-      g->kc = s->k / nb;
+      g->kc = g->krows / nb;
       break;
     }
   g->vw = v->vw;
@@ -181,9 +200,23 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
 }
 
-/* B packed into the panels of g: floats, or int8 for bq (zero padding). */
+/* B packed into the panels of g: floats, int8 for bq, or words of two
+ * bf16 for g->bf16 (zero padding). */
 static void *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
   int64_t k = s->k, n = s->n;
+  if (g->bf16) {
+    *len = g->krows * (g->npf * g->nr + g->pwe);
+    uint32_t *pk = arena_alloc(e->g->arena, sizeof(uint32_t) * (size_t)(*len ? *len : 1));
+    memset(pk, 0, sizeof(uint32_t) * (size_t)(*len ? *len : 1));
+    for (int64_t j = 0; j < n; j++) {
+      int64_t p = j / g->nr, jj = j % g->nr, pw = p < g->npf ? g->nr : g->pwe;
+      for (int64_t t = 0; t < k; t++) {
+        double v = s->b[s->b_trans ? j * k + t : t * n + j];
+        pk[p * g->krows * g->nr + (t / 2) * pw + jj] |= (uint32_t)half_from_double(DT_BF16, v) << (16 * (t % 2));
+      }
+    }
+    return pk;
+  }
   size_t sz = s->bq ? 1 : sizeof(float);
   const char *src = s->bq ? (const char *)s->bq : (const char *)s->b;
   *len = k * (g->npf * g->nr + g->pwe);
@@ -255,7 +288,7 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
   bool gelu = s->act == GEMM_ACT_GELU || s->act == GEMM_ACT_GELU_TANH;
   bool res_regs = s->residual && !gelu; /* after gelu, the residual joins its loop */
   bool split = g->nkb > 1, regs = s->scale || s->bias || s->act == GEMM_ACT_RELU || res_regs;
-  long long ny = (long long)s->n, last = (long long)(s->k - g->kc);
+  long long ny = (long long)s->n, last = (long long)(g->krows - g->kc);
   Buf b = {0};
   buf_printf(&b, "float *y0 = yp + i0 * %lld;\n", ny);
   for (int r = 1; r < mr; r++)
@@ -355,11 +388,66 @@ static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
   return bufstr(e, &b);
 }
 
+/* The bf16 tile (--precision=bf16): rows i0 .. of ab (A rounded to bf16,
+ * a word per pair of k) by the panel's words, the same template with k
+ * running over pairs. With vdpbf16ps (g->dp) each step is one instruction
+ * per accumulator: acc += a[2k+1]·b[2k+1] + a[2k]·b[2k] (the odd product
+ * first, as the instruction does); without it the halves are widened to
+ * f32 (a shift or a mask) and multiplied in the same order. */
+static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
+  Arena *a = e->g->arena;
+  int vw = g->vw, nv = (valid + vw - 1) / vw;
+  long long k2 = (long long)g->krows;
+  Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
+  for (int r = 0; r < mr; r++) {
+    if (r == 0)
+      buf_printf(&rows, "const uint32_t *a0 = ab + i0 * %lld; /* A's rows in bf16 pairs */", k2);
+    else
+      buf_printf(&rows, "\nconst uint32_t *a%d = a0 + %lld;", r, (long long)r * k2);
+    buf_printf(&acc, "%s%s ", r ? "\n" : "", g->vt);
+    for (int v = 0; v < nv; v++)
+      buf_printf(&acc, "%sacc%d_%d = {0}", v ? ", " : "", r, v);
+    buf_puts(&acc, ";");
+  }
+  for (int v = 0; v < nv; v++) {
+    buf_printf(&bv, "%sb%d", v ? ", " : "", v);
+    buf_printf(&ld, "%smemcpy(&b%d, b + k * %d%s, sizeof b%d);", v ? "\n" : "", v, pw,
+               v ? arena_printf(a, " + %d", v * vw) : "", v);
+    if (!g->dp)
+      buf_printf(&ld, "\nconst %s b%do = (%s)(b%d & 0xffff0000u), b%de = (%s)(b%d << 16);", g->vt, v, g->vt, v, v,
+                 g->vt, v);
+  }
+  for (int r = 0; r < mr; r++) {
+    if (g->dp) {
+      buf_printf(&fma, "%sconst v%du a%db = (v%du){0} + a%d[k];", r ? "\n" : "", vw, r, vw, r);
+      for (int v = 0; v < nv; v++)
+        buf_printf(&fma, "\nacc%d_%d = (%s)_mm512_dpbf16_ps((__m512)acc%d_%d, (__m512bh)a%db, (__m512bh)b%d);", r, v,
+                   g->vt, r, v, r, v);
+    } else {
+      buf_printf(&fma, "%sconst float a%do = kiln_float_of_bits(a%d[k] & 0xffff0000u), a%de = kiln_float_of_bits(a%d[k] << 16);",
+                 r ? "\n" : "", r, r, r, r);
+      buf_puts(&fma, "\n");
+      for (int v = 0; v < nv; v++)
+        buf_printf(&fma, "%sacc%d_%d += a%do * b%do; acc%d_%d += a%de * b%de;", v ? " " : "", r, v, r, v, r, v,
+                   r, v);
+    }
+  }
+  bool split = g->nkb > 1;
+  emit_tmpl(e, "gemm_f32_tile", "AROWS", bufstr(e, &rows), "ACC", bufstr(e, &acc), "K0", split ? "k0" : "0", "K1",
+            split ? arena_printf(a, "k0 + %lld", (long long)g->kc) : emit_int(e, g->krows), "VT",
+            arena_printf(a, "v%du", vw), "BVARS", bufstr(e, &bv), "LOADB", bufstr(e, &ld), "FMA", bufstr(e, &fma),
+            "EPILOGUE", tile_epilogue(e, s, g, mr, nv, valid), NULL);
+}
+
 /* Rows i0 .. i0 + mr - 1 by the `valid` real columns of the panel at b,
  * pw floats a row (templates/gemm_f32_tile.c.in): the vectors that cover
  * them, which for an edge panel read by a view narrower than the packing
  * may be fewer than the row holds. */
 static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
+  if (g->bf16) {
+    emit_tile_bf16(e, s, g, mr, pw, valid);
+    return;
+  }
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
   for (int r = 0; r < mr; r++) {
@@ -388,7 +476,7 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
   }
   emit_tmpl(e, "gemm_f32_tile", "AROWS", bufstr(e, &rows), "ACC", bufstr(e, &acc), "K0",
             split ? "k0" : "0", "K1",
-            split ? arena_printf(e->g->arena, "k0 + %lld", (long long)g->kc) : emit_int(e, s->k), "VT",
+            split ? arena_printf(e->g->arena, "k0 + %lld", (long long)g->kc) : emit_int(e, g->krows), "VT",
             g->vt, "BVARS", bufstr(e, &bv), "LOADB", bufstr(e, &ld), "FMA", bufstr(e, &fma), "EPILOGUE",
             tile_epilogue(e, s, g, mr, nv, valid), NULL);
 }
@@ -422,7 +510,9 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
  * then its row tiles. */
 static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col,
                        int pw, int valid) {
-  if (!g->q8) {
+  if (g->bf16) {
+    emit_line(e, "const uint32_t *b = bp + %s; /* [%lld][%d] bf16 pairs */", boff, (long long)g->krows, pw);
+  } else if (!g->q8) {
     emit_line(e, "const float *b = bp + %s; /* [%lld][%d] */", boff, (long long)s->k, pw);
   } else if (!g->widen) {
     emit_line(e, "const int8_t *b = bp + %s; /* [%lld][%d] int8 */", boff, (long long)s->k, pw);
@@ -451,7 +541,7 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
 
 /* Full panel p's pointers and row tiles (in a loop over p). */
 static void emit_full_panel(Emit *e, const GemmSpec *s, const Geo *g) {
-  emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(s->k * g->nr)),
+  emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(g->krows * g->nr)),
              arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr);
 }
 
@@ -460,7 +550,7 @@ static void emit_edge_panel(Emit *e, const GemmSpec *s, const Geo *g, const char
   emit_line(e, "%s /* the edge panel: columns %lld .. %lld, zero-padded to %d */", open,
             (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
   e->indent++;
-  emit_panel(e, s, g, emit_int(e, g->npf * s->k * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
+  emit_panel(e, s, g, emit_int(e, g->npf * g->krows * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
   e->indent--;
   emit_line(e, "}");
 }
@@ -496,9 +586,11 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
   if (s->act == GEMM_ACT_RELU || g->q8)
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
+  if (g->bf16)
+    emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (g->nkb > 1) {
-    emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks */", (long long)s->k,
-              (long long)g->kc, (long long)g->nkb);
+    emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks%s */", (long long)g->krows,
+              (long long)g->kc, (long long)g->nkb, g->bf16 ? " of bf16 pairs" : "");
     e->indent++;
   }
   if (g->par_panels) {
@@ -536,11 +628,37 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
       continue;
     if (g->par_panels || g->par_rows) /* the template starts with its loop over panels */
       emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
+    if (g->bf16) {
+      emit_tmpl(e, "gemm_bf16_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
+                emit_int(e, g->krows * g->nr), "K2", emit_int(e, g->krows), "PW", emit_int(e, pw), "M",
+                emit_int(e, s->m), "N", emit_int(e, s->n), "NR", emit_int(e, g->nr), "VALID", emit_int(e, valid),
+                "BIAS", bias, "EPI", epi, NULL);
+      continue;
+    }
     emit_tmpl(e, "gemm_f32_scalar", "BT", g->q8 ? "int8_t" : "float", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
               emit_int(e, s->k * g->nr), "K", emit_int(e, s->k), "PW", emit_int(e, pw), "M",
               emit_int(e, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
               emit_int(e, g->nr), "VALID", emit_int(e, valid), "BIAS", bias, "EPI", epi, NULL);
   }
+}
+
+/* --precision=bf16: A rounded to bf16 (nearest, ties to even) once per
+ * product, into ab [M][ceil(K/2)], two k a word as the panels hold B. */
+static void emit_bf16_rows(Emit *e, const GemmSpec *s, const Geo *g) {
+  long long m = (long long)s->m, k = (long long)s->k, k2 = (long long)g->krows;
+  emit_line(e, "uint32_t ab[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: A in bf16, A[i][2k] in the low "
+               "half of word k */", m * k2, m, k2);
+  emit_line(e, "for (int i = 0; i < %lld; i++) {", m);
+  emit_line(e, "  const float *ai = a + i * %lld;", (long long)s->a_rs);
+  emit_line(e, "  uint32_t *abi = ab + i * %lld;", k2);
+  if (k / 2 > 0) {
+    emit_line(e, "  for (int k = 0; k < %lld; k++)", k / 2);
+    emit_line(e, "    abi[k] = (uint32_t)kiln_f32_to_bf16(ai[2 * k]) | (uint32_t)kiln_f32_to_bf16(ai[2 * k + 1]) << 16;");
+  }
+  if (k % 2)
+    emit_line(e, "  abi[%lld] = kiln_f32_to_bf16(ai[%lld]); /* K is odd: the last word's high half is 0 */", k2 - 1,
+              k - 1);
+  emit_line(e, "}");
 }
 
 /* The tile sizes of view g, for comments: "6 or 5 x 16". */
@@ -620,7 +738,14 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
       g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
                             g.pwe, g.nrem)
              : "");
-  const char *bp = emit_const_array(e, s->bq ? DT_I8 : DT_F32, pk, len,
+  if (g.bf16)
+    what = arena_printf(a, "B%s [%lld,%lld]%s as bf16 packed for the bf16 GEMM kernel (--isa=%s, --precision=bf16): "
+                        "%lld panels [%lld][%d] of words, B[2k][j] in the low half, B[2k+1][j] in the high%s", bname,
+                        (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "", t->name,
+                        (long long)g.npf, (long long)g.krows, g.nr,
+                        g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded",
+                                              (long long)g.krows, g.pwe, g.nrem) : "");
+  const char *bp = emit_const_array(e, g.bf16 ? DT_U32 : s->bq ? DT_I8 : DT_F32, pk, len,
                                     arena_printf(a, "%s_packed", s->b_name ? s->b_name : "b"), what);
   emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
@@ -630,7 +755,7 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   emit_line(e, "const float *a = %s; /* [%lld,%lld], rows %lld apart */", s->a, (long long)s->m,
             (long long)s->k, (long long)s->a_rs);
   emit_line(e, "const %s *bp = %s; /* B packed: %lld panels of %d columns, K-major */",
-            s->bq ? "int8_t" : "float", bp, (long long)(g.npf + (g.nrem > 0)), g.nr);
+            g.bf16 ? "uint32_t" : s->bq ? "int8_t" : "float", bp, (long long)(g.npf + (g.nrem > 0)), g.nr);
   if (s->scale)
     emit_line(e, "const float *scale = %s; /* [%lld]: B[k][n] = Bq[k][n] * scale[n] */", s->scale,
               (long long)s->n);
@@ -640,11 +765,23 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     emit_line(e, "const float *res = %s; /* the residual [%lld,%lld] */", s->residual, (long long)s->m,
               (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
+  if (g.bf16)
+    emit_bf16_rows(e, s, &g);
   /* __builtin_convertvector (int8 panels): gcc 9, any clang */
   const char *gnu = s->bq ? "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || "
                             "__GNUC__ >= 9)"
                           : "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
   bool first = true;
+  if (g.bf16 && g.nr % 16 == 0) { /* vdpbf16ps where the C compiler targets AVX512-BF16 */
+    Geo gv;
+    gemm_geo(e, s, t, &views[0], &gv);
+    gv.dp = true;
+    e->uses_bf16_dp = true;
+    emit_line(e, "#if %s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu);
+    emit_line(e, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */", tile_sizes(e, &gv));
+    emit_vector_path(e, s, &gv);
+    first = false;
+  }
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
     if (g.nr % v->vw)
@@ -653,7 +790,8 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     gemm_geo(e, s, t, v, &gv);
     emit_view_guard(e, v, first, gnu);
     emit_line(e, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, &gv),
-              !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
+              gv.bf16 ? ", bf16 pairs widened to f32 in registers"
+              : !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
     emit_vector_path(e, s, &gv);
     first = false;
   }
