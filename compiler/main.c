@@ -14,6 +14,7 @@
 #include "onnx_decoder.h"
 #include "ops.h"
 #include "print.h"
+#include "progress.h"
 
 static const char *usage =
     "usage: kiln <command> [options]\n"
@@ -81,6 +82,9 @@ static const char *usage =
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
+    "  -q, --quiet                (compile, check, bench) no progress on stderr; without it, when\n"
+    "                             stderr is a terminal, they show each pass as it runs, then each\n"
+    "                             file written with its size in MB\n"
     "\n"
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
@@ -324,7 +328,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.interp = true;
     } else if (!strcmp(argv[i], "--keep")) {
       c->check.keep = true;
-    } else if (!strcmp(argv[i], "-q")) {
+    } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
       c->check.quiet = true;
       c->lua.quiet = true;
     } else if (!strcmp(argv[i], "--strict-weights")) {
@@ -642,6 +646,8 @@ int main(int argc, char **argv) {
   }
   Cli c = {0};
   parse_args(argc, argv, &c);
+  /* the commands that compile say what they do, on a terminal (progress.h) */
+  progress_start(!c.check.quiet && (!strcmp(c.cmd, "compile") || !strcmp(c.cmd, "check") || !strcmp(c.cmd, "bench")));
   if (!strcmp(c.cmd, "ops"))
     return cmd_ops();
   if (!strcmp(c.cmd, "passes"))
