@@ -27,8 +27,13 @@
 #   #endif
 include_guard(GLOBAL)
 
+# the arguments, joined (ARGVn keep their semicolons, ARGN would split them)
 function(_kiln_fail)
-  string(JOIN "" msg ${ARGN})
+  set(msg "")
+  math(EXPR last "${ARGC} - 1")
+  foreach(i RANGE ${last})
+    string(APPEND msg "${ARGV${i}}")
+  endforeach()
   message(FATAL_ERROR "kiln_add_model: ${msg}")
 endfunction()
 
