@@ -82,9 +82,9 @@ static const char *usage =
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
-    "  -q, --quiet                (compile, check, bench) no progress on stderr; without it, when\n"
-    "                             stderr is a terminal, they show each pass as it runs, then each\n"
-    "                             file written with its size in MB\n"
+    "  -q, --quiet                (compile) no progress on stderr; without it, when stderr is a\n"
+    "                             terminal, compile shows each pass as it runs, then each file\n"
+    "                             written with its size in MB\n"
     "\n"
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
@@ -646,8 +646,8 @@ int main(int argc, char **argv) {
   }
   Cli c = {0};
   parse_args(argc, argv, &c);
-  /* the commands that compile say what they do, on a terminal (progress.h) */
-  progress_start(!c.check.quiet && (!strcmp(c.cmd, "compile") || !strcmp(c.cmd, "check") || !strcmp(c.cmd, "bench")));
+  /* kiln compile says what it does, on a terminal (progress.h) */
+  progress_start(!c.check.quiet && !strcmp(c.cmd, "compile"));
   if (!strcmp(c.cmd, "ops"))
     return cmd_ops();
   if (!strcmp(c.cmd, "passes"))

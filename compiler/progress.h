@@ -2,7 +2,7 @@
  *
  * A 100 MB model spends seconds reading, folding and writing; without a
  * word on stderr the user cannot tell a slow compile from a hung one. When
- * stderr is a terminal (and kiln was not given -q / --quiet), the stages
+ * stderr is a terminal (kiln compile, without -q / --quiet), the stages
  * report themselves: a status line rewritten in place while the model is
  * read and the passes run, then finished lines for the pass count and for
  * each file written, with its size in MB. When stderr is not a terminal —
@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* On when `wanted` (no -q, a compiling command) and stderr is a terminal. */
+/* On when `wanted` (kiln compile, no -q) and stderr is a terminal. */
 void progress_start(bool wanted);
 bool progress_on(void);
 /* The status line, rewritten in place: "kiln: reading model.onnx". */
