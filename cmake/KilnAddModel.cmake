@@ -160,6 +160,7 @@ function(kiln_add_model)
 
   # build step: stale blob files out, kiln compile, a stub .S when no blob
   set(stub "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/kiln_weights_stub.cmake")
+  get_filename_component(model_name "${model}" NAME)
   set(asm "${out}/${K_NAME}_weights.S")
   file(MAKE_DIRECTORY "${out}")
   add_custom_command(
@@ -169,7 +170,7 @@ function(kiln_add_model)
     COMMAND kiln::kiln ${args}
     COMMAND ${CMAKE_COMMAND} "-DS=${asm}" -P "${stub}"
     DEPENDS ${deps} "$<TARGET_FILE:kiln::kiln>" "${stub}"
-    COMMENT "kiln: compiling ${K_MODEL} to ${K_NAME}.c"
+    COMMENT "kiln: compiling ${model_name} to ${K_NAME}.c"
     VERBATIM)
   add_library(${K_TARGET} STATIC "${out}/${K_NAME}.c" "${asm}")
   target_include_directories(${K_TARGET} PUBLIC "${out}")

@@ -132,6 +132,11 @@ if example default; then
   touch "$kiln"
   reruns default 1 && ok "default: a new kiln binary runs kiln again" || bad "default: kiln changed, kiln did not run"
 fi
+# the build folder is a package too, no install needed
+if example build_tree -DCMAKE_PREFIX_PATH="$build"; then
+  grep -q "kiln_DIR:PATH=$build\$" "$work/build_tree/CMakeCache.txt" && ok "build_tree: find_package(kiln) found $build" ||
+    bad "build_tree: not built from $build's package"
+fi
 if example blob_threads2 -DEXAMPLE_WEIGHTS_MODE=blob -DEXAMPLE_THREADS=2; then
   out=$work/blob_threads2/kiln_models/encoder
   [ -f "$out/encoder.weights.bin" ] && grep -q incbin "$out/encoder_weights.S" && grep -q 'num_threads(2)' "$out/encoder.c" &&
