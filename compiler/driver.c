@@ -9,6 +9,7 @@
 #include "onnx.h"
 #include "ops.h"
 #include "print.h"
+#include "progress.h"
 #include "templates.h"
 #include "weights_blob.h"
 
@@ -48,11 +49,12 @@ static Graph *load_kir(Arena *a, const char *path, Diag *d) {
 
 Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag *d) {
   d->file = path;
-  if (ends_with(path, ".kir"))
-    return load_kir(a, path, d);
-  if (ends_with(path, ".lua"))
-    return dsl_load_model(a, path, lua, d);
-  return onnx_import(a, path, d);
+  progress_status("reading %s", path);
+  Graph *g = ends_with(path, ".kir")   ? load_kir(a, path, d)
+             : ends_with(path, ".lua") ? dsl_load_model(a, path, lua, d)
+                                       : onnx_import(a, path, d);
+  progress_clear();
+  return g;
 }
 
 Graph *driver_load(Arena *a, const char *path, Diag *d) { return driver_load_opts(a, path, NULL, d); }
@@ -72,6 +74,7 @@ bool driver_write_kir(Graph *g, const char *path, Diag *d) {
 
 static void dump(const Graph *g, const char *when, const char *pass) {
   Buf b = {0};
+  progress_clear();
   printf("# ---- IR %s %s ----\n", when, pass);
   ir_print(&b, g, NULL);
   fputs(b.s, stdout);
@@ -113,7 +116,9 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
     if (*w && strcmp(*w, "all") && !pass_find(*w))
       return diag_error(d, "--dump-after/--dump-before: unknown pass '%s'; expected a name from "
                         "`kiln passes` or 'all'", *w);
-  int step = 0;
+  int step = 0, nrun = 0, total = 0; /* passes run, and to run (progress) */
+  for (int i = 0; i < pass_count && !(o->stop_before_plan && !strcmp(pass_list[i].name, "plan")); i++)
+    total += wanted(o->passes, pass_list[i].name);
   if (o->dump_dir) {
     mkdir(o->dump_dir, 0777); /* an existing folder is fine */
     if (!driver_write_kir(g, arena_printf(g->arena, "%s/00-import.kir", o->dump_dir), d))
@@ -128,25 +133,31 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
     if (o->dump_before && (!strcmp(o->dump_before, p->name) || !strcmp(o->dump_before, "all")))
       dump(g, "before", p->name);
     g->planned = false;
-    if (!p->fn(g, &o->pass, d))
+    progress_pass(++nrun, total, p->name);
+    if (!p->fn(g, &o->pass, d) || (o->verify_each && !graph_verify(g, i > 0, d))) {
+      progress_clear();
       return false;
-    if (o->verify_each && !graph_verify(g, i > 0, d))
-      return false;
+    }
     if (o->dump_after && (!strcmp(o->dump_after, p->name) || !strcmp(o->dump_after, "all")))
       dump(g, "after", p->name);
     if (o->dump_dir) {
       const char *path = arena_printf(g->arena, "%s/%02d-%s.kir", o->dump_dir, ++step, p->name);
-      if (!driver_write_kir(g, path, d))
+      if (!driver_write_kir(g, path, d)) {
+        progress_clear();
         return false;
+      }
     }
   }
+  progress_passes_done(nrun);
   return true;
 }
 
 bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d) {
   Buf c = {0}, h = {0};
   WeightsBlob blob = {0};
+  progress_status("writing C");
   bool ok = emit_c(g, eo, &c, &h, &blob, d);
+  progress_clear();
   const char *slash = strrchr(out_c, '/');
   size_t dirlen = slash ? (size_t)(slash - out_c + 1) : 0;
   /* out/net.c: out/net.h, out/kiln_rt.h and, with a blob, out/net.weights.bin
@@ -165,8 +176,12 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
     ok = blob_write(&blob, binpath, &wd) && write_file_atomic(spath, asm_text, strlen(asm_text), &wd);
     free(asm_text);
   }
+  if (ok && blob.size)
+    progress_wrote(binpath, blob.size);
   ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&
        write_file_atomic(out_c, c.s, c.len, &wd);
+  if (ok)
+    progress_wrote(out_c, c.len);
   if (!ok && wd.failed) {
     remove(hpath);
     remove(out_c);

@@ -14,6 +14,7 @@
 #include "onnx_decoder.h"
 #include "ops.h"
 #include "print.h"
+#include "progress.h"
 
 static const char *usage =
     "usage: kiln <command> [options]\n"
@@ -86,6 +87,9 @@ static const char *usage =
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
+    "  -q, --quiet                (compile) no progress on stderr; without it, when stderr is a\n"
+    "                             terminal, compile shows each pass as it runs, then each file\n"
+    "                             written with its size in MB\n"
     "\n"
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
@@ -333,7 +337,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.interp = true;
     } else if (!strcmp(argv[i], "--keep")) {
       c->check.keep = true;
-    } else if (!strcmp(argv[i], "-q")) {
+    } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
       c->check.quiet = true;
       c->lua.quiet = true;
     } else if (!strcmp(argv[i], "--strict-weights")) {
@@ -652,6 +656,8 @@ int main(int argc, char **argv) {
   }
   Cli c = {0};
   parse_args(argc, argv, &c);
+  /* kiln compile says what it does, on a terminal (progress.h) */
+  progress_start(!c.check.quiet && !strcmp(c.cmd, "compile"));
   if (!strcmp(c.cmd, "ops"))
     return cmd_ops();
   if (!strcmp(c.cmd, "passes"))

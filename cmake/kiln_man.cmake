@@ -1,0 +1,122 @@
+# kiln_man.cmake — the man page kiln.1, made at build time from the built
+# kiln's own --help, so the page and the program cannot disagree:
+#   cmake -DKILN=path/to/kiln -DMAN_IN=cmake/kiln.1.in -DMAN_OUT=kiln.1 -P kiln_man.cmake
+# kiln.1.in holds the prose (DESCRIPTION, EXIT STATUS, FILES) and the
+# places @SYNOPSIS@ and @OPTIONS@ this script fills from the help text:
+#   "usage: kiln ..."            the synopsis line
+#   "heading:" at column 0       .SS heading (commands:, check options:, ...)
+#   "  SPEC   description"       .TP item: SPEC bold, the description after it
+#   "  SPEC" then deeper lines   an item whose description starts below it
+#   "  text" otherwise           a paragraph line
+#   deeper-indented lines        the current item's description, continued
+# Each command's SPEC also goes into the synopsis.
+cmake_minimum_required(VERSION 3.20)   # list(GET) keeps empty lines (CMP0007)
+foreach(v KILN MAN_IN MAN_OUT)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "kiln_man.cmake: expected -D${v}=...")
+  endif()
+endforeach()
+execute_process(COMMAND "${KILN}" --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+execute_process(COMMAND "${KILN}" --version OUTPUT_VARIABLE version OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0 OR NOT help MATCHES "^usage: ")
+  message(FATAL_ERROR "kiln_man.cmake: ${KILN} --help failed (${rc}); expected the usage text")
+endif()
+string(REGEX REPLACE "^kiln " "" KILN_VERSION "${version}")
+
+# roff text: backslashes, dashes, and a line that starts with . or '
+function(roff out text)
+  string(REPLACE "\\" "\\e" text "${text}")
+  string(REPLACE "-" "\\-" text "${text}")
+  if(text MATCHES "^[.']")
+    set(text "\\&${text}")
+  endif()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# lines as a list: ; [ ] would split or group them, so they travel encoded
+string(REPLACE ";" "@SEMI@" help "${help}")
+string(REPLACE "[" "@LB@" help "${help}")
+string(REPLACE "]" "@RB@" help "${help}")
+string(REGEX REPLACE "\n$" "" help "${help}")
+string(REPLACE "\n" ";" lines "${help}")
+list(LENGTH lines n)
+
+set(synopsis "")
+set(options "")
+set(section "")
+set(prose FALSE)   # the last line was a paragraph line at the item column
+math(EXPR last "${n} - 1")
+foreach(i RANGE 0 ${last})
+  list(GET lines ${i} line)
+  set(next "")
+  if(i LESS last)
+    math(EXPR j "${i} + 1")
+    list(GET lines ${j} next)
+  endif()
+  set(spec "")
+  set(desc "")
+  set(item FALSE)
+  string(LENGTH "${line}" len)
+  if(line MATCHES "^  ([^ ]+( [^ ]+)*)  +([^ ].*)$")             # SPEC  description
+    set(item TRUE)
+    set(spec "${CMAKE_MATCH_1}")
+    set(desc "${CMAKE_MATCH_3}")
+  elseif(line MATCHES "^  [^ ]" AND next MATCHES "^     ")         # SPEC, description below
+    set(item TRUE)
+    string(SUBSTRING "${line}" 27 2 gap)
+    if(len GREATER 29 AND gap MATCHES "^[^ ] $")                   # a 26-character SPEC
+      string(SUBSTRING "${line}" 2 26 spec)
+      string(SUBSTRING "${line}" 29 -1 desc)
+    else()
+      string(SUBSTRING "${line}" 2 -1 spec)
+    endif()
+  endif()
+  if(line MATCHES "^usage: (.*)$")
+    roff(s "${CMAKE_MATCH_1}")
+    string(REGEX REPLACE "^kiln" "\\\\fBkiln\\\\fR" s "${s}")
+    string(APPEND synopsis "${s}\n.br\n")
+  elseif(line STREQUAL "")
+    string(APPEND options ".PP\n")
+    set(prose FALSE)
+  elseif(line MATCHES "^([^ ].*):$")
+    set(section "${CMAKE_MATCH_1}")
+    roff(s "${CMAKE_MATCH_1}")
+    string(APPEND options ".SS \"${s}\"\n")
+    set(prose FALSE)
+  elseif(item)
+    roff(s "${spec}")
+    string(APPEND options ".TP\n\\fB${s}\\fR\n")
+    if(NOT desc STREQUAL "")
+      roff(d "${desc}")
+      string(APPEND options "${d}\n")
+    endif()
+    if(section STREQUAL "commands" AND NOT spec MATCHES "^-")
+      string(APPEND synopsis "\\fBkiln\\fR ${s}\n.br\n")
+    endif()
+    set(prose FALSE)
+  elseif(line MATCHES "^  [^ ]")                                   # a paragraph
+    roff(d "${line}")
+    string(STRIP "${d}" d)
+    if(NOT prose)
+      string(APPEND options ".PP\n")
+    endif()
+    string(APPEND options "${d}\n")
+    set(prose TRUE)
+  elseif(line MATCHES "^ +(.*)$")                                 # the description, continued
+    roff(d "${CMAKE_MATCH_1}")
+    string(APPEND options "${d}\n")
+  else()
+    roff(d "${line}")
+    string(APPEND options ".PP\n${d}\n")
+    set(prose FALSE)
+  endif()
+endforeach()
+
+foreach(v synopsis options)
+  string(REPLACE "@SEMI@" ";" ${v} "${${v}}")
+  string(REPLACE "@LB@" "[" ${v} "${${v}}")
+  string(REPLACE "@RB@" "]" ${v} "${${v}}")
+endforeach()
+string(REGEX REPLACE "\n.br\n$" "" SYNOPSIS "${synopsis}")
+string(REGEX REPLACE "\n$" "" OPTIONS "${options}")
+configure_file("${MAN_IN}" "${MAN_OUT}" @ONLY)
