@@ -13,8 +13,10 @@ token with a KV cache, built from a GGUF file's own metadata:
 - Every number comes from the GGUF (llama.block_count, .embedding_length,
   .attention.head_count(_kv), .feed_forward_length, .rope.freq_base,
   .attention.layer_norm_rms_epsilon, .rope.dimension_count); only the
-  cache's capacity `ctx` and the prefill chunk `prefill` are set here
-  (--set ctx=N, --set prefill=N). With no weights bound the defaults make
+  cache's capacity `ctx`, the prefill chunk `prefill` and the caches'
+  dtype `kv` are set here (--set ctx=N, --set prefill=N, --set kv=f16:
+  f16 or bf16 caches hold half the bytes, which long contexts read at
+  every step; values are rounded as they are stored). With no weights bound the defaults make
   a small random model (the tests use it).
 - Tensor names are llama.cpp's (token_embd.weight, blk.N.attn_q.weight,
   ...). Quantized tensors (Q8_0, Q4_0, Q4_1) stay quantized: their
@@ -34,7 +36,7 @@ token with a KV cache, built from a GGUF file's own metadata:
 -- test: --set ctx=32 --set prefill=8
 local nn = require "nn"
 
-local cfg = config{ctx = 512, prefill = 64}
+local cfg = config{ctx = 512, prefill = 64, kv = "f32"}
 local meta = function(key, default) return gguf_meta("llama." .. key, default) end
 local layers = meta("block_count", 2)
 local d = meta("embedding_length", 64)
@@ -75,7 +77,9 @@ decoder{ctx = cfg.ctx, prefill = cfg.prefill, forward = function(x)
     local q = rope(b .. "q_rope", linear(b .. "attn_q", n, heads * head_dim), T, heads, x.positions)
     local k = rope(b .. "k_rope", linear(b .. "attn_k", n, kv_heads * head_dim), T, kv_heads, x.positions)
     local v = linear(b .. "attn_v", n, kv_heads * head_dim):reshape(T, kv_heads, head_dim)
-    local y = x:attention(q, x:cache(b .. "k_cache", k), x:cache(b .. "v_cache", v)):named(b .. "attn")  -- [T, heads, head_dim]
+    local kc = x:cache(b .. "k_cache", k, {dtype = cfg.kv})                -- [ctx, kv_heads, head_dim]
+    local vc = x:cache(b .. "v_cache", v, {dtype = cfg.kv})
+    local y = x:attention(q, kc, vc):named(b .. "attn")                   -- [T, heads, head_dim]
     h = (h + linear(b .. "attn_output", y:reshape(T, heads * head_dim), d)):named(b .. "attn_residual")
     n = norm(b .. "ffn_norm.weight", h)
     h = (h + nn.swiglu("blk." .. i, n, {d_ff = d_ff, names = {gate = "ffn_gate", up = "ffn_up", down = "ffn_down"}}))

@@ -257,20 +257,25 @@ KILN_MATH float kiln_f64_to_f32_odd(double x) {
   return kiln_float_of_bits(u | 1u);
 }
 
-/* kiln_f16_to_f32 for hot loops (the scales of ggml's weight blocks,
- * compiler/kernels/qgemm_kernel.c): the same exact values, in one F16C
- * instruction (vcvtph2ps) where the compiler targets it, else without a
- * branch: the 15 bits shifted into an f32's place are 2^-112 times the
- * value for zeros, subnormals and normals alike (the product is exact),
- * and an all-ones exponent becomes f32's (inf, NaN). */
+/* kiln_f16_to_f32 for hot loops: the same exact values. _branchless (a
+ * decoder's f16 KV cache: a loop of it vectorises) shifts the 15 bits
+ * into an f32's place, which is 2^-112 times the value for zeros,
+ * subnormals and normals alike (the product is exact), and gives an
+ * all-ones exponent f32's (inf, NaN); _fast (the scales of ggml's weight
+ * blocks, compiler/kernels/qgemm_kernel.c) is one F16C instruction
+ * (vcvtph2ps) where the compiler targets it, else the same. */
+KILN_MATH float kiln_f16_to_f32_branchless(uint16_t h) {
+  const uint32_t a = (uint32_t)(h & 0x7fffu) << 13;
+  const uint32_t v = kiln_bits_of_float(kiln_float_of_bits(a) * 0x1p112f);
+  return kiln_float_of_bits(v | (a >= 0x7c00u << 13 ? 0x7f800000u : 0u) | (uint32_t)(h & 0x8000u) << 16);
+}
+
 KILN_MATH float kiln_f16_to_f32_fast(uint16_t h) {
 #if defined(__F16C__) && defined(__GNUC__)
   typedef short kiln_v8h __attribute__((vector_size(16)));
   return __builtin_ia32_vcvtph2ps((kiln_v8h){(short)h})[0];
 #else
-  const uint32_t a = (uint32_t)(h & 0x7fffu) << 13;
-  const uint32_t v = kiln_bits_of_float(kiln_float_of_bits(a) * 0x1p112f);
-  return kiln_float_of_bits(v | (a >= 0x7c00u << 13 ? 0x7f800000u : 0u) | (uint32_t)(h & 0x8000u) << 16);
+  return kiln_f16_to_f32_branchless(h);
 #endif
 }
 

@@ -549,6 +549,17 @@ foreach(isa ${KILN_CACHE_ISAS})
   endforeach()
 endforeach()
 
+# f16 and bf16 caches (--set kv=...): values rounded as they are stored,
+# the same in a prefill and in steps, so still bit for bit
+foreach(kv f16 bf16)
+  add_test(NAME generate_cache_llama_kv${kv}_native_t1
+    COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua native 1 0
+            --set ctx=32 --set prefill=8 --set kv=${kv})
+  add_test(NAME generate_cache_llama_kv${kv}_generic_t2
+    COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua generic 2 0
+            --set ctx=32 --set prefill=8 --set kv=${kv})
+endforeach()
+
 # GGUF weight files (compiler/gguf.c): the reader on the fixture
 # tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
 # on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
@@ -716,9 +727,9 @@ endif()
 
 # CachedAttention against numpy (tools/make_cache_attention_cases.py): more
 # keys than the online softmax's chunk of 256, padded queries, multi-query
-# and grouped heads; generated C on each ISA and with 2 threads, and the
-# interpreter
-foreach(case step_long prefill_padded first)
+# and grouped heads, f16 and bf16 caches; generated C on each ISA and with 2
+# threads, and the interpreter
+foreach(case step_long prefill_padded first step_f16 step_bf16)
   add_test(NAME cache_attention_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_generic COMMAND ${KILN_BIN} check -q --isa=generic ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/generated/cache_attention/${case})

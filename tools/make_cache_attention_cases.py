@@ -18,12 +18,14 @@ is checked against numpy (kiln check) and so is the interpreter:
 - prefill_padded: 5 queries from position 250 (crossing 256), count 3:
   the last two are padding and give zeros; D 24 (8 lanes), Dv 8, MQA.
 - first: 4 queries from position 0 of an 8-position cache, H = Hkv = 2,
-  scale 0.5."""
+  scale 0.5.
+- step_f16, step_bf16: one query at position 40 over f16 (bf16) keys and
+  values: the reference widens the same 16-bit values."""
 import os
 import sys
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 
 def reference(q, k, v, start, count, scale):
@@ -42,11 +44,25 @@ def reference(q, k, v, start, count, scale):
     return y.astype(np.float32)
 
 
-def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, note):
+def bf16(a):
+    """a rounded to bf16 (nearest, ties to even): the bits, as uint16."""
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, note, kv="f32"):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((t, h, d)).astype(np.float32)
     k = rng.standard_normal((c, hkv, d)).astype(np.float32)
     v = rng.standard_normal((c, hkv, dv)).astype(np.float32)
+    kin, vin = k, v  # what the .pb files hold: f32, f16 or bf16 (bits)
+    if kv == "f16":
+        kin, vin = k.astype(np.float16), v.astype(np.float16)
+        k, v = kin.astype(np.float32), vin.astype(np.float32)
+    elif kv == "bf16":
+        kin, vin = bf16(k), bf16(v)
+        k = (kin.astype(np.uint32) << 16).view(np.float32)
+        v = (vin.astype(np.uint32) << 16).view(np.float32)
     st = np.array([start], np.int64)
     cn = np.array([count], np.int64)
     out = os.path.join(folder, name)
@@ -54,15 +70,20 @@ def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, not
     attr = " {scale=%r}" % scale if scale is not None else ""
     with open(os.path.join(out, "model.kir"), "w") as f:
         f.write(f"# {note} (tools/make_cache_attention_cases.py)\n")
-        f.write(f"graph @{name} opset 17 (%q: f32[{t},{h},{d}], %k: f32[{c},{hkv},{d}], "
-                f"%v: f32[{c},{hkv},{dv}], %start: i64[1], %count: i64[1]) -> (%y) {{\n")
+        f.write(f"graph @{name} opset 17 (%q: f32[{t},{h},{d}], %k: {kv}[{c},{hkv},{d}], "
+                f"%v: {kv}[{c},{hkv},{dv}], %start: i64[1], %count: i64[1]) -> (%y) {{\n")
         f.write(f"  %y = CachedAttention %q, %k, %v, %start, %count{attr} : ?  # from: attn\n}}\n")
     y = reference(q, k, v, start, count, scale if scale is not None else 1 / np.sqrt(d))
-    for kind, items in (("input", [("q", q), ("k", k), ("v", v), ("start", st), ("count", cn)]),
+    for kind, items in (("input", [("q", q), ("k", kin), ("v", vin), ("start", st), ("count", cn)]),
                         ("output", [("y", y)])):
         for i, (nm, val) in enumerate(items):
+            if val.dtype == np.uint16:  # bf16 bits: a BFLOAT16 TensorProto of their (exact) values
+                exact = (val.astype(np.uint32) << 16).view(np.float32)
+                tp = helper.make_tensor(nm, TensorProto.BFLOAT16, val.shape, exact.flatten().tolist())
+            else:
+                tp = numpy_helper.from_array(val, nm)
             with open(os.path.join(out, "test_data_set_0", f"{kind}_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(val, nm).SerializeToString())
+                f.write(tp.SerializeToString())
 
 
 def main():
@@ -72,6 +93,9 @@ def main():
     write_case(folder, "prefill_padded", 5, 4, 24, 300, 1, 8, 250, 3, None, 2,
                "5 queries from position 250, 3 real; multi-query (1 kv head)")
     write_case(folder, "first", 4, 2, 8, 8, 2, 8, 0, 4, 0.5, 3, "4 queries from position 0, scale 0.5")
+    write_case(folder, "step_f16", 1, 4, 16, 48, 2, 16, 40, 1, None, 4, "one query over f16 keys and values", "f16")
+    write_case(folder, "step_bf16", 1, 4, 16, 48, 2, 16, 40, 1, None, 5, "one query over bf16 keys and values",
+               "bf16")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
  *     -- x.last i64[1]        x.count - 1: the row of the last real token
  *     -- x.T, x.ctx           numbers
  *     local kc = x:cache("blk.0.k", k)       -- k [T, Hkv, D] -> the cache [ctx, Hkv, D]
+ *     local vc = x:cache("blk.0.v", v, {dtype = "f16"})  -- stored as f16 (or bf16): half the bytes
  *     local y = x:attention(q, kc, vc)       -- q [T, H, D] -> [T, H, Dv], causal over the cache
  *     return logits                          -- the last real token's, any shape of VOCAB elements
  *   end}
@@ -67,7 +68,8 @@ static int entry_value(lua_State *L, const char *key, const char *what) {
   return v;
 }
 
-/* x:cache(name, rows): rows [T, ...] written at x.start; the cache [ctx, ...]. */
+/* x:cache(name, rows [, {dtype}]): rows [T, ...] written at x.start; the
+ * cache [ctx, ...], of the rows' dtype or, for f32 rows, f16 or bf16. */
 static int cache(lua_State *L) {
   LuaCtx *c = lctx(L);
   Graph *g = c->g;
@@ -83,6 +85,21 @@ static int cache(lua_State *L) {
              type_str(&rt, ts, sizeof ts));
   Type ct = rt;
   ct.dims[0] = g->decoder->ctx;
+  if (lua_type(L, 4) == LUA_TTABLE) {
+    lua_getfield(L, 4, "dtype");
+    const char *dt = lua_tostring(L, -1);
+    if (!dt || (strcmp(dt, "f32") && strcmp(dt, "f16") && strcmp(dt, "bf16")))
+      dsl_fail(L, "cache '%s': dtype is %s; expected \"f32\", \"f16\" or \"bf16\"", name,
+               dt ? dt : luaL_typename(L, -1));
+    if (strcmp(dt, "f32") && rt.dt != DT_F32)
+      dsl_fail(L, "cache '%s': an %s cache of %s rows; expected f32 rows for an f16 or bf16 cache", name, dt,
+               dt_name(rt.dt));
+    ct.dt = dt_from_name(dt);
+    lua_pop(L, 1);
+  } else if (!lua_isnoneornil(L, 4)) {
+    dsl_fail(L, "cache '%s': the options are a %s; expected a table such as {dtype = \"f16\"}", name,
+             luaL_typename(L, 4));
+  }
   int s = graph_find_value(g, name);
   if (s >= 0 && !gval(g, s)->is_state)
     dsl_fail(L, "cache '%s': the name is taken by a value that is not a cache", name);

@@ -4,6 +4,9 @@
  *
  *   CacheWrite(Cache [C, ...], Rows [T, ...], Start i64[1], Count i64[1]) -> Cache'
  *     Cache' = Cache with rows Start .. Start+Count-1 replaced by Rows[0 .. Count-1].
+ *     The cache may be f16 or bf16 with f32 rows (half the bytes a step
+ *     reads back): each value is rounded to nearest, ties to even, on the
+ *     way in.
  *     Cache is a state and the output is that state changed where it
  *     lives (OPF_UPDATE): the generated code writes Count rows, never a
  *     copy of the C-row cache. Count <= T and Start + Count <= C are the
@@ -21,7 +24,8 @@
  *     Loops run to the number of keys a query sees, not to the capacity,
  *     so a step costs what the cache holds; the softmax is computed
  *     online over chunks of keys (a running max rescales what was summed),
- *     so the kernel's stack does not grow with the capacity.
+ *     so the kernel's stack does not grow with the capacity. K and V may be
+ *     f16 or bf16 caches (widened to f32 as they are read: exact).
  *
  * _eval computes scores and softmax in double, rounding the output to f32. */
 #include <math.h>
@@ -52,12 +56,13 @@ bool cache_write_infer(Graph *g, Node *n, Diag *d) {
   if (!c->is_state)
     return diag_node(d, g, n, "Cache '%s' is not a state; expected a state (the cache lives in the "
                      "caller's state struct and is written in place)", c->name);
-  bool same_rows = c->type.rank >= 1 && r->type.rank == c->type.rank && r->type.dt == c->type.dt;
+  bool narrow = dt_is_half(c->type.dt) && r->type.dt == DT_F32; /* an f16/bf16 cache of f32 rows */
+  bool same_rows = c->type.rank >= 1 && r->type.rank == c->type.rank && (r->type.dt == c->type.dt || narrow);
   for (int i = 1; same_rows && i < c->type.rank; i++)
     same_rows = r->type.dims[i] == c->type.dims[i];
   if (!same_rows || r->type.dims[0] > c->type.dims[0])
-    return diag_node(d, g, n, "Cache is %s and Rows %s; expected Rows [T, ...] of the cache's dtype and "
-                     "row shape, T <= the cache's %lld rows", type_str(&c->type, a, sizeof a),
+    return diag_node(d, g, n, "Cache is %s and Rows %s; expected Rows [T, ...] of the cache's dtype (or f32 "
+                     "for an f16/bf16 cache) and row shape, T <= the cache's %lld rows", type_str(&c->type, a, sizeof a),
                      type_str(&r->type, b, sizeof b), (long long)c->type.dims[0]);
   if (!check_index(g, n, 2, "Start", d) || !check_index(g, n, 3, "Count", d))
     return false;
@@ -86,7 +91,15 @@ bool cache_write_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   write_span(*(const int64_t *)in[2].data, *(const int64_t *)in[3].data, in[1].type.dims[0],
              in[0].type.dims[0], &lo, &cnt);
   memcpy(out[0].data, in[0].data, type_bytes(&in[0].type));
-  memcpy((char *)out[0].data + (size_t)lo * row, in[1].data, (size_t)cnt * row);
+  DType cd = in[0].type.dt;
+  if (cd == in[1].type.dt) {
+    memcpy((char *)out[0].data + (size_t)lo * row, in[1].data, (size_t)cnt * row);
+    return true;
+  }
+  int64_t per = type_numel(&in[0].type) / in[0].type.dims[0]; /* f32 rows into an f16/bf16 cache */
+  uint16_t *c = (uint16_t *)out[0].data + lo * per;
+  for (int64_t i = 0; i < cnt * per; i++)
+    c[i] = half_from_double(cd, ((const float *)in[1].data)[i]);
   return true;
 }
 
@@ -106,9 +119,17 @@ bool cache_write_emit(Emit *e, const Node *n) {
   emit_line(e, "  count = %lld;", (long long)t);
   emit_line(e, "if (count > %lld - start)", (long long)cap);
   emit_line(e, "  count = %lld - start;", (long long)cap);
-  emit_line(e, "if (count > 0)");
-  emit_line(e, "  memcpy(%s + start * %lld, %s, (size_t)count * %lld * sizeof *%s);", y, (long long)row, r,
-            (long long)row, y);
+  DType cd = ct->dt;
+  if (cd == node_in(g, n, 1)->type.dt) {
+    emit_line(e, "if (count > 0)");
+    emit_line(e, "  memcpy(%s + start * %lld, %s, (size_t)count * %lld * sizeof *%s);", y, (long long)row, r,
+              (long long)row, y);
+    return true;
+  }
+  emit_line(e, "/* f32 rows rounded to %s (nearest, ties to even) */", dt_name(cd));
+  emit_line(e, "for (int64_t i = 0; i < count * %lld; i++)", (long long)row);
+  emit_line(e, "  %s[start * %lld + i] = %s(%s[i]);", y, (long long)row,
+            cd == DT_F16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16", r);
   return true;
 }
 
@@ -130,9 +151,10 @@ bool cached_attention_infer(Graph *g, Node *n, Diag *d) {
   char a[128], b[128], c[128];
   if (!q || !k || !v)
     return diag_node(d, g, n, "input %s is absent; expected Q, K and V", !q ? "Q" : !k ? "K" : "V");
-  if (q->type.dt != DT_F32 || k->type.dt != DT_F32 || v->type.dt != DT_F32 || q->type.rank != 3 ||
-      k->type.rank != 3 || v->type.rank != 3)
-    return diag_node(d, g, n, "Q is %s, K %s, V %s; expected f32 Q [T, H, D], K [C, Hkv, D], V [C, Hkv, Dv]",
+  bool kv_ok = (k->type.dt == DT_F32 || dt_is_half(k->type.dt)) && (v->type.dt == DT_F32 || dt_is_half(v->type.dt));
+  if (q->type.dt != DT_F32 || !kv_ok || q->type.rank != 3 || k->type.rank != 3 || v->type.rank != 3)
+    return diag_node(d, g, n, "Q is %s, K %s, V %s; expected f32 Q [T, H, D], K [C, Hkv, D], V [C, Hkv, Dv] "
+                     "(K and V f32, f16 or bf16)",
                      type_str(&q->type, a, sizeof a), type_str(&k->type, b, sizeof b),
                      type_str(&v->type, c, sizeof c));
   CacheGeom ge;
@@ -158,11 +180,28 @@ static int64_t keys_seen(int64_t start, int64_t t, int64_t cap) {
   return nk < 0 ? 0 : nk > cap ? cap : nk;
 }
 
+/* An f16/bf16 cache as f32 (malloc'd: free it), or the f32 data itself. */
+static const float *widened(const Tensor *t) {
+  if (!dt_is_half(t->type.dt))
+    return t->data;
+  int64_t n = type_numel(&t->type);
+  float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  for (int64_t i = 0; f && i < n; i++)
+    f[i] = (float)half_to_double(t->type.dt, ((const uint16_t *)t->data)[i]);
+  return f;
+}
+
 bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
-  (void)d;
   CacheGeom ge = {in[0].type.dims[0], in[0].type.dims[1], in[0].type.dims[2], in[1].type.dims[0],
                   in[1].type.dims[1], in[2].type.dims[2]};
-  const float *q = in[0].data, *k = in[1].data, *v = in[2].data;
+  const float *q = in[0].data, *k = widened(&in[1]), *v = widened(&in[2]);
+  if (!k || !v) {
+    if (k && k != in[1].data)
+      free((void *)k);
+    if (v && v != in[2].data)
+      free((void *)v);
+    return diag_error(d, "out of memory widening the cache");
+  }
   float *y = out[0].data;
   int64_t start = *(const int64_t *)in[3].data;
   int64_t count = in[4].data ? *(const int64_t *)in[4].data : ge.t;
@@ -192,6 +231,10 @@ bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d
       }
     }
   free(s);
+  if (k != in[1].data)
+    free((void *)k);
+  if (v != in[2].data)
+    free((void *)v);
   return true;
 }
 
@@ -202,6 +245,16 @@ bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d
  * compiler turns into one vector register. */
 static int dot_lanes(int64_t d) {
   return d % 16 == 0 ? 16 : d % 8 == 0 ? 8 : d % 4 == 0 ? 4 : 1;
+}
+
+/* A cache element as f32: itself, or widened from f16/bf16 by arithmetic
+ * the C compiler vectorises (kiln_rt.h). */
+static const char *widen_load(Graph *g, DType dt, const char *x) {
+  if (dt == DT_F16)
+    return arena_printf(g->arena, "kiln_f16_to_f32_branchless(%s)", x);
+  if (dt == DT_BF16)
+    return arena_printf(g->arena, "kiln_bf16_to_f32(%s)", x);
+  return x;
 }
 
 bool cached_attention_emit(Emit *e, const Node *n) {
@@ -223,8 +276,11 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "  int64_t nk = t < count ? start + t + 1 : 0; /* keys this query sees */");
   emit_line(e, "  nk = nk < 0 ? 0 : nk > %lld ? %lld : nk;", C, C);
   emit_line(e, "  const float *qr = %s + (int64_t)th * %lld; /* Q[t, h, :] [%lld] */", q, D, D);
-  emit_line(e, "  const float *kh = %s + (int64_t)(h / %lld) * %lld, *vh = %s + (int64_t)(h / %lld) * %lld;", k,
-            G, D, v, G, DV);
+  DType kd = node_in(g, n, 1)->type.dt, vd = node_in(g, n, 2)->type.dt;
+  emit_line(e, "  const %s *kh = %s + (int64_t)(h / %lld) * %lld;%s", dt_is_half(kd) ? "uint16_t" : "float", k, G, D,
+            dt_is_half(kd) ? arena_printf(g->arena, " /* %s keys */", dt_name(kd)) : "");
+  emit_line(e, "  const %s *vh = %s + (int64_t)(h / %lld) * %lld;%s", dt_is_half(vd) ? "uint16_t" : "float", v, G, DV,
+            dt_is_half(vd) ? arena_printf(g->arena, " /* %s values */", dt_name(vd)) : "");
   /* keys in chunks of KEY_CHUNK with a running max (the online softmax):
    * a fixed-size scores array, whatever the cache's capacity */
   emit_line(e, "  float mx = -INFINITY, sum = 0;");
@@ -234,11 +290,12 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "    float s[%d]; /* this chunk's scores, then their exponentials */", KEY_CHUNK);
   emit_line(e, "    float cmx = -INFINITY;");
   emit_line(e, "    for (int64_t j = 0; j < nj; j++) {");
-  emit_line(e, "      const float *kr = kh + (j0 + j) * %lld; /* K[j0 + j, h / %lld, :] */", HKV * D, G);
+  emit_line(e, "      const %s *kr = kh + (j0 + j) * %lld; /* K[j0 + j, h / %lld, :] */",
+            dt_is_half(kd) ? "uint16_t" : "float", HKV * D, G);
   emit_line(e, "      float part[%d] = {0};", lanes);
   emit_line(e, "      for (int i = 0; i < %lld; i += %d)", D, lanes);
   emit_line(e, "        for (int l = 0; l < %d; l++)", lanes);
-  emit_line(e, "          part[l] += qr[i + l] * kr[i + l];");
+  emit_line(e, "          part[l] += qr[i + l] * %s;", widen_load(g, kd, "kr[i + l]"));
   for (int half = lanes / 2; half >= 1; half /= 2) /* the lanes summed pairwise: no chain of adds */
     emit_line(e, "      for (int l = 0; l < %d; l++) part[l] += part[l + %d];", half, half);
   emit_line(e, "      const float dot = part[0];");
@@ -257,9 +314,11 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "      sum += s[j];");
   emit_line(e, "    }");
   emit_line(e, "    for (int64_t j = 0; j < nj; j++) {");
-  emit_line(e, "      const float *vr = vh + (j0 + j) * %lld, p = s[j]; /* V[j0 + j, h / %lld, :] */", HKV * DV, G);
+  emit_line(e, "      const %s *vr = vh + (j0 + j) * %lld; /* V[j0 + j, h / %lld, :] */",
+            dt_is_half(vd) ? "uint16_t" : "float", HKV * DV, G);
+  emit_line(e, "      const float p = s[j];");
   emit_line(e, "      for (int i = 0; i < %lld; i++)", DV);
-  emit_line(e, "        acc[i] += p * vr[i];");
+  emit_line(e, "        acc[i] += p * %s;", widen_load(g, vd, "vr[i]"));
   emit_line(e, "    }");
   emit_line(e, "  }");
   emit_line(e, "  const float inv = nk ? 1.0f / sum : 0.0f;");
