@@ -64,6 +64,7 @@ static const char *usage =
     "                             past_key_values.L.key/.value, outputs present.*): a generative\n"
     "                             model with a KV cache of N positions, NAME_prefill/NAME_step\n"
     "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
+    "  --kv-dtype=f32|f16|bf16    (with --kv-cache) the caches' dtype: f16/bf16 halve their bytes\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
     "  --isa=generic|avx2|avx512|native  machine the GEMM kernels are laid out for (also check,\n"
     "                             bench; default generic: portable GNU C vectors, 4- or 8-wide as\n"
@@ -122,6 +123,7 @@ typedef struct Cli {
   const char *sets[64];     /* --set KEY=VALUE (Lua models) */
   LuaOptions lua;
   int64_t kv_cache;         /* --kv-cache=N: an ONNX decoder with a past, cache of N positions (0: none) */
+  const char *kv_dtype;     /* --kv-dtype=f32|f16|bf16 (with --kv-cache), or NULL */
   int64_t prefill;          /* --prefill=P (0: min(N, 64)) */
 } Cli;
 
@@ -329,6 +331,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : QUANT_NONE;
     } else if ((v = opt_value(argc, argv, &i, "--kv-cache"))) {
       c->kv_cache = positions(v, "--kv-cache=%s: expected the cache's capacity in positions, 1 to 1048576");
+    } else if ((v = opt_value(argc, argv, &i, "--kv-dtype"))) {
+      if (strcmp(v, "f32") && strcmp(v, "f16") && strcmp(v, "bf16"))
+        die("--kv-dtype=%s: expected f32, f16 or bf16", v);
+      c->kv_dtype = v;
     } else if ((v = opt_value(argc, argv, &i, "--prefill"))) {
       c->prefill = positions(v, "--prefill=%s: expected the prompt chunk's length in tokens, 1 to 1048576");
     } else if (!strcmp(argv[i], "--verify-each")) {
@@ -405,7 +411,8 @@ static int cmd_compile(Cli *c) {
     if (!onnx_has_past_inputs(g))
       die("%s: --kv-cache needs a decoder exported with its past (inputs past_key_values.L.key / .value, "
           "use_cache=True); the model has no past_key_values input", c->model);
-    g = onnx_decoder_from_past(g, c->kv_cache, c->prefill ? c->prefill : c->kv_cache < 64 ? c->kv_cache : 64, &d);
+    g = onnx_decoder_from_past(g, c->kv_cache, c->prefill ? c->prefill : c->kv_cache < 64 ? c->kv_cache : 64,
+                               c->kv_dtype ? dt_from_name(c->kv_dtype) : DT_F32, &d);
   }
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
@@ -675,8 +682,8 @@ int main(int argc, char **argv) {
   if (!lua_model && (c.lua.weights || c.lua.nsets))
     die("%s: --weights FILE and --set are for .lua models; expected a .lua model (ONNX and .kir "
         "models carry their own weights and shapes: see --shape)", c.lua.weights ? "--weights" : "--set");
-  if (c.kv_cache || c.prefill) { /* --kv-cache: compile an ONNX model with a past */
-    const char *flag = c.kv_cache ? "--kv-cache" : "--prefill";
+  if (c.kv_cache || c.prefill || c.kv_dtype) { /* --kv-cache: compile an ONNX model with a past */
+    const char *flag = c.kv_cache ? "--kv-cache" : c.prefill ? "--prefill" : "--kv-dtype";
     if (strcmp(c.cmd, "compile"))
       die("%s is for `kiln compile` of an ONNX decoder with past_key_values; expected kiln compile MODEL.onnx "
           "--kv-cache=N", flag);
@@ -685,8 +692,10 @@ int main(int argc, char **argv) {
           "(ctx, prefill), and .kir models are not decoders", flag);
     char n[64];
     snprintf(n, sizeof n, "%lld", (long long)(c.kv_cache ? c.kv_cache : c.prefill));
-    if (!c.kv_cache)
+    if (!c.kv_cache && c.prefill)
       die("--prefill=%s needs --kv-cache=N (the cache's capacity); expected both", n);
+    if (!c.kv_cache)
+      die("--kv-dtype=%s needs --kv-cache=N (the cache's capacity); expected both", c.kv_dtype);
     if (c.prefill > c.kv_cache)
       die("--prefill is larger than --kv-cache=%s; expected a prompt chunk no longer than the cache", n);
   }

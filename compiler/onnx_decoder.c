@@ -36,6 +36,7 @@ typedef struct Out {
   int *smap;                 /* source value -> new value, for shared values */
   int *map;                  /* the same for the entry being copied */
   const char *entry;
+  DType kv_dt;               /* the caches' dtype: f32, or f16/bf16 (--kv-dtype) */
 } Out;
 
 /* op(in) with one new output named entry:hint; returns the output. */
@@ -86,7 +87,7 @@ static int cache_state(Out *o, int past, int64_t ctx) {
   const Value *p = gval(o->s->g, past);
   int vid = graph_add_value(o->g, p->name);
   Value *v = gval(o->g, vid);
-  v->type = (Type){.dt = DT_F32, .rank = 3, .dims = {ctx, p->type.dims[1], p->type.dims[3]}};
+  v->type = (Type){.dt = o->kv_dt, .rank = 3, .dims = {ctx, p->type.dims[1], p->type.dims[3]}};
   v->is_input = v->is_state = true;
   v->state_next = -1; /* none: CacheWrite changes it where it lives */
   v->state_init = arena_alloc(o->g->arena, type_bytes(&v->type) + 1);
@@ -230,7 +231,7 @@ static void put_entry(Out *o, DecoderEntry *e, int64_t ctx) {
   e->logits_out = g->noutputs - 1;
 }
 
-Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, Diag *d) {
+Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, DType kv_dt, Diag *d) {
   KILN_ASSERT(prefill >= 1 && prefill <= ctx);
   Src s = {.g = sg, .ctx = ctx};
   if (!past_match(&s, d))
@@ -243,7 +244,7 @@ Graph *onnx_decoder_from_past(Graph *sg, int64_t ctx, int64_t prefill, Diag *d) 
   *dec = (Decoder){.ctx = ctx, .nentries = 2,
                    .entries = {{.name = "prefill", .tokens = prefill}, {.name = "step", .tokens = 1}}};
   g->decoder = dec;
-  Out o = {.g = g, .s = &s};
+  Out o = {.g = g, .s = &s, .kv_dt = kv_dt};
   o.smap = arena_alloc(a, sizeof(int) * (size_t)(sg->nvals + 1));
   o.map = arena_alloc(a, sizeof(int) * (size_t)(sg->nvals + 1));
   for (int v = 0; v < sg->nvals; v++)

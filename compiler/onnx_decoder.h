@@ -13,7 +13,9 @@ bool onnx_has_past_inputs(const Graph *g);
  * and for one, with every Concat(past, new) a CacheWrite into a cache of
  * ctx positions and the attention that reads it a CachedAttention; NULL
  * + d (one line naming the node or input and what was expected) when the
- * model does not have that shape. 1 <= prefill <= ctx. */
-Graph *onnx_decoder_from_past(Graph *g, int64_t ctx, int64_t prefill, Diag *d);
+ * model does not have that shape. 1 <= prefill <= ctx. The caches are
+ * kv_dt: f32, or f16/bf16 (f32 keys and values rounded as they are
+ * stored). */
+Graph *onnx_decoder_from_past(Graph *g, int64_t ctx, int64_t prefill, DType kv_dt, Diag *d);
 
 #endif
