@@ -337,6 +337,9 @@ foreach(name pcall_half_built ordinary_use)
                    -o ${CMAKE_BINARY_DIR}/lua-tests/sandbox_${name}.c)
   set_tests_properties(lua_sandbox_${name} PROPERTIES TIMEOUT 60)
 endforeach()
+# a script that rebinds the globals nn uses builds the same model (bundled
+# modules run in the globals as they were before the script)
+add_test(NAME lua_sandbox_tamper_same COMMAND bash ${T}/lua/tamper_same.sh ${KILN_BIN})
 # examples/translate_app.c builds with transformer.lua's generated C and decodes
 add_test(NAME lua_translate_app
          COMMAND ${T}/lua/check_translate_app.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/translate_app)

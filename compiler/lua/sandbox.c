@@ -322,6 +322,73 @@ static bool load_module_text(lua_State *L, const char *name) {
   return true;
 }
 
+/* ---- what a script can change ------------------------------------------------------ */
+
+/* Bundled modules (nn) must build the same model whatever a script does to
+ * its globals first. So they run in a snapshot of the globals taken before
+ * the script starts (their _ENV, in the registry), and the script's string,
+ * math, table and utf8 are read-only views of the libraries the modules
+ * use (a field assigned is an error that says so); string's metatable is
+ * hidden (getmetatable("") is false). A script may still rebind a global
+ * name (pairs = f): that changes its own code only. */
+static const char MODULE_ENV[] = "kiln.module_env";
+
+static int read_only_library(lua_State *L) {
+  const char *lib = lua_tostring(L, lua_upvalueindex(1));
+  const char *key = lua_tostring(L, 2);
+  return dsl_fail(L, "%s.%s: the standard libraries are read-only in kiln's sandbox (nn uses them too); "
+                     "expected a local of your own, e.g. local f = function ... end", lib, key ? key : "?");
+}
+
+/* pairs(view): the library's own fields. */
+static int library_pairs(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, MODULE_ENV); /* its next: the script may rebind the global */
+  lua_getfield(L, -1, "next");
+  lua_remove(L, -2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushnil(L);
+  return 3;
+}
+
+static void protect_globals(lua_State *L) {
+  lua_newtable(L); /* the snapshot */
+  lua_pushglobaltable(L);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -5);
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -2, "_G");
+  lua_setfield(L, LUA_REGISTRYINDEX, MODULE_ENV);
+  static const char *const libs[] = {"string", "math", "table", "utf8"};
+  for (int i = 0; i < KILN_COUNT(libs); i++) {
+    lua_newtable(L);               /* the view */
+    lua_newtable(L);               /* its metatable */
+    lua_getglobal(L, libs[i]);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__index");
+    lua_pushcclosure(L, library_pairs, 1);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushstring(L, libs[i]);
+    lua_pushcclosure(L, read_only_library, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_setglobal(L, libs[i]);
+  }
+  lua_pushliteral(L, "");
+  if (lua_getmetatable(L, -1)) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 /* require(name): kiln's bundled modules only, each loaded once. While a
  * module loads, its slot holds false, so a cycle is an error, not an
  * endless recursion. */
@@ -340,6 +407,9 @@ static int bundled_require(lua_State *L) {
                        "modules ('nn')", name);
   lua_pushboolean(L, 0);
   lua_setfield(L, -3, name);
+  lua_getfield(L, LUA_REGISTRYINDEX, MODULE_ENV); /* its _ENV: the globals before the script */
+  if (!lua_setupvalue(L, -2, 1))
+    lua_pop(L, 1);
   lua_pushstring(L, name);
   lua_call(L, 1, 1);
   if (lua_isnil(L, -1)) {
@@ -468,6 +538,7 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   open_sandbox_libs(L);
   dsl_open_tensor(L);
   dsl_open_model(L);
+  protect_globals(L);
   lua_sethook(L, count_hook, LUA_MASKCOUNT, HOOK_EVERY);
 
   lua_pushcfunction(L, traceback_handler);
