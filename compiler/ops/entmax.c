@@ -192,11 +192,11 @@ static void entmax_row(DType dt, const void *x, void *y, const Rows *r, int64_t 
   double sum = 0; /* α = 1: softmax; NaN (and -inf) get 0 */
   for (int64_t k = 0; k < r->len; k++) {
     double z = el_get_f(dt, x, base + k * r->inner) - max;
-    sum += z > -INFINITY ? exp(z) : 0;
+    sum += z > -HUGE_VAL ? exp(z) : 0;
   }
   for (int64_t k = 0; k < r->len; k++) {
     double z = el_get_f(dt, x, base + k * r->inner) - max;
-    el_set_f(dt, y, base + k * r->inner, z > -INFINITY && sum > 0 ? exp(z) / sum : 0);
+    el_set_f(dt, y, base + k * r->inner, z > -HUGE_VAL && sum > 0 ? exp(z) / sum : 0);
   }
 }
 
