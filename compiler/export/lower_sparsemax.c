@@ -1,7 +1,11 @@
-/* lower_sparsemax.c — kiln export's lowering of Sparsemax and Entmax15
- * (compiler/ops/sparsemax.c; ops.def's lower column) to standard ONNX ops:
- * the same algorithm as the reference, in opset-11+ ops (opset 13 for
- * Entmax15). The details follow. */
+/* lower_sparsemax.c — kiln export's lowering of the α-entmax family to
+ * standard ONNX ops (ops.def's lower column): Sparsemax and Entmax15
+ * (compiler/ops/sparsemax.c) by the same algorithm as the reference, in
+ * opset-11+ ops (opset 13 for Entmax15); Entmax (compiler/ops/entmax.c)
+ * by a fixed number of bisection steps unrolled (opset 13). The details
+ * follow. */
+#include <math.h>
+
 #include "../build.h"
 #include "../ops.h"
 
@@ -127,4 +131,96 @@ bool sparsemax_lower(Graph *g, int node, Diag *d) {
   if (!lw_need_opset(&l.lw, entmax ? 13 : 11, entmax ? "ReduceSum with axes as an input" : "CumSum"))
     return false;
   return lw_result(&l.lw, entmax ? lower_entmax15(&l, x) : lower_sparsemax(&l, x), 0);
+}
+
+/* ---- Entmax: α-entmax by bisection, unrolled ---------------------------------
+ *
+ * The chain computes in f64 whatever X's dtype (an f32 u = 1 + d·(z - t)
+ * raised to 1/d would lose 1/d ulps), as the op's reference does:
+ *
+ *   z = x - max(x);  lo = 0, hi = ln(len)
+ *   STEPS times:  mid = (lo + hi) / 2,  heavy = Σ relu(1 + d·(z - mid))^(1/d) >= 1,
+ *                 lo = heavy ? mid : lo,  hi = heavy ? hi : mid
+ *   y = relu(1 + d·(z - lo))^(1/d)
+ *
+ * STEPS = 40 for f32 (ln len < 2^5, so the bracket ends under 2^-35 ≈
+ * 3e-11, and so does each y's error, |dy/dt| <= 1: far below an f32 ulp)
+ * and 60 for f64 (under 2^-55). α = 1 (the attribute) is Softmax; an
+ * Alpha input is clamped to [1, 2] as the kernel does (NaN: 1), and its
+ * rows of α = 1 take Softmax's row through a Where (their bisection runs
+ * with d = 1 and is dropped). */
+
+/* ReduceSum over the axis with one shared axes constant (the chain has
+ * one per step). */
+static int lower_mass(Along *l, int p, int axes) {
+  if (l->lw.failed)
+    return -1;
+  int node = lw_node(&l->lw, OP_REDUCESUM, (int[]){p, axes}, 2, 1);
+  ir_attr_int(l->lw.g, node, "keepdims", 1);
+  return lw_finish(&l->lw, node);
+}
+
+static int lower_where(Along *l, int cond, int a, int b) {
+  return lw_op(&l->lw, OP_WHERE, (int[]){cond, a, b}, 3);
+}
+
+/* relu(1 + d·(z - t))^(1/d) */
+static int lower_entmax_mass(Along *l, int z, int t, int d, int inv, int one) {
+  int u = lw_binary(&l->lw, OP_ADD, lw_binary(&l->lw, OP_MUL, d, lw_binary(&l->lw, OP_SUB, z, t)), one);
+  return lw_binary(&l->lw, OP_POW, lw_unary(&l->lw, OP_RELU, u), inv);
+}
+
+/* y for z = x - max(x) and d = α - 1 in (0, 1] (a scalar or Alpha's shape) */
+static int lower_entmax_bisect(Along *l, int z, int d, int steps) {
+  Lowering *lw = &l->lw;
+  int one = lw_scalar(lw, "one", 1), half = lw_scalar(lw, "half", 0.5);
+  int inv = lw_binary(lw, OP_DIV, one, d), axes = lw_i64(lw, "axes", l->axis);
+  int lo = lw_scalar(lw, "lo", 0), hi = lw_scalar(lw, "hi", log((double)l->len));
+  for (int s = 0; s < steps && !lw->failed; s++) {
+    int mid = lw_binary(lw, OP_MUL, lw_binary(lw, OP_ADD, lo, hi), half);
+    int mass = lower_mass(l, lower_entmax_mass(l, z, mid, d, inv, one), axes);
+    int heavy = lw_binary(lw, OP_GREATEROREQUAL, mass, one);
+    int next_lo = lower_where(l, heavy, mid, lo);
+    hi = lower_where(l, heavy, hi, mid);
+    lo = next_lo;
+  }
+  return lower_entmax_mass(l, z, lo, d, inv, one);
+}
+
+static int lower_softmax(Along *l, int z) {
+  if (l->lw.failed)
+    return -1;
+  int node = lw_node(&l->lw, OP_SOFTMAX, &z, 1, 1);
+  ir_attr_int(l->lw.g, node, "axis", l->axis);
+  return lw_finish(&l->lw, node);
+}
+
+/* Entmax(x [, alpha]) in f64; the caller casts back. */
+static int lower_entmax(Along *l, const Node *n, int x, int steps) {
+  Lowering *lw = &l->lw;
+  int z = lw_binary(lw, OP_SUB, x, lower_reduce(l, OP_REDUCEMAX, x));
+  if (n->nin < 2 || n->in[1] < 0) {
+    double alpha = attr_float(n, "alpha", 1.5);
+    if (alpha == 1)
+      return lower_softmax(l, z);
+    return lower_entmax_bisect(l, z, lw_scalar(lw, "d", alpha - 1), steps);
+  }
+  int a = lw_cast(lw, n->in[1], DT_F64), one = lw_scalar(lw, "one", 1), two = lw_scalar(lw, "two", 2);
+  int sparse = lw_binary(lw, OP_GREATER, a, one); /* false for α <= 1 and NaN: softmax */
+  int clamped = lower_where(l, sparse, lw_binary(lw, OP_MIN, a, two), two);
+  int y = lower_entmax_bisect(l, z, lw_binary(lw, OP_SUB, clamped, one), steps);
+  return lower_where(l, sparse, y, lower_softmax(l, z));
+}
+
+bool entmax_lower(Graph *g, int node, Diag *d) {
+  const Node *n = &g->nodes[node];
+  const Type *xt = &gval(g, n->in[0])->type;
+  Along l = {.lw = lw_start(g, node, DT_F64, d), .rank = xt->rank};
+  KILN_ASSERT(axis_norm(attr_int(n, "axis", -1), xt->rank, &l.axis));
+  l.len = xt->dims[l.axis];
+  if (!lw_need_opset(&l.lw, 13, "ReduceSum with axes as an input"))
+    return false;
+  int x = lw_cast(&l.lw, n->in[0], DT_F64);
+  int y = lower_entmax(&l, n, x, xt->dt == DT_F64 ? 60 : 40);
+  return lw_result(&l.lw, lw_cast(&l.lw, y, xt->dt), 0);
 }

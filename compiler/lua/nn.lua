@@ -26,6 +26,7 @@ nn.MASKED = -1e9
 local check = require "nn_check"
 local is_tensor, need_tensor = check.is_tensor, check.need_tensor
 local need_rank, need_int = check.need_rank, check.need_int
+local options, pick = check.options, check.pick
 
 -- Layers take their params' name prefix first; a tensor there is the
 -- common slip of leaving it out.
@@ -46,7 +47,7 @@ end
 -- with params name.weight [out, in] and name.bias [out] (torch.nn.Linear).
 function nn.linear(name, x, out_features, opts)
   need_name(name, "linear")
-  opts = opts or {}
+  opts = options(opts, "linear", {"bias", "seed"})
   need_tensor(x, "linear", "x")
   need_int(out_features, "linear", "out_features")
   local in_features = last_dim(x)
@@ -66,7 +67,7 @@ end
 -- the weight (to tie an output projection to it).
 function nn.embedding(name, ids, num, dim, opts)
   need_name(name, "embedding")
-  opts = opts or {}
+  opts = options(opts, "embedding", {"std", "seed"})
   need_tensor(ids, "embedding", "ids")
   need_int(num, "embedding", "num")
   need_int(dim, "embedding", "dim")
@@ -82,7 +83,7 @@ end
 -- scale by name.weight and shift by name.bias (both [d]).
 function nn.layer_norm(name, x, opts)
   need_name(name, "layer_norm")
-  opts = opts or {}
+  opts = options(opts, "layer_norm", {"eps"})
   need_tensor(x, "layer_norm", "x")
   local d = last_dim(x)
   local gamma = param{name .. ".weight", {d}, init = "ones"}
@@ -95,7 +96,7 @@ end
 -- RMSNormalization node over the last axis.
 function nn.rms_norm(name, x, opts)
   need_name(name, "rms_norm")
-  opts = opts or {}
+  opts = options(opts, "rms_norm", {"eps"})
   need_tensor(x, "rms_norm", "x")
   local gamma = param{name .. ".weight", {last_dim(x)}, init = "ones"}
   return x:rms_norm(gamma, opts.eps or 1e-6)
@@ -270,7 +271,7 @@ end
 -- attention: heads a multiple of theirs; query head h reads kv head
 -- h // (heads / kv_heads), through nn.repeat_kv).
 function nn.attention(q, k, v, opts)
-  opts = opts or {}
+  opts = options(opts, "attention", {"mask", "scale", "normalize"})
   need_rank(q, 4, "attention", "q", "[batch, heads, seq, d_head]")
   need_rank(k, 4, "attention", "k", "[batch, kv_heads, seq_k, d_head]")
   local h, hkv = q.shape[2], k.shape[2]
@@ -352,7 +353,8 @@ end
 -- the heads of q and k. Returns [batch, seq, d].
 function nn.multi_head_attention(name, x, opts)
   need_name(name, "multi_head_attention")
-  opts = opts or {}
+  opts = options(opts, "multi_head_attention", {"heads", "kv_heads", "rope", "memory", "mask", "names",
+                                                "bias", "scale", "normalize", "seed"})
   need_rank(x, 3, "multi_head_attention", "x", "[batch, seq, d_model]")
   local memory = opts.memory or x
   need_rank(memory, 3, "multi_head_attention", "memory", "[batch, seq_k, d_model]")
@@ -374,7 +376,8 @@ function nn.multi_head_attention(name, x, opts)
     q, k, v = packed_qkv(name, x, memory, d, opts)
     names = {out = "out_proj"}
   else
-    names = names == "separate" and SEPARATE or names
+    names = names == "separate" and SEPARATE or
+            options(names, "multi_head_attention", {"query", "key", "value", "out"}, "names")
     local lin = {bias = opts.bias, seed = opts.seed}
     local dkv = d // heads * kv_heads
     q = nn.linear(name .. "." .. names.query, x, d, lin)
@@ -395,10 +398,11 @@ end
 -- default to torch's {"linear1", "linear2"} under name.
 function nn.feed_forward(name, x, d_ff, opts)
   need_name(name, "feed_forward")
-  opts = opts or {}
+  opts = options(opts, "feed_forward", {"activation", "names", "seed"})
   need_tensor(x, "feed_forward", "x")
   need_int(d_ff, "feed_forward", "d_ff")
-  local names = opts.names or {inner = "linear1", outer = "linear2"}
+  local names = opts.names and options(opts.names, "feed_forward", {"inner", "outer"}, "names") or
+                {inner = "linear1", outer = "linear2"}
   local h = nn.linear(name .. "." .. names.inner, x, d_ff, {seed = opts.seed})
   h = nn.activation(h, opts.activation)
   return nn.linear(name .. "." .. names.outer, h, last_dim(x), {seed = opts.seed})
@@ -413,10 +417,10 @@ end
 local SWIGLU = {gate = "gate", up = "up", down = "down"}
 function nn.swiglu(name, x, opts)
   need_name(name, "swiglu")
-  opts = opts or {}
+  opts = options(opts, "swiglu", {"d_ff", "names", "bias", "seed"})
   need_tensor(x, "swiglu", "x")
   need_int(opts.d_ff, "swiglu", "opts.d_ff")
-  local names = opts.names or SWIGLU
+  local names = opts.names and options(opts.names, "swiglu", {"gate", "up", "down"}, "names") or SWIGLU
   local lin = {bias = opts.bias or false, seed = opts.seed}
   local g = nn.linear(name .. "." .. names.gate, x, opts.d_ff, lin)
   local u = nn.linear(name .. "." .. names.up, x, opts.d_ff, lin)
@@ -424,6 +428,16 @@ function nn.swiglu(name, x, opts)
 end
 
 -- ---- transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer) ----------
+
+-- The options of the layers, and of the stacks of them (which add theirs).
+local ENCODER_LAYER = {"heads", "d_ff", "mask", "pre_norm", "activation", "eps", "seed"}
+local DECODER_LAYER = {"heads", "d_ff", "self_mask", "memory_mask", "pre_norm", "activation", "eps",
+                       "seed"}
+local function with_keys(keys, ...)
+  local all = {table.unpack(keys)}
+  for _, k in ipairs({...}) do all[#all + 1] = k end
+  return all
+end
 
 -- x + f(x) around a sublayer, post-norm (the paper: norm(x + f(x))) or
 -- pre-norm (x + f(norm(x))), with the norm named name.
@@ -440,7 +454,7 @@ end
 -- name.linear1, name.linear2, name.norm1, name.norm2.
 function nn.encoder_layer(name, x, opts)
   need_name(name, "encoder_layer")
-  opts = opts or {}
+  opts = options(opts, "encoder_layer", ENCODER_LAYER)
   x = residual(name .. ".norm1", x, opts.pre_norm, opts.eps, function(h)
     return nn.multi_head_attention(name .. ".self_attn", h,
                                    {heads = opts.heads, mask = opts.mask, seed = opts.seed})
@@ -457,7 +471,7 @@ end
 -- name.linear2, name.norm1..3.
 function nn.decoder_layer(name, x, memory, opts)
   need_name(name, "decoder_layer")
-  opts = opts or {}
+  opts = options(opts, "decoder_layer", DECODER_LAYER)
   need_rank(memory, 3, "decoder_layer", "memory", "the encoder output [batch, seq, d_model]")
   local self_mask = opts.self_mask
   if self_mask == nil then
@@ -483,9 +497,11 @@ end
 -- go to every nn.encoder_layer.
 function nn.encoder(name, x, opts)
   need_name(name, "encoder")
-  need_int(opts and opts.layers, "encoder", "opts.layers")
+  opts = options(opts, "encoder", with_keys(ENCODER_LAYER, "layers", "final_norm"))
+  need_int(opts.layers, "encoder", "opts.layers")
+  local layer = pick(opts, ENCODER_LAYER)
   for i = 0, opts.layers - 1 do
-    x = nn.encoder_layer(name .. ".layers." .. i, x, opts)
+    x = nn.encoder_layer(name .. ".layers." .. i, x, layer)
   end
   if opts.final_norm then
     x = nn.layer_norm(name .. ".norm", x, {eps = opts.eps})
@@ -498,9 +514,11 @@ end
 -- name.norm when final_norm is true.
 function nn.decoder(name, x, memory, opts)
   need_name(name, "decoder")
-  need_int(opts and opts.layers, "decoder", "opts.layers")
+  opts = options(opts, "decoder", with_keys(DECODER_LAYER, "layers", "final_norm"))
+  need_int(opts.layers, "decoder", "opts.layers")
+  local layer = pick(opts, DECODER_LAYER)
   for i = 0, opts.layers - 1 do
-    x = nn.decoder_layer(name .. ".layers." .. i, x, memory, opts)
+    x = nn.decoder_layer(name .. ".layers." .. i, x, memory, layer)
   end
   if opts.final_norm then
     x = nn.layer_norm(name .. ".norm", x, {eps = opts.eps})

@@ -6,7 +6,7 @@ nn.topk_attention, ... after `local nn = require "nn"`.
   Weighted Transformer      branched attention, κ and α per branch   Ahmed et al. 2017
   Sparse Transformer        strided and fixed factorized masks       Child et al. 2019
   Explicit Sparse           top-k attention                          Zhao et al. 2019
-  Adaptively Sparse         sparsemax and 1.5-entmax attention       Correia et al. 2019
+  Adaptively Sparse         α-entmax attention, α learned per head   Correia et al. 2019
   Transformer-XL            relative positions, rel_shift, memory    Dai et al. 2019
   Adaptive input            embeddings sized by frequency cluster    Baevski & Auli 2019
 
@@ -26,6 +26,7 @@ end
 
 local check = require "nn_check"
 local need_rank, need_int = check.need_rank, check.need_int
+local options, pick = check.options, check.pick
 
 -- The boolean constant [rows, cols] whose element (i, j) (0-based) is
 -- blocked(i, j).
@@ -55,7 +56,7 @@ end
 -- nn.encoder_layer's param names (name.norm1, name.linear1, ...).
 -- attend(h) returns [batch, seq, d].
 function V.attention_layer(name, x, attend, opts)
-  opts = opts or {}
+  opts = options(opts, "attention_layer", {"d_ff", "pre_norm", "activation", "eps", "seed"})
   x = residual(name .. ".norm1", x, opts.pre_norm, opts.eps, attend)
   return residual(name .. ".norm2", x, opts.pre_norm, opts.eps, function(h)
     return nn().feed_forward(name, h, opts.d_ff, {activation = opts.activation, seed = opts.seed})
@@ -73,8 +74,9 @@ end
 -- name.{q,k,v}_proj, name.out_proj.weight [M, d_head, d], name.kappa [M],
 -- name.alpha [M], name.ffn.linear1.{weight [M, d_ff, d], bias [M, d_ff]},
 -- name.ffn.linear2.{weight [M, d, d_ff], bias [M, d]}.
+local WEIGHTED = {"branches", "d_ff", "mask", "seed"}
 function V.weighted_attention(name, x, opts)
-  opts = opts or {}
+  opts = options(opts, "weighted_attention", WEIGHTED)
   need_rank(x, 3, "weighted_attention", "x", "[batch, seq, d_model]")
   local m, d_ff = opts.branches, opts.d_ff
   need_int(m, "weighted_attention", "branches")
@@ -113,9 +115,9 @@ end
 -- branches carry their own feed-forward networks, so there is no separate
 -- one. Params under name.attn, and name.norm.
 function V.weighted_encoder_layer(name, x, opts)
-  opts = opts or {}
+  opts = options(opts, "weighted_encoder_layer", {"branches", "d_ff", "mask", "eps", "seed"})
   return residual(name .. ".norm", x, false, opts.eps, function(h)
-    return V.weighted_attention(name .. ".attn", h, opts)
+    return V.weighted_attention(name .. ".attn", h, pick(opts, WEIGHTED))
   end)
 end
 
@@ -144,8 +146,9 @@ local PATTERNS = {
 -- left without keys). part: "local" (A1), "summary" (A2) or "both" (their
 -- union: one head that sees both). causal = false makes the pattern
 -- symmetric (no j ≤ i).
+local SPARSE_MASK = {"pattern", "stride", "c", "part", "causal"}
 function V.sparse_mask(t, opts)
-  opts = opts or {}
+  opts = options(opts, "sparse_mask", SPARSE_MASK)
   need_int(t, "sparse_mask", "t")
   need_int(opts.stride, "sparse_mask", "stride")
   local pattern = PATTERNS[opts.pattern or "strided"]
@@ -176,12 +179,13 @@ end
 -- way to combine the two parts: half of the heads attend with A(1), half
 -- with A(2) (even heads local, odd heads summary). A boolean constant
 -- [heads, t, t]; opts as nn.sparse_mask's, without part.
+local HEAD_MASKS = {"pattern", "stride", "c", "causal"}
 function V.sparse_head_masks(t, heads, opts)
+  opts = options(opts, "sparse_head_masks", HEAD_MASKS)
   need_int(heads, "sparse_head_masks", "heads")
   local parts = {}
   for h = 1, heads do
-    local o = {}
-    for key, value in pairs(opts or {}) do o[key] = value end
+    local o = pick(opts, HEAD_MASKS)
     o.part = h % 2 == 1 and "local" or "summary"
     parts[h] = V.sparse_mask(t, o):unsqueeze(0)
   end
@@ -192,10 +196,11 @@ end
 -- combine = "union", seed}): nn.multi_head_attention under a sparse mask;
 -- combine "union" gives every head both parts (nn.sparse_mask part
 -- "both"), "heads" splits them across heads (nn.sparse_head_masks).
+local SPARSE_ATTENTION_MASK = {"combine", "heads", "pattern", "stride", "c", "causal"}
 function V.sparse_attention(name, x, opts)
-  opts = opts or {}
+  opts = options(opts, "sparse_attention", {"heads", "pattern", "stride", "c", "causal", "combine", "seed"})
   need_rank(x, 3, "sparse_attention", "x", "[batch, seq, d_model]")
-  local mask = V.sparse_attention_mask(x.shape[2], opts)
+  local mask = V.sparse_attention_mask(x.shape[2], pick(opts, SPARSE_ATTENTION_MASK))
   return nn().multi_head_attention(name, x, {heads = opts.heads, mask = mask, seed = opts.seed})
 end
 
@@ -203,16 +208,15 @@ end
 -- ([t, t] for combine "union", [heads, t, t] for "heads"), for layers that
 -- take a mask (nn.encoder_layer).
 function V.sparse_attention_mask(t, opts)
-  opts = opts or {}
+  opts = options(opts, "sparse_attention_mask", SPARSE_ATTENTION_MASK)
   local combine = opts.combine or "union"
   if combine == "heads" then
-    return V.sparse_head_masks(t, opts.heads, opts)
+    return V.sparse_head_masks(t, opts.heads, pick(opts, HEAD_MASKS))
   elseif combine ~= "union" then
     fail(string.format("nn.sparse_attention: combine '%s'; expected \"union\" or \"heads\"",
                        tostring(combine)))
   end
-  local o = {}
-  for key, value in pairs(opts) do o[key] = value end
+  local o = pick(opts, HEAD_MASKS)
   o.part = "both"
   return V.sparse_mask(t, o)
 end
@@ -238,7 +242,7 @@ end
 -- attention where each query attends to its k highest-scoring keys (after
 -- the mask), the Explicit Sparse Transformer's top-k selection.
 function V.topk_attention(name, x, opts)
-  opts = opts or {}
+  opts = options(opts, "topk_attention", {"heads", "k", "mask", "seed"})
   local k = opts.k
   need_int(k, "topk_attention", "k")
   return nn().multi_head_attention(name, x, {heads = opts.heads, mask = opts.mask, seed = opts.seed,
@@ -253,16 +257,55 @@ local NORMALIZERS = {
   entmax15 = function(s) return s:entmax15(-1) end,         -- α = 1.5
 }
 
---- nn.entmax_attention(name, x, {heads, normalizer = "entmax15", mask,
--- seed}): multi-head attention whose probabilities are α-entmax of the
--- scores instead of softmax: "entmax15" (α = 1.5) or "sparsemax" (α = 2)
--- give exact zeros to low scores; "softmax" (α = 1) is the baseline.
+-- The normalizer of a per-head α: alpha a number in [1, 2] (one Entmax
+-- with that attribute), "learned" (the paper's α = 1 + sigmoid(a), a =
+-- name.alpha [heads], zeros unless bound: α = 1.5) or a tensor of the
+-- heads' α values [heads] (a param, or an input: clamped to [1, 2] at run
+-- time). Entmax reads a per-head α as [1, heads, 1, 1] against the scores
+-- [batch, heads, seq_q, seq_k].
+local function alpha_normalizer(name, alpha, heads)
+  need_int(heads, "entmax_attention", "heads")
+  if math.type(alpha) and alpha >= 1 and alpha <= 2 then
+    return function(s) return op("Entmax", {s}, {alpha = alpha + 0.0}) end
+  end
+  local per_head
+  if alpha == "learned" then
+    per_head = param{name .. ".alpha", {heads}, init = "zeros"}:sigmoid() + 1
+  elseif check.is_tensor(alpha) and alpha.rank == 1 and alpha.shape[1] == heads then
+    per_head = alpha
+  else
+    fail(string.format("nn.entmax_attention: alpha is %s; expected a number in [1, 2], \"learned\" or "
+                       .. "a tensor of the %d heads' values [%d]",
+                       check.is_tensor(alpha) and "a tensor of shape [" .. table.concat(alpha.shape, ", ") .. "]"
+                       or tostring(alpha), heads, heads))
+  end
+  per_head = per_head:reshape(1, heads, 1, 1)
+  return function(s) return op("Entmax", {s, per_head}, {}) end
+end
+
+--- nn.entmax_attention(name, x, {heads, normalizer = "entmax15", alpha,
+-- mask, seed}): multi-head attention whose probabilities are α-entmax of
+-- the scores instead of softmax: normalizer "entmax15" (α = 1.5) or
+-- "sparsemax" (α = 2) give exact zeros to low scores; "softmax" (α = 1)
+-- is the baseline. alpha instead of normalizer: any α in [1, 2], the same
+-- for every head, or one per head, "learned" as in the paper (α = 1 +
+-- sigmoid(name.alpha)) or given as a tensor [heads] (the Entmax op:
+-- bisection on the threshold).
 function V.entmax_attention(name, x, opts)
-  opts = opts or {}
-  local normalize = NORMALIZERS[opts.normalizer or "entmax15"]
-  if not normalize then
-    fail(string.format("nn.entmax_attention: normalizer '%s'; expected \"entmax15\", "
-                       .. "\"sparsemax\" or \"softmax\"", tostring(opts.normalizer)))
+  opts = options(opts, "entmax_attention", {"heads", "normalizer", "alpha", "mask", "seed"})
+  local normalize
+  if opts.alpha ~= nil then
+    if opts.normalizer ~= nil then
+      fail("nn.entmax_attention: both normalizer and alpha; expected one of them (normalizer "
+           .. "\"entmax15\" is alpha = 1.5, \"sparsemax\" 2, \"softmax\" 1)")
+    end
+    normalize = alpha_normalizer(name, opts.alpha, opts.heads)
+  else
+    normalize = NORMALIZERS[opts.normalizer or "entmax15"]
+    if not normalize then
+      fail(string.format("nn.entmax_attention: normalizer '%s'; expected \"entmax15\", "
+                         .. "\"sparsemax\" or \"softmax\"", tostring(opts.normalizer)))
+    end
   end
   return nn().multi_head_attention(name, x, {heads = opts.heads, mask = opts.mask,
                                              seed = opts.seed, normalize = normalize})
@@ -323,8 +366,9 @@ end
 -- visible), key_mask (optional, additive [.., m + t]) is added too.
 -- Params (the reference code's names): name.qkv_net.weight, name.r_net.weight,
 -- name.o_net.weight (no biases), name.r_w_bias, name.r_r_bias.
+local REL_ATTENTION = {"heads", "d_head", "mask", "key_mask", "seed"}
 function V.rel_multi_head_attention(name, x, mem, opts)
-  opts = opts or {}
+  opts = options(opts, "rel_multi_head_attention", REL_ATTENTION)
   need_rank(x, 3, "rel_multi_head_attention", "x", "[batch, seq, d_model]")
   need_rank(mem, 3, "rel_multi_head_attention", "mem", "[batch, mem_len, d_model]")
   local N = nn()
@@ -361,11 +405,11 @@ end
 -- its name.dec_attn.layer_norm), name.pos_ff.CoreNet.0 / .3 (the FFN's
 -- linears), name.pos_ff.layer_norm.
 function V.xl_layer(name, x, mem, opts)
-  opts = opts or {}
+  opts = options(opts, "xl_layer", {"heads", "d_head", "d_ff", "mask", "key_mask", "eps", "seed"})
   need_int(opts.d_ff, "xl_layer", "d_ff")
   local N = nn()
   local h = N.layer_norm(name .. ".dec_attn.layer_norm",
-                         x + V.rel_multi_head_attention(name .. ".dec_attn", x, mem, opts),
+                         x + V.rel_multi_head_attention(name .. ".dec_attn", x, mem, pick(opts, REL_ATTENTION)),
                          {eps = opts.eps})
   local ff = N.linear(name .. ".pos_ff.CoreNet.0", h, opts.d_ff, {seed = opts.seed}):relu()
   ff = N.linear(name .. ".pos_ff.CoreNet.3", ff, h.shape[3], {seed = opts.seed})
@@ -391,7 +435,8 @@ end
 -- [d_proj, d_embed / div_val^i]; a token is its cluster's row projected
 -- to d_proj, times √d_proj when scale (Transformer-XL's AdaptiveEmbedding).
 function V.adaptive_embedding(name, ids, opts)
-  opts = opts or {}
+  opts = options(opts, "adaptive_embedding", {"vocab", "d_embed", "d_proj", "cutoffs", "div_val", "scale",
+                                              "seed"})
   need_rank(ids, 2, "adaptive_embedding", "ids", "token ids [batch, seq]")
   local vocab, d_embed = opts.vocab, opts.d_embed
   need_int(vocab, "adaptive_embedding", "vocab")

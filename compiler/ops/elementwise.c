@@ -450,8 +450,36 @@ bool identity_emit(Emit *e, const Node *n) {
 
 /* kiln compiles inference, where Dropout is the identity and its optional
  * mask output is all ones (bool from opset 10, the input's type before).
- * Training mode (is_test=0 before opset 7, training_mode=true from 12) is
- * refused rather than silently ignored. */
+ * Training mode (is_test=0 before opset 7, training_mode=true from 12)
+ * drops at random, which kiln refuses rather than silently ignores —
+ * except with a ratio of 0, where training mode drops nothing and is the
+ * identity too (ONNX's test_training_dropout_zero_ratio). Both inputs are
+ * compile-time constants (ops.def's const_in), so that `kiln check` and
+ * `kiln run` take a test's values for them. */
+static bool dropout_training(Graph *g, Node *n, const Value *train, Diag *d) {
+  if (train->type.dt != DT_BOOL || type_numel(&train->type) != 1)
+    return diag_node(d, g, n, "training_mode '%s' is %s with %lld elements; expected a bool "
+                     "scalar", train->name, dt_name(train->type.dt), (long long)type_numel(&train->type));
+  if (!train->data)
+    return diag_node(d, g, n, "training_mode '%s' is computed at run time; expected a constant "
+                     "(kiln compiles inference)", train->name);
+  if (!el_get_u(DT_BOOL, train->data, 0))
+    return true;
+  const Value *ratio = node_in(g, n, 1);
+  if (!ratio)
+    return diag_node(d, g, n, "training_mode is true and ratio is absent (0.5); expected ratio 0 "
+                     "(training-mode dropout is random; kiln compiles inference)");
+  if (!ratio->data)
+    return diag_node(d, g, n, "training_mode is true and ratio '%s' is computed at run time; expected "
+                     "a constant ratio 0 (training-mode dropout is random; kiln compiles inference)",
+                     ratio->name);
+  double r = el_get_f(ratio->type.dt, ratio->data, 0);
+  if (r != 0)
+    return diag_node(d, g, n, "training_mode is true with ratio %.9g; expected ratio 0 (training-mode "
+                     "dropout is random; kiln compiles inference)", r);
+  return true;
+}
+
 bool dropout_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0);
   if (!dt_is_float(x->type.dt))
@@ -467,17 +495,8 @@ bool dropout_infer(Graph *g, Node *n, Diag *d) {
   if (ratio && (!dt_is_float(ratio->type.dt) || type_numel(&ratio->type) != 1))
     return diag_node(d, g, n, "ratio '%s' is %s with %lld elements; expected a float scalar",
                      ratio->name, dt_name(ratio->type.dt), (long long)type_numel(&ratio->type));
-  if (train) {
-    if (train->type.dt != DT_BOOL || type_numel(&train->type) != 1)
-      return diag_node(d, g, n, "training_mode '%s' is %s with %lld elements; expected a bool "
-                       "scalar", train->name, dt_name(train->type.dt),
-                       (long long)type_numel(&train->type));
-    if (!train->data)
-      return diag_node(d, g, n, "training_mode '%s' is computed at run time; expected a constant "
-                       "false (kiln compiles inference)", train->name);
-    if (el_get_u(DT_BOOL, train->data, 0))
-      return diag_node(d, g, n, "training_mode is true; expected false (kiln compiles inference)");
-  }
+  if (train && !dropout_training(g, n, train, d))
+    return false;
   node_out(g, n, 0)->type = x->type;
   Value *mask = node_out(g, n, 1);
   if (mask) {

@@ -28,20 +28,6 @@ static void forward_value(Graph *g, Node *n, int x, int y) {
   n->dead = true;
 }
 
-static bool is_inference_dropout(Graph *g, Node *n, Diag *d) {
-  Value *train = node_in(g, n, 2);
-  if (attr_int(n, "is_test", 1) == 0 && n->opset < 7)
-    return diag_node(d, g, n, "is_test=0 asks for training-mode dropout; expected inference mode");
-  if (!train)
-    return true;
-  if (!train->data)
-    return diag_node(d, g, n, "training_mode '%s' is computed at run time; expected a constant "
-                     "false (kiln compiles inference)", train->name);
-  if (el_get_u(train->type.dt, train->data, 0))
-    return diag_node(d, g, n, "training_mode is true; expected false (kiln compiles inference)");
-  return true;
-}
-
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
   (void)o;
   graph_count_uses(g);
@@ -51,9 +37,9 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
       continue;
     switch (n->op) {
     case OP_DROPOUT:
-      if (!is_inference_dropout(g, n, d))
-        return false;
-      /* the mask, if any, is all true and infer made it a constant */
+      /* the identity: dropout_infer refused training mode (but with ratio
+       * 0, which drops nothing); the mask, if any, is all true and infer
+       * made it a constant */
       /* fallthrough */
     case OP_IDENTITY:
       forward_value(g, n, n->in[0], n->out[0]);

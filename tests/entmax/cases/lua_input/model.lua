@@ -1,0 +1,6 @@
+-- nn.entmax_attention with alpha = alpha (tests/entmax/make_cases.py)
+local nn = require "nn"
+weights("w.safetensors")
+local x = input{"x", {2, 6, 16}}
+local alpha = input{"alpha", {4}}
+output(nn.entmax_attention("attn", x, {heads = 4, alpha = alpha}), "y")

@@ -1,0 +1,5 @@
+-- nn.entmax_attention with alpha = param{"attn.alpha_values", {4}} (tests/entmax/make_cases.py)
+local nn = require "nn"
+weights("w.safetensors")
+local x = input{"x", {2, 6, 16}}
+output(nn.entmax_attention("attn", x, {heads = 4, alpha = param{"attn.alpha_values", {4}}}), "y")
