@@ -97,7 +97,7 @@ end
 decoder{ctx = cfg.tgt_len, prefill = cfg.prefill,
   encode = function(e)
     local memory, src_padding = encode(input{"src", {1, cfg.src_len}, "i64"})
-    nn.decoder_memory(e, "decoder", memory, with{mask = src_padding})
+    nn.decoder_memory(e, "decoder", memory, {layers = cfg.layers, heads = cfg.heads, mask = src_padding})
   end,
   forward = function(x)                              -- x.tokens [T]: target ids
     local h = embedding:gather(x.tokens) * math.sqrt(cfg.d)

@@ -538,7 +538,7 @@ end
 -- form [1, 1, 1, src_len] as name.memory_mask.
 function nn.decoder_memory(e, name, memory, opts)
   need_name(name, "decoder_memory")
-  opts = opts or {}
+  opts = options(opts, "decoder_memory", {"layers", "heads", "mask", "bias", "seed"})
   need_rank(memory, 3, "decoder_memory", "memory", "the encoder output [1, src_len, d_model]")
   need_int(opts.layers, "decoder_memory", "opts.layers")
   need_int(opts.heads, "decoder_memory", "opts.heads")
@@ -565,7 +565,8 @@ end
 -- the feed-forward network. Returns [T, d_model].
 function nn.cached_decoder(x, name, h, opts)
   need_name(name, "cached_decoder")
-  opts = opts or {}
+  opts = options(opts, "cached_decoder", {"layers", "heads", "d_ff", "memory_mask", "pre_norm", "final_norm",
+                                          "activation", "eps", "bias", "seed"})
   need_rank(h, 2, "cached_decoder", "h", "the chunk [T, d_model]")
   need_int(opts.layers, "cached_decoder", "opts.layers")
   need_int(opts.heads, "cached_decoder", "opts.heads")
