@@ -11,10 +11,13 @@
       sparsemax(z)_j  = max(z_j − τ, 0)
       1.5-entmax(z)_j = max(z_j/2 − τ, 0)²        (τ such that the row sums to 1)
 
-  The paper learns α per head; here it is fixed per model:
-  --set normalizer=entmax15 (default), sparsemax or softmax.
-- Both are kiln ops (Sparsemax, Entmax15) with exact sorting-based kernels
-  in the generated C; `kiln export` lowers them to standard ONNX ops.
+  Fixed per model: --set normalizer=entmax15 (default), sparsemax or
+  softmax. Any α in [1, 2]: --set alpha=1.3. The paper's learned α per
+  head (α = 1 + sigmoid(a), a the param layers.N.self_attn.alpha): --set
+  alpha=learned.
+- Sparsemax and Entmax15 are kiln ops with exact sorting-based kernels in
+  the generated C; any other α is the Entmax op (bisection on the
+  threshold); `kiln export` lowers all three to standard ONNX ops.
 - Otherwise the layers are the Transformer's: post-norm residuals around
   attention and a ReLU feed-forward network (nn.attention_layer).
 
@@ -27,6 +30,7 @@ local nn = require "nn"
 local cfg = config{
   batch = 1, seq = 16, vocab = 100, d = 64, heads = 4, d_ff = 256, layers = 2,
   normalizer = "entmax15",   -- or "sparsemax", "softmax"
+  alpha = "",                -- a number in [1, 2], or "learned": overrides normalizer
 }
 
 local ids = input{"ids", {cfg.batch, cfg.seq}, "i64"}
@@ -37,8 +41,9 @@ x = x * math.sqrt(cfg.d) + nn.sinusoidal_positions(cfg.seq, cfg.d)   -- [batch, 
 for i = 0, cfg.layers - 1 do
   local name = "layers." .. i
   x = nn.attention_layer(name, x, function(h)
-    return nn.entmax_attention(name .. ".self_attn", h,
-                               {heads = cfg.heads, normalizer = cfg.normalizer})
+    local how = cfg.alpha == "" and {heads = cfg.heads, normalizer = cfg.normalizer}
+                or {heads = cfg.heads, alpha = tonumber(cfg.alpha) or cfg.alpha}
+    return nn.entmax_attention(name .. ".self_attn", h, how)
   end, {d_ff = cfg.d_ff})
 end
 

@@ -23,6 +23,8 @@ sparse_fixed       sparse_transformer   100 pattern=fixed c=2
 sparse_heads       sparse_transformer   100 combine=heads stride=3
 explicit_causal    explicit_sparse      100 causal=true k=4
 sparsemax          entmax_attention     100 normalizer=sparsemax
+entmax_alpha       entmax_attention     100 alpha=1.3
+entmax_learned     entmax_attention     100 alpha=learned
 xl_unmasked_memory transformer_xl       256 mask_empty_memory=false seg=6 mem=10
 "
 
