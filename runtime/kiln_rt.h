@@ -192,6 +192,38 @@ KILN_MATH float kiln_erff(float x) {
   return copysignf(kiln_selectf(a < 0.875f, small, large), x);
 }
 
+/* kiln_erff's steps on a GNU C vector x of floats (type VT; VI the int
+ * vector of its width): the same polynomials, the large branch's exp by
+ * KILN_EXPF_NONPOS_VEC (its argument, log erfc, is <= 0 there), both
+ * branches computed and one kept per lane, the sign put back by its bit.
+ * The packed GEMM's GELU epilogue applies it to the accumulators in
+ * registers. Within the bound kiln_erff states (tests/vecmath). */
+#define KILN_ERFF_VEC(VT, VI, xin)                                              \
+  __extension__({                                                             \
+    const VT kiln_ex_ = (xin);                                                \
+    const VI kiln_sign_ = (VI)kiln_ex_ & ((VI){0} + (-2147483647 - 1));       \
+    const VT kiln_a_ = (VT)((VI)kiln_ex_ & ~kiln_sign_);                      \
+    const VT kiln_x2_ = kiln_a_ * kiln_a_;                                    \
+    VT kiln_p_ = kiln_x2_ * KILN_ERFF_P_C5 + KILN_ERFF_P_C4;                  \
+    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C3;                            \
+    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C2;                            \
+    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C1;                            \
+    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C0;                            \
+    const VT kiln_small_ = kiln_a_ + kiln_a_ * kiln_p_;                       \
+    const VI kiln_big_ = kiln_a_ > (VT){0} + 4.0f;                            \
+    const VT kiln_t_ = (VT)((kiln_big_ & (VI)((VT){0} + 4.0f)) |              \
+                            (~kiln_big_ & (VI)kiln_a_)) - 0.875f;             \
+    VT kiln_q_ = kiln_t_ * KILN_ERFF_Q_C6 + KILN_ERFF_Q_C5;                   \
+    kiln_q_ = kiln_q_ * kiln_t_ + KILN_ERFF_Q_C4;                             \
+    kiln_q_ = kiln_q_ * kiln_t_ + KILN_ERFF_Q_C3;                             \
+    kiln_q_ = kiln_q_ * kiln_t_ + KILN_ERFF_Q_C2;                             \
+    kiln_q_ = kiln_q_ * kiln_t_ + KILN_ERFF_Q_C1;                             \
+    kiln_q_ = kiln_q_ * kiln_t_ + KILN_ERFF_Q_C0;                             \
+    const VT kiln_large_ = 1.0f - KILN_EXPF_NONPOS_VEC(VT, VI, kiln_q_);      \
+    const VI kiln_lo_ = kiln_a_ < (VT){0} + 0.875f;                           \
+    (VT)(((kiln_lo_ & (VI)kiln_small_) | (~kiln_lo_ & (VI)kiln_large_)) | kiln_sign_); \
+  })
+
 /* tanh(x) = ±tanh(a), a = |x|: below a = 0.625, a + a³·P(a²); above,
  * 1 - 2 / (e^2a + 1), a clamped at 10 (tanh(10) is 1 in float). The sign
  * is put back last, so tanh(-x) is -tanh(x) exactly, -0 included. */

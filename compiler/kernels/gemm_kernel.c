@@ -16,9 +16,10 @@
  * 18 tiles of 6 rows and 4 of 5, not 21 of 6 and one of 2); each tile size
  * and the edge panel are separate constant instantiations. When a panel
  * is larger than GEMM_PANEL_BLOCK, K is split into equal blocks whose
- * partial sums are added into Y. The epilogue (bias, relu, residual) runs in
- * registers; gelu, which needs erf/tanh, runs on the tile just stored, in
- * a loop over it that kiln_erff/kiln_tanhf (runtime/kiln_rt.h) let vectorise.
+ * partial sums are added into Y. The epilogue (bias, relu, gelu, residual)
+ * runs in registers, gelu by kiln_erff's steps on whole vectors
+ * (KILN_ERFF_VEC, runtime/kiln_rt.h); the tanh form of gelu runs on the tile
+ * just stored, in a loop over it that kiln_tanhf lets vectorise.
  *
  * Speed (issue 5; --isa=avx2 on a 2-core AVX2 EPYC, peak 101.6 GFLOP/s a
  * core, thread CPU time, best call, interleaved A/B). The 6x16 tile's k
@@ -285,9 +286,10 @@ static const char *yvec(Emit *e, const Geo *g, int r, int v) {
  * vector stores only its valid bytes); gelu on the stored tile. */
 static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int mr, int nv, int valid) {
   const char *vt = g->vt;
-  bool gelu = s->act == GEMM_ACT_GELU || s->act == GEMM_ACT_GELU_TANH;
-  bool res_regs = s->residual && !gelu; /* after gelu, the residual joins its loop */
-  bool split = g->nkb > 1, regs = s->scale || s->bias || s->act == GEMM_ACT_RELU || res_regs;
+  bool gelu_regs = s->act == GEMM_ACT_GELU;     /* erf's steps on the accumulators (KILN_ERFF_VEC) */
+  bool gelu = s->act == GEMM_ACT_GELU_TANH;     /* tanh's on the stored tile */
+  bool res_regs = s->residual && !gelu; /* after gelu on the tile, the residual joins its loop */
+  bool split = g->nkb > 1, regs = s->scale || s->bias || s->act == GEMM_ACT_RELU || gelu_regs || res_regs;
   long long ny = (long long)s->n, last = (long long)(g->krows - g->kc);
   Buf b = {0};
   buf_printf(&b, "float *y0 = yp + i0 * %lld;\n", ny);
@@ -304,11 +306,12 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
     buf_puts(&b, "}\n");
   }
   if (regs) {
+    bool act = s->act == GEMM_ACT_RELU || gelu_regs;
     const char *what = arena_printf(e->g->arena, "%s%s%s%s%s%s%s", s->scale ? "int8 scale" : "",
                                     s->scale && s->bias ? ", " : "", s->bias ? "bias" : "",
-                                    (s->scale || s->bias) && s->act == GEMM_ACT_RELU ? ", " : "",
-                                    s->act == GEMM_ACT_RELU ? "relu" : "",
-                                    res_regs && (s->scale || s->bias || s->act == GEMM_ACT_RELU) ? ", " : "",
+                                    (s->scale || s->bias) && act ? ", " : "",
+                                    s->act == GEMM_ACT_RELU ? "relu" : gelu_regs ? "gelu" : "",
+                                    res_regs && (s->scale || s->bias || act) ? ", " : "",
                                     res_regs ? "residual" : "");
     if (split)
       buf_printf(&b, "if (k0 == %lld) { /* after the last block: %s */\n", last, what);
@@ -343,6 +346,12 @@ static const char *tile_epilogue(Emit *e, const GemmSpec *s, const Geo *g, int m
       for (int v = 0; v < nv; v++)
         buf_printf(&b, "  acc%d_%d = (%s)((v%di)acc%d_%d & (v%di)(acc%d_%d > zero));\n", r, v, vt,
                    g->vw, r, v, g->vw, r, v);
+  }
+  if (gelu_regs) { /* 0.5·v·(1 + erf(v/√2)), kiln_erff's arithmetic on whole vectors */
+    for (int r = 0; r < mr; r++)
+      for (int v = 0; v < nv; v++)
+        buf_printf(&b, "  acc%d_%d = %s * acc%d_%d * (%s + KILN_ERFF_VEC(%s, v%di, acc%d_%d * %s));\n", r, v,
+                   lit(e, 0.5), r, v, lit(e, 1), vt, g->vw, r, v, lit(e, 0.70710678118654752440));
   }
   if (res_regs) {
     buf_printf(&b, "  %s rv = {0};\n", vt);
@@ -584,7 +593,7 @@ static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
 static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   int vw = g->vw;
   emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
-  if (s->act == GEMM_ACT_RELU || g->q8)
+  if (s->act == GEMM_ACT_RELU || s->act == GEMM_ACT_GELU || g->q8)
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (g->bf16)
     emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);

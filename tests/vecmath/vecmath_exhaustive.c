@@ -57,6 +57,18 @@ static void run_erf(const float *restrict x, float *restrict y) {
     y[i] = kiln_erff(x[i]);
 }
 
+/* KILN_ERFF_VEC, 8 lanes at a time (the GEMM's GELU epilogue's erf) */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+static void run_erf_vec(const float *restrict x, float *restrict y) {
+  for (int i = 0; i < BLOCK; i += 8) {
+    v8f v;
+    memcpy(&v, x + i, sizeof v);
+    v = KILN_ERFF_VEC(v8f, v8i, v);
+    memcpy(y + i, &v, sizeof v);
+  }
+}
+
 static void run_tanh(const float *restrict x, float *restrict y) {
   for (int i = 0; i < BLOCK; i++)
     y[i] = kiln_tanhf(x[i]);
@@ -188,6 +200,7 @@ int main(int argc, char **argv) {
   Check checks[] = {
       {"kiln_expf", run_exp, ref_exp, false, 104.0f, 1.5, INFINITY, 0, 0, 0, 0, 0, 0},
       {"kiln_erff", run_erf, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
+      {"erff_vec", run_erf_vec, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
       {"kiln_tanhf", run_tanh, ref_tanh, true, 10.0f, 2.0, INFINITY, 0, 0, 0, 0, 0, 0},
   };
   bool ok = true;
