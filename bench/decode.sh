@@ -2,14 +2,15 @@
 # decode.sh — issue 10's decode benchmark: SmolLM2-135M-Instruct Q4_1 (GGUF),
 # kiln's compiled model vs llama.cpp on the same file, 1 and 2 threads.
 #   bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE]
-#                        [--no-kiln] [--no-llamacpp]
+#                        [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]
 # Measures prefill tok/s (a 64-token prompt), decode tok/s (128 tokens after
 # it), ms/token of one step at positions 16 and 480, and peak RSS, with the
 # engines interleaved (bench/decode.py does the timing and the table; the
 # table also goes to $KILN_BENCH_DIR/decode.md, every command's output to
 # decode.log there).
 # kiln: `kiln compile examples/llama.lua --weights GGUF --set ctx=512
-# --threads N` into $KILN_BENCH_DIR/decode-tN/, built with examples/generate.c
+# --threads N --set kv=KV` into $KILN_BENCH_DIR/decode-tN[-KV]/ (--kv: the
+# KV caches' dtype, default f32; llama.cpp's is f16), built with examples/generate.c
 # (-O2 -march=native -ffp-contract=fast, -fopenmp for N > 1, the weights
 # blob linked in, statically where libc allows, as `kiln bench` does),
 # rebuilt only when kiln, llama.lua, generate.c, the model or cc changed.
@@ -27,14 +28,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kiln=${KILN:-$root/build/kiln}
 out=${KILN_BENCH_DIR:-$root/build/bench}
 gguf=${KILN_SMOLLM_GGUF:-}
-rounds=3 threads=1,2 use_kiln=1 use_llama=1
-usage() { echo "usage: bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
+rounds=3 threads=1,2 use_kiln=1 use_llama=1 kv=f32
+usage() { echo "usage: bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift ;;
     --threads) threads=$2; shift ;;
     --kiln) kiln=$2; shift ;;
     --gguf) gguf=$2; shift ;;
+    --kv) kv=$2; shift; case $kv in f32|f16|bf16) ;; *) usage ;; esac ;;
     --no-kiln) use_kiln=0 ;;
     --no-llamacpp) use_llama=0 ;;
     *) usage ;;
@@ -68,16 +70,17 @@ fi
 kargs=()
 build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   local t=$1 dir=$out/decode-t$1 cc=${CC:-cc} omp=
+  [ "$kv" = f32 ] || dir=$dir-$kv
   [ "$t" -gt 1 ] && omp=-fopenmp
   mkdir -p "$dir"
   # reused when nothing it is built from changed (the two builds take minutes)
   local key; key=$( { sha256sum "$kiln" "$root/examples/llama.lua" "$root/examples/generate.c" \
-    "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t"; } | sha256sum)
+    "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t $kv"; } | sha256sum)
   if [ -x "$dir/generate" ] && [ -f "$dir/bound" ] && [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ]; then
     echo "PROG=$dir/generate"; echo "BOUND=$("$dir/bound")"; return 0
   fi
   rm -f "$dir/stamp"
-  "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --set ctx=512 --threads="$t" \
+  "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --set ctx=512 --set kv="$kv" --threads="$t" \
     --isa=native -o "$dir/smol.c" >"$dir/compile.log" 2>&1 || { echo "kiln compile failed: $(tail -3 "$dir/compile.log")" >&2; return 1; }
   local hdr; hdr=$(ls "$dir"/*.h | grep -v kiln_rt.h | head -1)
   local name; name=$(basename "$hdr" .h)

@@ -4,7 +4,7 @@
 #   bash bench/llamacpp.sh            # prints the llama-bench path on stdout
 # Why this way: the machines reach PyPI and Debian only, and PyPI's
 # llama-cpp-python sdist vendors llama.cpp's full sources (vendor/llama.cpp).
-# We `pip download` the pinned sdist (no install, no Python bindings) and
+# We download the pinned sdist from PyPI (no install, no Python bindings) and
 # build the native binary with cmake: CPU only, -march=native (GGML_NATIVE),
 # OpenMP threads, static libraries, Release. Only llama-bench is built (it
 # times prompt processing and generation itself, at any context depth).
@@ -34,9 +34,23 @@ flock 9
 if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
 sdist=$dir/llama_cpp_python-$ver.tar.gz
 if [ ! -f "$sdist" ]; then
-  echo "llamacpp: pip download llama-cpp-python==$ver (sdist, ~77 MB)" >&2
-  python3 -m pip download --quiet --no-deps --no-binary :all: -d "$dir" \
-    "llama-cpp-python==$ver" >&2 || skip "pip download llama-cpp-python==$ver failed (offline?)"
+  # straight from PyPI's simple index, its SHA-256 checked: `pip download
+  # --no-binary :all:` first builds the sdist's build backend (and cmake)
+  # from source to read its metadata, which can take an hour
+  echo "llamacpp: downloading llama-cpp-python $ver's sdist from PyPI (~77 MB)" >&2
+  python3 - "$ver" "$sdist" <<'PY' || skip "cannot download llama-cpp-python $ver's sdist from PyPI (offline?)"
+import hashlib, re, sys, urllib.request
+ver, dest = sys.argv[1], sys.argv[2]
+index = urllib.request.urlopen("https://pypi.org/simple/llama-cpp-python/", timeout=60).read().decode()
+m = re.search(r'href="([^"#]*/llama_cpp_python-%s\.tar\.gz)#sha256=([0-9a-f]{64})"' % re.escape(ver), index)
+if not m:
+    sys.exit("no sdist of %s in the index" % ver)
+data = urllib.request.urlopen(m.group(1), timeout=600).read()
+if hashlib.sha256(data).hexdigest() != m.group(2):
+    sys.exit("SHA-256 mismatch")
+open(dest + ".part", "wb").write(data)
+import os; os.replace(dest + ".part", dest)
+PY
 fi
 src=$dir/llama_cpp_python-$ver/vendor/llama.cpp
 if [ ! -f "$src/CMakeLists.txt" ]; then
