@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "tokenizer.h"
 #include "info.h"
+#include "npy.h"
 #include "onnx.h"
 #include "onnx_decoder.h"
 #include "ops.h"
@@ -21,7 +22,7 @@ static const char *usage =
     "commands:\n"
     "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
     "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
-    "  run MODEL --input NAME=FILE.pb ...\n"
+    "  run MODEL --input NAME=FILE.npy|FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
     "                             (ONNX backend-test layout: model.onnx, test_data_set_N/;\n"
@@ -79,6 +80,7 @@ static const char *usage =
     "                             print each weight's error; check also each layer's output error\n"
     "                             against the f32 model on its data (looser --rtol/--atol needed)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
+    "  --out-format=pb|npy        (run) --out's files: TensorProto .pb (the default) or .npy\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
     "\n"
@@ -90,7 +92,7 @@ static const char *usage =
     "  --keep                     keep the build folder\n"
     "  -q                         print only failures and the verdict\n"
     "\n"
-    "bench options (also --shape, --input NAME=FILE.pb, --cc, --cflags, --keep):\n"
+    "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
@@ -99,6 +101,7 @@ static const char *usage =
 
 typedef struct Cli {
   const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
+  const char *out_ext;      /* --out-format: ".pb" or ".npy" */
   bool json;
   bool name_given;
   bool isa_given; /* --isa seen (bench's default is native, the others' generic) */
@@ -240,6 +243,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (c->ninputs >= 64)
         die("%s: too many --input flags", v);
       c->inputs[c->ninputs++] = v;
+    } else if ((v = opt_value(argc, argv, &i, "--out-format"))) {
+      if (strcmp(v, "pb") && strcmp(v, "npy"))
+        die("--out-format=%s: expected pb or npy", v);
+      c->out_ext = !strcmp(v, "npy") ? ".npy" : ".pb";
     } else if ((v = opt_value(argc, argv, &i, "--out"))) {
       c->outdir = v;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
@@ -547,6 +554,11 @@ static void print_tensor(const char *name, const Tensor *t) {
 }
 
 static int cmd_run(Cli *c) {
+  struct stat st;
+  if (c->outdir && (stat(c->outdir, &st) != 0 || !S_ISDIR(st.st_mode)))
+    die("--out %s: no such folder; expected an existing folder for output_K files", c->outdir);
+  if (c->out_ext && !c->outdir)
+    die("--out-format=%s needs --out DIR; expected both", c->out_ext + 1);
   Arena *a = arena_new();
   Diag d = {0};
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
@@ -555,24 +567,13 @@ static int cmd_run(Cli *c) {
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
   bool *given = arena_alloc(a, (size_t)g->ninputs + 1);
   for (int k = 0; k < c->ninputs; k++) {
-    const char *eq = strchr(c->inputs[k], '=');
-    if (!eq)
-      die("--input %s: expected NAME=FILE.pb", c->inputs[k]);
-    const char *nm = arena_printf(a, "%.*s", (int)(eq - c->inputs[k]), c->inputs[k]);
-    int idx = -1;
-    for (int i = 0; i < g->ninputs; i++)
-      if (!strcmp(g->vals[g->inputs[i]].name, nm))
-        idx = i;
-    if (idx < 0)
-      die("--input %s: the model has no input of that name", nm);
     Diag td = {0};
-    if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, &td))
+    if (!tensor_file_read_input(a, g, c->inputs[k], in, given, &td))
       return fail(&td, a);
-    given[idx] = true;
   }
   for (int i = 0; i < g->ninputs; i++)
     if (!given[i] && !interp_state_start(g, i, &in[i])) /* a state starts from its init */
-      die("input '%s' has no value; pass --input NAME=FILE.pb", g->vals[g->inputs[i]].name);
+      die("input '%s' has no value; pass --input NAME=FILE.npy (or .pb)", g->vals[g->inputs[i]].name);
   /* values that fix shapes are compiled in, as kiln check does; the other
    * inputs' shapes bind their symbolic dims */
   int nin = g->ninputs;
@@ -590,15 +591,14 @@ static int cmd_run(Cli *c) {
   out = arena_alloc(a, sizeof(Tensor) * (size_t)(g->noutputs + 1));
   if (!interp_run(g, in, out, &d))
     return fail(&d, a);
-  for (int k = 0; k < g->noutputs; k++) {
-    print_tensor(g->vals[g->outputs[k]].name, &out[k]);
-    if (c->outdir) {
-      Diag wd = {0};
-      if (!onnx_write_tensor(arena_printf(a, "%s/output_%d.pb", c->outdir, k), &out[k],
-                             g->vals[g->outputs[k]].name, &wd))
-        return fail(&wd, a);
-    }
+  for (int k = 0; c->outdir && k < g->noutputs; k++) { /* the files first: an error prints nothing */
+    Diag wd = {0};
+    if (!tensor_file_write(arena_printf(a, "%s/output_%d%s", c->outdir, k, c->out_ext ? c->out_ext : ".pb"),
+                           &out[k], g->vals[g->outputs[k]].name, &wd))
+      return fail(&wd, a);
   }
+  for (int k = 0; k < g->noutputs; k++)
+    print_tensor(g->vals[g->outputs[k]].name, &out[k]);
   arena_free(a);
   return 0;
 }

@@ -564,7 +564,7 @@ Graph *onnx_import(Arena *a, const char *path, Diag *d) {
 
 /* ---- TensorProto files ---------------------------------------------------- */
 
-bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
+static bool read_tensor_proto(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
   size_t len;
   unsigned char *bytes = read_file(path, &len, d);
   if (!bytes)
@@ -572,13 +572,24 @@ bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, 
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
   free(bytes);
   if (!tp)
-    return diag_error(d, "'%s' is not a serialized TensorProto", path);
+    return diag_error(d, "not a serialized TensorProto (truncated, or another format?); expected "
+                      "an ONNX TensorProto (.pb) or a .npy file");
   Importer im = {.a = a, .d = d, .dir = dirname_of(a, path)};
-  bool ok = decode_tensor(&im, tp, t, arena_printf(a, "tensor file '%s'", path));
+  bool ok = decode_tensor(&im, tp, t, "the TensorProto");
   if (name)
     *name = arena_strdup(a, tp->name ? tp->name : "");
   onnx__tensor_proto__free_unpacked(tp, NULL);
   return ok;
+}
+
+/* Errors name the file (d->file = path), as every tensor file's do. */
+bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
+  bool first = !d->failed;
+  if (read_tensor_proto(a, path, t, name, d))
+    return true;
+  if (first)
+    d->file = path;
+  return false;
 }
 
 bool onnx_write_tensor(const char *path, const Tensor *t, const char *name, Diag *d) {
