@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "tokenizer.h"
@@ -165,20 +166,21 @@ static bool parse_dims(const char *s, ShapeBinding *b) {
   b->rank = 0;
   if (!*s)
     return true; /* a scalar */
-  for (const char *p = s; *p;) {
+  for (const char *p = s;;) {
     char *end;
     errno = 0;
+    if (*p < '0' || *p > '9') /* strtoll would take " 2", "+2" and, after a separator, nothing */
+      return false;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || errno || b->rank >= MAX_RANK)
+    if (errno || b->rank >= MAX_RANK)
       return false;
     b->dims[b->rank++] = v;
-    if (*end == 'x' || *end == ',')
-      end++;
-    else if (*end)
+    if (!*end)
+      return true;
+    if (*end != 'x' && *end != ',')
       return false;
-    p = end;
+    p = end + 1;
   }
-  return true;
 }
 
 /* "--flag=value" or "--flag value": returns the value or NULL. */
@@ -219,7 +221,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
     const char *v;
     if ((v = opt_value(argc, argv, &i, "--shape"))) {
       const char *eq = strchr(v, '=');
-      if (!eq || c->nshapes >= 64)
+      if (!eq || eq == v || c->nshapes >= 64)
         die("--shape %s: expected NAME=DIMS, e.g. --shape src=1x16", v);
       if (eq - v >= (int)sizeof c->shape_names[0])
         die("--shape %s: the name is too long; expected at most 127 characters", v);
@@ -354,6 +356,32 @@ static void parse_args(int argc, char **argv, Cli *c) {
 #ifndef NDEBUG
   c->pipe.verify_each = true;
 #endif
+}
+
+/* prog (no '/') is an executable in a folder of $PATH */
+static bool on_path(const char *prog) {
+  const char *p = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+  for (;;) {
+    size_t n = strcspn(p, ":");
+    char full[1024];
+    snprintf(full, sizeof full, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog);
+    if (access(full, X_OK) == 0)
+      return true;
+    if (!p[n])
+      return false;
+    p += n + 1;
+  }
+}
+
+/* The C compiler check and bench run (--cc, else $CC, else cc; its first
+ * word is the program) must exist: else the shell's "not found" and
+ * kiln's "did not build" would be two lines for one mistake. */
+static void check_cc(const char *cc) {
+  char prog[512];
+  snprintf(prog, sizeof prog, "%.*s", (int)strcspn(cc, " \t"), cc);
+  if (!*prog || (strchr(prog, '/') ? access(prog, X_OK) != 0 : !on_path(prog)))
+    die("--cc=%s: no such program (from --cc, $CC or the default cc); expected a C compiler on PATH, "
+        "such as cc, gcc or clang", cc);
 }
 
 /* Report d, free the compilation's arena, and give exit status 1. */
@@ -674,6 +702,8 @@ int main(int argc, char **argv) {
     if (c.prefill > c.kv_cache)
       die("--prefill is larger than --kv-cache=%s; expected a prompt chunk no longer than the cache", n);
   }
+  if (!strcmp(c.cmd, "check") || !strcmp(c.cmd, "bench"))
+    check_cc(c.check.cc);
   if (!strcmp(c.cmd, "check")) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);
