@@ -24,7 +24,7 @@
 
 #include "driver.h"
 #include "info.h"
-#include "onnx.h"
+#include "npy.h"
 #include "ops.h"
 
 #define BENCH_SEED 0x6b696c6eu /* "kiln" */
@@ -132,25 +132,13 @@ static const char *timer_source(Arena *a, Graph *g, const char *dir) {
   return r;
 }
 
-/* Read the --input NAME=FILE.pb flags into in[] (graph-input order);
- * given[i] says which were read. */
+/* Read the --input NAME=FILE flags (.npy or .pb) into in[] (graph-input
+ * order); given[i] says which were read. */
 static bool read_inputs(Arena *a, Graph *g, const BenchOptions *o, Tensor *in, bool *given,
                         Diag *d) {
-  for (int k = 0; k < o->ninputs; k++) {
-    const char *eq = strchr(o->inputs[k], '=');
-    if (!eq)
-      return diag_error(d, "--input %s: expected NAME=FILE.pb", o->inputs[k]);
-    const char *nm = arena_printf(a, "%.*s", (int)(eq - o->inputs[k]), o->inputs[k]);
-    int idx = -1;
-    for (int i = 0; i < g->ninputs; i++)
-      if (!strcmp(g->vals[g->inputs[i]].name, nm))
-        idx = i;
-    if (idx < 0)
-      return diag_error(d, "--input %s: the model has no input of that name", nm);
-    if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, d))
+  for (int k = 0; k < o->ninputs; k++)
+    if (!tensor_file_read_input(a, g, o->inputs[k], in, given, d))
       return false;
-    given[idx] = true;
-  }
   return true;
 }
 

@@ -1,6 +1,6 @@
 /* check.c — `kiln check DIR`: verify a compiled model against reference
  * data in the ONNX backend-test layout (model.onnx or model.kir, test_data_set_N/
- * input_K.pb and output_K.pb). For each data set: import, bind the input
+ * input_K.pb and output_K.pb, or .npy files). For each data set: import, bind the input
  * shapes, lower, emit C, build it with the system compiler, run it on the
  * inputs, and compare every output (numpy's allclose rule:
  * |got - want| <= atol + rtol * |want|, NaN equal to NaN; for f16/bf16
@@ -16,12 +16,13 @@
 #include <unistd.h>
 
 #include "driver.h"
-#include "onnx.h"
+#include "npy.h"
 #include "ops.h"
 
 typedef struct DataSet {
   int nin, nout;
   Tensor in[64], out[64];
+  const char *in_path[64], *out_path[64]; /* the files, for errors */
 } DataSet;
 
 static bool exists(const char *p) {
@@ -29,21 +30,59 @@ static bool exists(const char *p) {
   return stat(p, &st) == 0;
 }
 
+/* dir/STEM_K.pb or dir/STEM_K.npy into *path (NULL when neither is
+ * there); false + d when both are. */
+static bool data_file(Arena *a, const char *dir, const char *stem, int k, const char **path, Diag *d) {
+  const char *pb = arena_printf(a, "%s/%s_%d.pb", dir, stem, k);
+  const char *npy = arena_printf(a, "%s/%s_%d.npy", dir, stem, k);
+  bool has_pb = exists(pb), has_npy = exists(npy);
+  *path = has_pb ? pb : has_npy ? npy : NULL;
+  if (has_pb && has_npy) {
+    d->file = npy;
+    return diag_error(d, "%s_%d.pb is there too; expected one file per %s", stem, k, stem);
+  }
+  return true;
+}
+
+/* The data set's files input_K and output_K, each .pb or .npy, counted
+ * from 0 to the first gap. */
 static bool load_set(Arena *a, const char *dir, DataSet *ds, Diag *d) {
   ds->nin = ds->nout = 0;
   for (int k = 0; k < 64; k++) {
-    char *p = arena_printf(a, "%s/input_%d.pb", dir, k);
-    if (!exists(p))
+    const char *p;
+    if (!data_file(a, dir, "input", k, &p, d))
+      return false;
+    if (!p)
       break;
-    if (!onnx_read_tensor(a, p, &ds->in[ds->nin++], NULL, d))
+    ds->in_path[ds->nin] = p;
+    if (!tensor_file_read(a, p, &ds->in[ds->nin++], d))
       return false;
   }
   for (int k = 0; k < 64; k++) {
-    char *p = arena_printf(a, "%s/output_%d.pb", dir, k);
-    if (!exists(p))
-      break;
-    if (!onnx_read_tensor(a, p, &ds->out[ds->nout++], NULL, d))
+    const char *p;
+    if (!data_file(a, dir, "output", k, &p, d))
       return false;
+    if (!p)
+      break;
+    ds->out_path[ds->nout] = p;
+    if (!tensor_file_read(a, p, &ds->out[ds->nout++], d))
+      return false;
+  }
+  return true;
+}
+
+/* Each reference output has the type the model gives that output, before
+ * anything is built: a wrong file is bad input, not a numerical FAIL. */
+static bool outputs_fit(const Graph *g, const DataSet *ds, Diag *d) {
+  for (int i = 0; i < g->noutputs; i++) {
+    const Value *v = gval(g, g->outputs[i]);
+    char x[160], y[160];
+    if (!type_equal(&ds->out[i].type, &v->type)) {
+      d->file = ds->out_path[i];
+      return diag_error(d, "%s for output '%s'; expected %s (the model's output %d)",
+                        type_str(&ds->out[i].type, x, sizeof x), v->name,
+                        type_str(&v->type, y, sizeof y), i);
+    }
   }
   return true;
 }
@@ -341,21 +380,38 @@ static bool quant_errors(Arena *a, const char *model, const char *set, Graph *gq
   return true;
 }
 
+/* The heading, once, before the first result (a data set that is bad
+ * input ends kiln check with one error line and nothing on stdout). */
+static void say_heading(const char *dir, const CheckOptions *o, bool *said) {
+  if (!*said && !o->quiet)
+    printf("kiln check %s (%s)\n", dir, o->interp ? "interpreter" : "generated C");
+  *said = true;
+}
+
+/* One data set; false + d (its file in a buffer that outlives the set's
+ * arena) for bad input or a failed build, false alone for a mismatch. */
 static bool check_set(const char *dir, const char *set, const char *tmp, const CheckOptions *o,
-                      Diag *d) {
+                      bool *said, Diag *d) {
   Arena *a = arena_new();
   bool ok = false;
   DataSet *ds = arena_alloc(a, sizeof *ds);
   const char *model = model_path(a, dir, o);
+  const char *setdir = arena_printf(a, "%s/%s", dir, set);
   Graph *g = NULL;
-  if (!load_set(a, arena_printf(a, "%s/%s", dir, set), ds, d) || !(g = driver_load_opts(a, model, o->pipe.lua, d)) ||
+  if (!load_set(a, setdir, ds, d) || !(g = driver_load_opts(a, model, o->pipe.lua, d)) ||
       !driver_not_decoder(g, "check", d))
     goto done;
   if (ds->nin != g->ninputs) {
-    diag_error(d, "%s has %d inputs; the model has %d", set, ds->nin, g->ninputs);
+    d->file = setdir;
+    diag_error(d, "%d input files (input_K.pb or .npy); expected %d, one per model input",
+               ds->nin, g->ninputs);
     goto done;
   }
   adapt_inputs(a, g, ds);
+  for (int i = 0; i < g->ninputs; i++)
+    if (values_read(g, g->inputs[i]) &&
+        !tensor_file_fits_input(ds->in_path[i], &ds->in[i], gval(g, g->inputs[i]), d))
+      goto done;
   Tensor *in0 = arena_dup(a, ds->in, sizeof ds->in); /* before freezing, for quant_errors */
   int nin0 = ds->nin;
   driver_freeze_shape_inputs(g, ds->in, &ds->nin);
@@ -375,15 +431,20 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
   if (!driver_lower(g, &po, d))
     goto done;
   if (ds->nout != g->noutputs) {
-    diag_error(d, "%s has %d outputs; the model has %d", set, ds->nout, g->noutputs);
+    d->file = setdir;
+    diag_error(d, "%d output files (output_K.pb or .npy); expected %d, one per model output",
+               ds->nout, g->noutputs);
     goto done;
   }
   for (int i = 0; i < g->noutputs; i++)
     bf16_as_stored(&ds->out[i], g->vals[g->outputs[i]].type.dt);
+  if (!outputs_fit(g, ds, d))
+    goto done;
   Tensor *got = arena_alloc(a, sizeof(Tensor) * (size_t)(g->noutputs + 1));
   if (o->interp ? !interp_run(g, ds->in, got, d) : !run_compiled(a, g, ds, tmp, o, got, d))
     goto done;
   ok = true;
+  say_heading(dir, o, said);
   for (int i = 0; i < g->noutputs; i++)
     ok = compare(set, g->vals[g->outputs[i]].name, &got[i], &ds->out[i], o) && ok;
   if (po.pass.quantize && !o->quiet) {
@@ -395,7 +456,11 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
       ok = false;
   }
 done:
-  d->file = dir; /* the model path lived in the arena */
+  if (d->failed) { /* the file lived in the arena */
+    static char file[4096];
+    snprintf(file, sizeof file, "%s", d->file ? d->file : dir);
+    d->file = file;
+  }
   arena_free(a);
   return ok;
 }
@@ -428,15 +493,16 @@ int check_dir(const char *dir, const CheckOptions *o) {
     fprintf(stderr, "kiln: cannot create a temporary folder\n");
     return 1;
   }
-  if (!o->quiet)
-    printf("kiln check %s (%s)\n", dir, o->interp ? "interpreter" : "generated C");
-  bool all = true;
+  bool all = true, said = false, bad_input = false;
   for (int i = 0; i < nsets; i++) {
     Diag sd = {0};
-    if (!check_set(dir, sets[i], tmp, o, &sd)) {
+    if (!bad_input && !check_set(dir, sets[i], tmp, o, &said, &sd)) {
       all = false;
-      if (sd.failed)
+      if (sd.failed) { /* bad input: one line, no verdict, no more sets */
+        fflush(stdout);
         diag_print(&sd);
+        bad_input = true;
+      }
     }
     free(sets[i]);
   }
@@ -449,6 +515,8 @@ int check_dir(const char *dir, const CheckOptions *o) {
   } else if (o->keep) {
     printf("  build folder kept: %s\n", tmp);
   }
+  if (bad_input)
+    return 1;
   printf("%s %s\n", all ? "PASS" : "FAIL", dir);
   return all ? 0 : 1;
 }

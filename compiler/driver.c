@@ -97,21 +97,49 @@ static bool wanted(const char *list, const char *name) {
   return false;
 }
 
-bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
-  if (o->passes) {
-    for (const char *p = o->passes; *p;) {
-      const char *end = strchr(p, ',');
-      size_t len = end ? (size_t)(end - p) : strlen(p);
-      bool known = len == 4 && !strncmp(p, "fuse", 4);
-      for (int i = 0; i < pass_count; i++)
-        if (strlen(pass_list[i].name) == len && !strncmp(pass_list[i].name, p, len))
-          known = true;
-      if (!known)
-        return diag_error(d, "--passes: unknown pass '%.*s'; expected names from `kiln passes`",
-                          (int)len, p);
-      p += len + (end ? 1 : 0);
+/* Every value a node makes has a type: inferred, or read from a typed .kir. */
+static bool graph_typed(const Graph *g) {
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nout; j++)
+      if (g->nodes[i].out[j] >= 0 && gval(g, g->nodes[i].out[j])->type.rank < 0)
+        return false;
+  return true;
+}
+
+/* --passes: known names, in the order the passes run (`kiln passes`),
+ * each once; and on an untyped graph, no pass after infer without infer
+ * (they read every value's shape). */
+static bool check_pass_list(const Graph *g, const char *list, Diag *d) {
+  int prev_last = -1, infer = pass_find("infer") ? (int)(pass_find("infer") - pass_list) : 0;
+  const char *prev = "";
+  for (const char *p = list; *p;) {
+    const char *end = strchr(p, ',');
+    int len = end ? (int)(end - p) : (int)strlen(p), first = -1, last = -1;
+    for (int i = 0; i < pass_count; i++)
+      if (((int)strlen(pass_list[i].name) == len && !strncmp(pass_list[i].name, p, (size_t)len)) ||
+          (len == 4 && !strncmp(p, "fuse", 4) && !strncmp(pass_list[i].name, "fuse_", 5)))
+        last = i, first = first < 0 ? i : first;
+    if (first < 0)
+      return diag_error(d, "--passes: unknown pass '%.*s'; expected names from `kiln passes`", len, p);
+    if (first <= prev_last) {
+      bool twice = !strncmp(prev, p, (size_t)len) && !prev[len];
+      return diag_error(d, "--passes=%s: '%.*s' is listed %s; expected each pass once, in the order "
+                        "they run (`kiln passes` lists it)", list, len, p,
+                        twice ? "twice" : arena_printf(g->arena, "after '%s', but runs before it", prev));
     }
+    if (first > infer && !wanted(list, "infer") && !graph_typed(g))
+      return diag_error(d, "--passes=%s: '%.*s' needs every value's type and shape, which the "
+                        "infer pass gives; expected infer in the list (e.g. --passes=bind,infer,%.*s)",
+                        list, len, p, len, p);
+    prev_last = last, prev = arena_printf(g->arena, "%.*s", len, p);
+    p += len + (end ? 1 : 0);
   }
+  return true;
+}
+
+bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
+  if (o->passes && !check_pass_list(g, o->passes, d))
+    return false;
   for (const char *const *w = (const char *const[]){o->dump_after, o->dump_before, NULL}; *w || w[1]; w++)
     if (*w && strcmp(*w, "all") && !pass_find(*w))
       return diag_error(d, "--dump-after/--dump-before: unknown pass '%s'; expected a name from "

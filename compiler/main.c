@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "tokenizer.h"
 #include "info.h"
+#include "npy.h"
 #include "onnx.h"
 #include "onnx_decoder.h"
 #include "ops.h"
@@ -22,7 +24,7 @@ static const char *usage =
     "commands:\n"
     "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
     "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
-    "  run MODEL --input NAME=FILE.pb ...\n"
+    "  run MODEL --input NAME=FILE.npy|FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
     "  check DIR                  compile, build, run and compare with DIR's reference data\n"
     "                             (ONNX backend-test layout: model.onnx, test_data_set_N/;\n"
@@ -86,6 +88,7 @@ static const char *usage =
     "                             print each weight's error; check also each layer's output error\n"
     "                             against the f32 model on its data (looser --rtol/--atol needed)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
+    "  --out-format=pb|npy        (run) --out's files: TensorProto .pb (the default) or .npy\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
     "  -q, --quiet                (compile) no progress on stderr; without it, when stderr is a\n"
@@ -100,7 +103,7 @@ static const char *usage =
     "  --keep                     keep the build folder\n"
     "  -q                         print only failures and the verdict\n"
     "\n"
-    "bench options (also --shape, --input NAME=FILE.pb, --cc, --cflags, --keep):\n"
+    "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
@@ -109,6 +112,7 @@ static const char *usage =
 
 typedef struct Cli {
   const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
+  const char *out_ext;      /* --out-format: ".pb" or ".npy" */
   bool json;
   bool name_given;
   bool isa_given; /* --isa seen (bench's default is native, the others' generic) */
@@ -173,20 +177,21 @@ static bool parse_dims(const char *s, ShapeBinding *b) {
   b->rank = 0;
   if (!*s)
     return true; /* a scalar */
-  for (const char *p = s; *p;) {
+  for (const char *p = s;;) {
     char *end;
     errno = 0;
+    if (*p < '0' || *p > '9') /* strtoll would take " 2", "+2" and, after a separator, nothing */
+      return false;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || errno || b->rank >= MAX_RANK)
+    if (errno || b->rank >= MAX_RANK)
       return false;
     b->dims[b->rank++] = v;
-    if (*end == 'x' || *end == ',')
-      end++;
-    else if (*end)
+    if (!*end)
+      return true;
+    if (*end != 'x' && *end != ',')
       return false;
-    p = end;
+    p = end + 1;
   }
-  return true;
 }
 
 /* "--flag=value" or "--flag value": returns the value or NULL. */
@@ -227,7 +232,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
     const char *v;
     if ((v = opt_value(argc, argv, &i, "--shape"))) {
       const char *eq = strchr(v, '=');
-      if (!eq || c->nshapes >= 64)
+      if (!eq || eq == v || c->nshapes >= 64)
         die("--shape %s: expected NAME=DIMS, e.g. --shape src=1x16", v);
       if (eq - v >= (int)sizeof c->shape_names[0])
         die("--shape %s: the name is too long; expected at most 127 characters", v);
@@ -251,6 +256,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (c->ninputs >= 64)
         die("%s: too many --input flags", v);
       c->inputs[c->ninputs++] = v;
+    } else if ((v = opt_value(argc, argv, &i, "--out-format"))) {
+      if (strcmp(v, "pb") && strcmp(v, "npy"))
+        die("--out-format=%s: expected pb or npy", v);
+      c->out_ext = !strcmp(v, "npy") ? ".npy" : ".pb";
     } else if ((v = opt_value(argc, argv, &i, "--out"))) {
       c->outdir = v;
     } else if ((v = opt_value(argc, argv, &i, "--set"))) {
@@ -366,6 +375,32 @@ static void parse_args(int argc, char **argv, Cli *c) {
 #ifndef NDEBUG
   c->pipe.verify_each = true;
 #endif
+}
+
+/* prog (no '/') is an executable in a folder of $PATH */
+static bool on_path(const char *prog) {
+  const char *p = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+  for (;;) {
+    size_t n = strcspn(p, ":");
+    char full[1024];
+    snprintf(full, sizeof full, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog);
+    if (access(full, X_OK) == 0)
+      return true;
+    if (!p[n])
+      return false;
+    p += n + 1;
+  }
+}
+
+/* The C compiler check and bench run (--cc, else $CC, else cc; its first
+ * word is the program) must exist: else the shell's "not found" and
+ * kiln's "did not build" would be two lines for one mistake. */
+static void check_cc(const char *cc) {
+  char prog[512];
+  snprintf(prog, sizeof prog, "%.*s", (int)strcspn(cc, " \t"), cc);
+  if (!*prog || (strchr(prog, '/') ? access(prog, X_OK) != 0 : !on_path(prog)))
+    die("--cc=%s: no such program (from --cc, $CC or the default cc); expected a C compiler on PATH, "
+        "such as cc, gcc or clang", cc);
 }
 
 /* Report d, free the compilation's arena, and give exit status 1. */
@@ -568,6 +603,11 @@ static void print_tensor(const char *name, const Tensor *t) {
 }
 
 static int cmd_run(Cli *c) {
+  struct stat st;
+  if (c->outdir && (stat(c->outdir, &st) != 0 || !S_ISDIR(st.st_mode)))
+    die("--out %s: no such folder; expected an existing folder for output_K files", c->outdir);
+  if (c->out_ext && !c->outdir)
+    die("--out-format=%s needs --out DIR; expected both", c->out_ext + 1);
   Arena *a = arena_new();
   Diag d = {0};
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
@@ -576,24 +616,13 @@ static int cmd_run(Cli *c) {
   Tensor *in = arena_alloc(a, sizeof(Tensor) * (size_t)(g->ninputs + 1));
   bool *given = arena_alloc(a, (size_t)g->ninputs + 1);
   for (int k = 0; k < c->ninputs; k++) {
-    const char *eq = strchr(c->inputs[k], '=');
-    if (!eq)
-      die("--input %s: expected NAME=FILE.pb", c->inputs[k]);
-    const char *nm = arena_printf(a, "%.*s", (int)(eq - c->inputs[k]), c->inputs[k]);
-    int idx = -1;
-    for (int i = 0; i < g->ninputs; i++)
-      if (!strcmp(g->vals[g->inputs[i]].name, nm))
-        idx = i;
-    if (idx < 0)
-      die("--input %s: the model has no input of that name", nm);
     Diag td = {0};
-    if (!onnx_read_tensor(a, eq + 1, &in[idx], NULL, &td))
+    if (!tensor_file_read_input(a, g, c->inputs[k], in, given, &td))
       return fail(&td, a);
-    given[idx] = true;
   }
   for (int i = 0; i < g->ninputs; i++)
     if (!given[i] && !interp_state_start(g, i, &in[i])) /* a state starts from its init */
-      die("input '%s' has no value; pass --input NAME=FILE.pb", g->vals[g->inputs[i]].name);
+      die("input '%s' has no value; pass --input NAME=FILE.npy (or .pb)", g->vals[g->inputs[i]].name);
   /* values that fix shapes are compiled in, as kiln check does; the other
    * inputs' shapes bind their symbolic dims */
   int nin = g->ninputs;
@@ -611,15 +640,14 @@ static int cmd_run(Cli *c) {
   out = arena_alloc(a, sizeof(Tensor) * (size_t)(g->noutputs + 1));
   if (!interp_run(g, in, out, &d))
     return fail(&d, a);
-  for (int k = 0; k < g->noutputs; k++) {
-    print_tensor(g->vals[g->outputs[k]].name, &out[k]);
-    if (c->outdir) {
-      Diag wd = {0};
-      if (!onnx_write_tensor(arena_printf(a, "%s/output_%d.pb", c->outdir, k), &out[k],
-                             g->vals[g->outputs[k]].name, &wd))
-        return fail(&wd, a);
-    }
+  for (int k = 0; c->outdir && k < g->noutputs; k++) { /* the files first: an error prints nothing */
+    Diag wd = {0};
+    if (!tensor_file_write(arena_printf(a, "%s/output_%d%s", c->outdir, k, c->out_ext ? c->out_ext : ".pb"),
+                           &out[k], g->vals[g->outputs[k]].name, &wd))
+      return fail(&wd, a);
   }
+  for (int k = 0; k < g->noutputs; k++)
+    print_tensor(g->vals[g->outputs[k]].name, &out[k]);
   arena_free(a);
   return 0;
 }
@@ -699,6 +727,8 @@ int main(int argc, char **argv) {
     if (c.prefill > c.kv_cache)
       die("--prefill is larger than --kv-cache=%s; expected a prompt chunk no longer than the cache", n);
   }
+  if (!strcmp(c.cmd, "check") || !strcmp(c.cmd, "bench"))
+    check_cc(c.check.cc);
   if (!strcmp(c.cmd, "check")) {
     c.check.pipe = c.pipe;
     return check_dir(c.model, &c.check);

@@ -246,11 +246,48 @@ static bool import_value_info(Importer *im, const Onnx__ValueInfoProto *vi, Valu
   return true;
 }
 
+/* A graph input with an initializer declares the initializer's type: its
+ * element type, rank and every fixed dim (symbolic dims match any size). */
+static bool check_default_input(Importer *im, const Onnx__ValueInfoProto *vi, const Value *init) {
+  if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+    return true; /* nothing declared to clash with */
+  const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+  bool same = !tt->elem_type || (DType)tt->elem_type == init->type.dt;
+  if (same && tt->shape) {
+    same = (int)tt->shape->n_dim == init->type.rank;
+    for (int i = 0; same && i < init->type.rank; i++)
+      same = tt->shape->dim[i]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+             tt->shape->dim[i]->dim_value == init->type.dims[i];
+  }
+  if (same)
+    return true;
+  Buf b = {0};
+  buf_printf(&b, "%s", tt->elem_type ? dt_name((DType)tt->elem_type) : "?");
+  for (size_t i = 0; tt->shape && i < tt->shape->n_dim && i <= MAX_RANK; i++) {
+    const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
+    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      buf_printf(&b, "%s%lld", i ? "," : "[", (long long)dim->dim_value);
+    else
+      buf_printf(&b, "%s%s", i ? "," : "[", dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
+  }
+  if (tt->shape)
+    buf_puts(&b, tt->shape->n_dim ? "]" : "[]");
+  char ts[160];
+  diag_error(im->d, "graph input '%s' declares %s, but its initializer is %s; expected the same type "
+             "and shape", init->name, b.s, type_str(&init->type, ts, sizeof ts));
+  buf_free(&b);
+  return false;
+}
+
 static bool import_attr(Importer *im, Node *n, const Onnx__AttributeProto *ap) {
   Graph *g = im->g;
   const char *name = ap->name ? ap->name : "";
   const char *what = arena_printf(im->a, "node '%s' (%s): attribute '%s'", n->name,
                                   node_op_name(n), name);
+  if (ap->ref_attr_name && *ap->ref_attr_name) /* only a function body has attributes to refer to */
+    return diag_error(im->d, "%s refers to an attribute '%s' of an enclosing function (ref_attr_name), "
+                      "but the main graph is no function body; expected the attribute's value",
+                      what, ap->ref_attr_name);
   switch (ap->type) {
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
     node_add_attr(g, n, name, ATTR_FLOAT)->f = ap->f;
@@ -379,6 +416,100 @@ static bool ort_rotary_fixup(Importer *im, Node *n, const char *nname) {
   return true;
 }
 
+/* ---- what ONNX says of attributes and inputs, checked where kiln reads them -- */
+
+/* The type ONNX gives each attribute kiln's ops read, by name (one type
+ * per name across the standard ops). An op's accessors (attr_int, ...)
+ * fall back to the default on another kind, so a mistyped attribute would
+ * silently change what the model computes: it is refused here. Names not
+ * listed are not checked. A float also takes an int (attr_float reads
+ * one), and 'value', Constant's tensor, also a float (Pad-2's). */
+static const struct {
+  const char *name;
+  AttrKind kind;
+} attr_types[] = {
+    {"allowzero", ATTR_INT}, {"axis", ATTR_INT}, {"batch_dims", ATTR_INT}, {"blocksize", ATTR_INT},
+    {"broadcast", ATTR_INT}, {"ceil_mode", ATTR_INT}, {"count_include_pad", ATTR_INT},
+    {"detect_negative", ATTR_INT}, {"detect_positive", ATTR_INT}, {"dtype", ATTR_INT},
+    {"end", ATTR_INT}, {"exclusive", ATTR_INT}, {"fmod", ATTR_INT}, {"group", ATTR_INT},
+    {"ignore_index", ATTR_INT}, {"interleaved", ATTR_INT}, {"is_packed_batching", ATTR_INT},
+    {"is_test", ATTR_INT}, {"k", ATTR_INT}, {"keepdims", ATTR_INT}, {"largest", ATTR_INT},
+    {"noop_with_empty_axes", ATTR_INT}, {"num_heads", ATTR_INT}, {"reverse", ATTR_INT},
+    {"rotary_embedding_dim", ATTR_INT}, {"select_last_index", ATTR_INT}, {"size", ATTR_INT},
+    {"sorted", ATTR_INT}, {"spatial", ATTR_INT}, {"start", ATTR_INT}, {"stash_type", ATTR_INT},
+    {"storage_order", ATTR_INT}, {"to", ATTR_INT}, {"training_mode", ATTR_INT}, {"transA", ATTR_INT},
+    {"transB", ATTR_INT}, {"upper", ATTR_INT}, {"value_int", ATTR_INT},
+    {"alpha", ATTR_FLOAT}, {"beta", ATTR_FLOAT}, {"bias", ATTR_FLOAT}, {"epsilon", ATTR_FLOAT},
+    {"gamma", ATTR_FLOAT}, {"lambd", ATTR_FLOAT}, {"max", ATTR_FLOAT}, {"min", ATTR_FLOAT},
+    {"momentum", ATTR_FLOAT}, {"scale", ATTR_FLOAT}, {"value_float", ATTR_FLOAT},
+    {"auto_pad", ATTR_STRING}, {"direction", ATTR_STRING}, {"equation", ATTR_STRING},
+    {"mode", ATTR_STRING}, {"reduction", ATTR_STRING}, {"value_string", ATTR_STRING},
+    {"axes", ATTR_INTS}, {"dilations", ATTR_INTS}, {"ends", ATTR_INTS}, {"kernel_shape", ATTR_INTS},
+    {"output_padding", ATTR_INTS}, {"output_shape", ATTR_INTS}, {"pads", ATTR_INTS}, {"perm", ATTR_INTS},
+    {"shape", ATTR_INTS}, {"split", ATTR_INTS}, {"starts", ATTR_INTS}, {"strides", ATTR_INTS},
+    {"value_ints", ATTR_INTS}, {"value_floats", ATTR_FLOATS}, {"value_strings", ATTR_STRINGS},
+    {"sparse_value", ATTR_TENSOR}, {"value", ATTR_TENSOR},
+};
+
+static const char *attr_kind_name(AttrKind k) {
+  static const char *const names[] = {"an int", "a float", "a string", "a list of ints",
+                                      "a list of floats", "a list of strings", "a tensor"};
+  return (int)k >= 0 && (int)k < KILN_COUNT(names) ? names[k] : "?";
+}
+
+static bool check_attr_types(Importer *im, const Node *n) {
+  for (int i = 0; i < n->nattr; i++) {
+    const Attr *a = &n->attrs[i];
+    for (int k = 0; k < KILN_COUNT(attr_types); k++) {
+      AttrKind want = attr_types[k].kind;
+      if (strcmp(a->name, attr_types[k].name) || a->kind == want ||
+          (want == ATTR_FLOAT && a->kind == ATTR_INT) ||
+          (want == ATTR_TENSOR && a->kind == ATTR_FLOAT && !strcmp(a->name, "value")))
+        continue;
+      return diag_error(im->d, "node '%s' (%s): attribute '%s' is %s; expected %s (its type in ONNX)",
+                        n->name, node_op_name(n), a->name, attr_kind_name(a->kind),
+                        attr_kind_name(want));
+    }
+  }
+  return true;
+}
+
+/* Ops whose later opsets made an attribute an input: before opset `since`
+ * they take one input, and the extra input of a newer model would be read
+ * in place of the attribute. */
+static const struct {
+  const char *op, *attr;
+  int since;
+} attr_became_input[] = {
+    {"Reshape", "shape", 5}, {"Slice", "starts, ends and axes", 10}, {"TopK", "k", 10},
+    {"Pad", "pads and value", 11}, {"Clip", "min and max", 11}, {"Dropout", "ratio", 12},
+    {"Squeeze", "axes", 13}, {"Unsqueeze", "axes", 13}, {"ReduceSum", "axes", 13},
+    {"Split", "split", 13},
+};
+
+static bool check_opset_arity(Importer *im, const char *op_type, const char *nname, int nin) {
+  for (int i = 0; i < KILN_COUNT(attr_became_input); i++) {
+    const char *attr = attr_became_input[i].attr;
+    bool plural = strchr(attr, ' ') != NULL;
+    if (!strcmp(op_type, attr_became_input[i].op) && im->g->opset < attr_became_input[i].since && nin > 1)
+      return diag_error(im->d, "node '%s' (%s): %d inputs at opset %d; expected 1 (%s %s attribute%s "
+                        "before opset %d, input%s from then on)", nname, op_type, nin, im->g->opset, attr,
+                        plural ? "are" : "is an", plural ? "s" : "", attr_became_input[i].since,
+                        plural ? "s" : "");
+  }
+  return true;
+}
+
+/* The name of a node's first graph-valued attribute (If's then_branch,
+ * Loop's body), or NULL. */
+static const char *subgraph_attr(const Onnx__NodeProto *np) {
+  for (size_t i = 0; i < np->n_attribute; i++)
+    if (np->attribute[i]->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
+        np->attribute[i]->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS)
+      return np->attribute[i]->name ? np->attribute[i]->name : "";
+  return NULL;
+}
+
 static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   Graph *g = im->g;
   const char *op_type = np->op_type ? np->op_type : "";
@@ -391,6 +522,10 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   int op = ort_rms ? OP_RMSNORM : op_lookup(op_type);
   if (op >= 0 && op_table[op].since == 0)
     op = -1; /* a kiln op, not an ONNX one */
+  if (op < 0 && subgraph_attr(np))
+    return diag_error(im->d, "node '%s' (%s): control flow is not supported (attribute '%s' is a "
+                      "subgraph); expected a graph of the ops `kiln ops` lists, without If, Loop or Scan",
+                      nname, op_type, subgraph_attr(np));
   if (op < 0)
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
@@ -405,6 +540,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   if (nin < oi->min_in || (oi->max_in >= 0 && nin > oi->max_in))
     return diag_error(im->d, "node '%s' (%s): %d inputs; expected %s", nname, op_type, nin,
                       arity_str(im->a, oi->min_in, oi->max_in));
+  if (!ort_rms && !ort_rope && !check_opset_arity(im, op_type, nname, nin))
+    return false;
   if (nout < oi->min_out || (oi->max_out >= 0 && nout > oi->max_out))
     return diag_error(im->d, "node '%s' (%s): %d outputs; expected %s", nname, op_type, nout,
                       arity_str(im->a, oi->min_out, oi->max_out));
@@ -433,7 +570,7 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   for (size_t i = 0; i < np->n_attribute; i++)
     if (!import_attr(im, n, np->attribute[i]))
       return false;
-  return !ort_rope || ort_rotary_fixup(im, n, nname);
+  return check_attr_types(im, n) && (!ort_rope || ort_rotary_fixup(im, n, nname));
 }
 
 /* Names for the unnamed optional outputs ("" while importing), unlike
@@ -471,8 +608,11 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
   for (size_t i = 0; i < gp->n_input; i++) {
     const char *nm = gp->input[i]->name ? gp->input[i]->name : "";
     int vid = graph_find_value(g, nm);
-    if (vid >= 0 && g->vals[vid].data)
-      continue; /* an input with a default value: kiln compiles it as the constant */
+    if (vid >= 0 && g->vals[vid].data) { /* a default value: kiln compiles it as the constant */
+      if (!check_default_input(im, gp->input[i], &g->vals[vid]))
+        return false;
+      continue;
+    }
     if (vid >= 0)
       return diag_error(im->d, "graph input '%s' is listed twice", nm);
     vid = graph_add_value(g, nm);
@@ -564,7 +704,7 @@ Graph *onnx_import(Arena *a, const char *path, Diag *d) {
 
 /* ---- TensorProto files ---------------------------------------------------- */
 
-bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
+static bool read_tensor_proto(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
   size_t len;
   unsigned char *bytes = read_file(path, &len, d);
   if (!bytes)
@@ -572,13 +712,24 @@ bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, 
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, bytes);
   free(bytes);
   if (!tp)
-    return diag_error(d, "'%s' is not a serialized TensorProto", path);
+    return diag_error(d, "not a serialized TensorProto (truncated, or another format?); expected "
+                      "an ONNX TensorProto (.pb) or a .npy file");
   Importer im = {.a = a, .d = d, .dir = dirname_of(a, path)};
-  bool ok = decode_tensor(&im, tp, t, arena_printf(a, "tensor file '%s'", path));
+  bool ok = decode_tensor(&im, tp, t, "the TensorProto");
   if (name)
     *name = arena_strdup(a, tp->name ? tp->name : "");
   onnx__tensor_proto__free_unpacked(tp, NULL);
   return ok;
+}
+
+/* Errors name the file (d->file = path), as every tensor file's do. */
+bool onnx_read_tensor(Arena *a, const char *path, Tensor *t, const char **name, Diag *d) {
+  bool first = !d->failed;
+  if (read_tensor_proto(a, path, t, name, d))
+    return true;
+  if (first)
+    d->file = path;
+  return false;
 }
 
 bool onnx_write_tensor(const char *path, const Tensor *t, const char *name, Diag *d) {

@@ -360,6 +360,9 @@ static int param(lua_State *L) {
     vid = st->data ? ir_const_in_place(c->g, name, t.dt, t.rank, t.dims, (void *)st->data) /* same arena */
                    : ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
   } else {
+    if (type_bytes(&t) > (size_t)c->max_mem) /* made here, so the script's memory cap bounds it */
+      dsl_fail(L, "param '%s': %zu MiB of initial values; expected at most %lld MiB (the script's "
+               "memory cap, --lua-mem), or weights bound", name, type_bytes(&t) >> 20, (long long)(c->max_mem >> 20));
     vid = ir_const(c->g, name, t.dt, t.rank, t.dims, NULL);
     init_param(L, 1, name, &t, gval(c->g, vid)->data);
   }

@@ -56,5 +56,34 @@ SETUP="cp '$here/../generate/tiny_decoder.lua' dec.lua" case_ bench_decoder "a g
 SETUP="mkdir -p dd/test_data_set_0 && cp '$here/../generate/tiny_decoder.lua' dd/model.lua" \
   case_ check_decoder "a generative model" check dd
 
+# kiln check / bench: a --cc (or $CC) that does not exist is one kiln line,
+# not the shell's "not found" and kiln's "did not build"
+data="$here/../models/encoder_2l_op14/test_data_set_0"
+SETUP="mkdir -p d/test_data_set_0 && cp m.onnx d/model.onnx && cp '$data'/*.pb d/test_data_set_0/" \
+  case_ check_cc_missing "--cc=no-such-cc-kiln: no such program" check d --cc=no-such-cc-kiln
+SETUP= case_ bench_cc_missing "--cc=/no/such/cc: no such program" bench m.onnx --cc=/no/such/cc --runs 1
+# a reference output of the wrong shape or element type is bad input, named,
+# before anything is built: no progress on stdout, no verdict line
+SETUP="mkdir -p d/test_data_set_0 && cp m.onnx d/model.onnx && cp '$data/input_0.pb' d/test_data_set_0/ &&
+       cp '$here/tensor_f32_2x3.pb' d/test_data_set_0/output_0.pb" \
+  case_ check_output_wrong_shape "d/test_data_set_0/output_0.pb: f32[2,3] for output 'out'; expected f32[2,16,64]" check d
+SETUP="mkdir -p d/test_data_set_0 && cp m.onnx d/model.onnx && cp '$data/input_0.pb' d/test_data_set_0/ &&
+       cp '$here/tensor_i64_2x3.pb' d/test_data_set_0/output_0.pb" \
+  case_ check_output_wrong_dtype "d/test_data_set_0/output_0.pb: i64[2,3] for output 'out'" check d --interp
+SETUP="mkdir -p d/test_data_set_0 && cp m.onnx d/model.onnx && cp '$here/tensor_i64_2x3.pb' d/test_data_set_0/input_0.pb &&
+       cp '$data/output_0.pb' d/test_data_set_0/" \
+  case_ check_input_wrong_dtype "d/test_data_set_0/input_0.pb: i64[2,3] for input 'src'; expected f32[2,16,64]" check d
+# kiln run / bench --input: the file is named, not the model
+SETUP="cp '$here/tensor_i64_2x3.pb' x.pb" case_ run_input_wrong_dtype "kiln: x.pb: i64[2,3] for input 'src'; expected f32[2,16,64]" \
+  run m.onnx --input src=x.pb
+SETUP="cp '$here/tensor_f32_2x3.pb' x.pb" case_ bench_input_wrong_shape "kiln: x.pb: f32[2,3] for input 'src'" \
+  bench m.onnx --input src=x.pb --runs 1
+SETUP="head -c 7 '$here/tensor_f32_2x3.pb' > x.pb" case_ run_input_truncated "kiln: x.pb: not a serialized TensorProto" \
+  run m.onnx --input src=x.pb
+SETUP= case_ run_out_missing_folder "--out no/such: no such folder" run m.onnx --out no/such
+# a 16 GiB param{} made by a script: refused at its line, before any allocation
+SETUP="printf 'local x = input{\"x\", {2, 3}}\nlocal w = param{\"w\", {65536, 65536}}\noutput(x + w:sum(), \"y\")\n' > big.lua" \
+  case_ lua_param_16gib "big.lua:2: param 'w': 16384 MiB of initial values; expected at most 512 MiB" compile big.lua -o o.c
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
 # run_fuzz.sh SECONDS [SRC_ROOT] — build tests/fuzz/fuzz_onnx.c,
-# fuzz_kir.c, fuzz_safetensors.c and fuzz_gguf.c with clang's libFuzzer,
-# ASan and UBSan against kiln's compiler sources and fuzz the ONNX importer
-# and the .kir parser (each followed by the pass pipeline and C emission),
-# the .safetensors reader (and writer) and the GGUF reader for SECONDS
-# seconds each.
+# fuzz_kir.c, fuzz_safetensors.c, fuzz_gguf.c, fuzz_npy.c, fuzz_pb.c and
+# fuzz_lua.c with clang's libFuzzer, ASan and UBSan against kiln's compiler
+# sources and fuzz the ONNX importer, the .kir parser and the Lua frontend
+# (each followed by the pass pipeline and C emission), the .safetensors
+# reader (and writer), the GGUF reader and the tensor-file readers of kiln
+# run/check/bench (.npy and TensorProto .pb, each with its writer) for
+# SECONDS seconds each.
 # run_fuzz.sh --runs N [SRC_ROOT] — the same for N inputs each from a fixed
-# seed: deterministic (same inputs on every machine, whatever its speed),
-# which is what ctest's fuzz_smoke runs, so the CI gate cannot flip on
-# luck. Long open-ended runs use SECONDS.
+# seed (N/10 for the .pb reader, whose inputs are files, N/40 for the Lua
+# frontend, whose inputs run scripts): deterministic
+# (same inputs on every machine, whatever its speed), which is what ctest's
+# fuzz_smoke runs, so the CI gate cannot flip on luck. Long open-ended runs
+# use SECONDS; KILN_FUZZ_ONLY="npy lua" fuzzes only those targets (names
+# without fuzz_), e.g. the documented long run of the newer targets:
+#   nice tests/fuzz/run_fuzz.sh 3600   (or KILN_FUZZ_ONLY=lua ... 3600)
 #
-# Before fuzzing, every file in tests/fuzz/regress/{onnx,kir,safetensors,gguf}/
-# (inputs that once crashed kiln) is replayed through its target.
+# Before fuzzing, every file in tests/fuzz/regress/{onnx,kir,safetensors,
+# gguf,npy,pb,lua}/ (inputs that once crashed kiln) is replayed through its
+# target.
 #
 # SRC_ROOT (default: this checkout) is the tree whose compiler/ is fuzzed.
 # The protoc-c bindings and the embedded templates are generated into the
 # build folder the same way CMake does. Seeds: tests/bad/*.onnx and a few
 # small ONNX backend node tests; tests/safetensors/make_files.py's corpus
 # for the safetensors reader; tests/gguf/'s fixtures and make_bad.py's
-# damaged copies for the GGUF reader. Findings are saved as crash-*/leak-*/oom-*
+# damaged copies for the GGUF reader; make_npy_seeds.py's files (every
+# element type, versions 1-3, damaged ones) for .npy; the node tests' and
+# fixtures' TensorProtos for .pb; tests/lua/'s scripts (bad ones included)
+# and tests/dsl/methods.lua for the Lua frontend. Findings are saved as crash-*/leak-*/oom-*
 # files in $KILN_FUZZ_DIR (default build-fuzz/, full log in fuzz.log there);
 # the script exits 1 if any.
 #
@@ -31,11 +41,17 @@ if [ "${1:-}" = --runs ]; then
   runs=${2:?$usage}
   shift 2
   budget=(-runs="$runs" -seed=1)
-  what="$runs inputs a target, seed 1"
+  # the targets that write a file per input, or run a script, take fewer:
+  # each adds ~5-10 s to ctest's fuzz_smoke at its --runs 20000
+  pb_budget=(-runs="$((runs / 10))" -seed=1)
+  lua_budget=(-runs="$((runs / 40))" -seed=1)
+  what="$runs inputs a target ($((runs / 10)) for fuzz_pb, $((runs / 40)) for fuzz_lua), seed 1"
 else
   secs=${1:?$usage}
   shift
   budget=(-max_total_time="$secs")
+  pb_budget=("${budget[@]}")
+  lua_budget=("${budget[@]}")
   what="${secs}s a target"
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,7 +99,7 @@ if [ ! -f "$pbo" ] || [ "$gen/onnx.pb-c.c" -nt "$pbo" ]; then
   # shellcheck disable=SC2086
   "$cc" $flags -w -c "$gen/onnx.pb-c.c" -o "$pbo"
 fi
-for target in fuzz_onnx fuzz_kir fuzz_safetensors fuzz_gguf; do
+for target in fuzz_onnx fuzz_kir fuzz_safetensors fuzz_gguf fuzz_npy fuzz_pb fuzz_lua; do
   # shellcheck disable=SC2086
   "$cc" $flags -fsanitize=fuzzer -c "$here/$target.c" -o "$out/obj/$target.o"
   # shellcheck disable=SC2046
@@ -114,7 +130,7 @@ cd "$out"
 rc=0
 # the regression corpus first: each file once through its target
 regress=$here/regress
-for t in onnx kir safetensors gguf; do
+for t in onnx kir safetensors gguf npy pb lua; do
   files=("$regress/$t"/*)
   [ -e "${files[0]}" ] || continue
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
@@ -124,9 +140,12 @@ for t in onnx kir safetensors gguf; do
       tail -n 30 "$out/regress_$t.log" >&2; exit 1; }
 done
 echo "fuzzing for $what (findings in $out)" >&2
+# wanted NAME: whether KILN_FUZZ_ONLY (default: every target) names it
+wanted() { [ -z "${KILN_FUZZ_ONLY:-}" ] || [[ " $KILN_FUZZ_ONLY " == *" $1 "* ]]; }
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 # -rss_limit_mb: a 100-byte model must not make kiln allocate gigabytes
+! wanted onnx ||
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_onnx "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -dict="$dict" \
@@ -135,6 +154,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 # the text IR parser, seeded with the pass tests
 mkdir -p "$out/corpus_kir" "$out/seeds_kir"
 cp "$root"/tests/passes/*.kir "$out/seeds_kir"/ 2>/dev/null || true
+! wanted kir ||
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_kir "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
@@ -146,6 +166,7 @@ mkdir -p "$out/corpus_st" "$out/seeds_st"
   rm -f "$out/seeds_st/cases.txt" || echo "run_fuzz.sh: no safetensors seeds (python3 failed)" >&2
 printf '"%s"\n' dtype shape data_offsets __metadata__ F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 \
   U8 BOOL '\\u00e9' >"$out/safetensors.dict"
+! wanted safetensors ||
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_safetensors "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
@@ -157,15 +178,54 @@ cp "$root"/tests/gguf/*.gguf "$out/seeds_gguf"/
 "${PYTHON3:-/usr/bin/python3}" "$root/tests/gguf/make_bad.py" "$root/tests/gguf/tiny_llama.gguf" \
   "$out/seeds_gguf" && rm -f "$out/seeds_gguf/cases.txt" || echo "run_fuzz.sh: no bad GGUF seeds (python3 failed)" >&2
 printf '"%s"\n' GGUF general.alignment general.architecture tokenizer.ggml.tokens >"$out/gguf.dict"
+! wanted gguf ||
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   ./fuzz_gguf "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=163840 \
               -dict="$out/gguf.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
               corpus_gguf "$out/seeds_gguf" 2>&1 | tee "$out/fuzz_gguf.log" | tail -n 12 || rc=$?
+# .npy files, seeded with make_npy_seeds.py's good and damaged files
+mkdir -p "$out/corpus_npy" "$out/seeds_npy"
+"${PYTHON3:-/usr/bin/python3}" "$here/make_npy_seeds.py" "$out/seeds_npy" ||
+  echo "run_fuzz.sh: no .npy seeds (python3 with numpy failed)" >&2
+printf '"%s"\n' "\x93NUMPY" descr fortran_order shape False True "'<f4'" "'|b1'" "'>f8'" "(2, 3)" "(5,)" "()" \
+  >"$out/npy.dict"
+! wanted npy ||
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_npy "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+             -dict="$out/npy.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+             corpus_npy "$out/seeds_npy" 2>&1 | tee "$out/fuzz_npy.log" | tail -n 12 || rc=$?
+# TensorProto files, seeded with the small tensors of the node tests and fixtures
+mkdir -p "$out/corpus_pb" "$out/seeds_pb"
+k=0
+for f in "$nodes"/test_{add_bcast,cast_FLOAT_to_DOUBLE,gather_0,topk,where_example,constantofshape_int_zeros}/test_data_set_0/*.pb \
+         "$root"/tests/bad/*.pb "$root"/tests/models/encoder_2l_op14/test_data_set_0/*.pb; do
+  [ -f "$f" ] && cp "$f" "$out/seeds_pb/$((k += 1)).pb"
+done
+! wanted pb ||
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_pb "${pb_budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+            ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+            corpus_pb "$out/seeds_pb" 2>&1 | tee "$out/fuzz_pb.log" | tail -n 12 || rc=$?
+# the Lua frontend, seeded with the test scripts, bad ones included
+mkdir -p "$out/corpus_lua" "$out/seeds_lua"
+cp "$root"/tests/lua/bad/*.lua "$root"/tests/lua/sandbox/*.lua "$root"/tests/dsl/*.lua "$out/seeds_lua"/ 2>/dev/null || true
+{ for w in input output param config const weights nn.linear nn.layer_norm nn.encoder_layer matmul softmax \
+           reshape transpose gather split concat sum mean shape dtype f32 i64 bool local function \
+           return end for while repeat until string.rep pcall setmetatable; do echo "\"$w\""; done
+} >"$out/lua.dict"
+! wanted lua ||
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  ./fuzz_lua "${lua_budget[@]}" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
+             -dict="$out/lua.dict" ${parallel[@]+"${parallel[@]}"} -print_final_stats=1 \
+             corpus_lua "$out/seeds_lua" 2>&1 | tee "$out/fuzz_lua.log" | tail -n 12 || rc=$?
 found=0
 for f in "$out"/crash-* "$out"/leak-* "$out"/oom-* "$out"/timeout-*; do
   [ -e "$f" ] || continue
-  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_onnx, fuzz_kir, fuzz_safetensors or fuzz_gguf FILE):" >&2
+  [ $found -eq 0 ] && echo "findings (reproduce with $out/fuzz_TARGET FILE: onnx, kir, safetensors, gguf, npy, pb, lua):" >&2
   echo "  $f" >&2
   found=1
 done
