@@ -335,8 +335,7 @@ def prepare_onnx2c(m, threads):
         return "single-threaded C"
     exe = os.environ.get("ONNX2C") or shutil.which("onnx2c")
     if not exe:
-        return ("not installed: no PyPI or Debian package; build it from its GitHub source "
-                "and set ONNX2C=/path/to/onnx2c")
+        return "not installed (no PyPI or Debian package: set ONNX2C to a build of its source)"
     d = fresh(os.path.join(m.work, "onnx2c"))
     with open(os.path.join(d, "model.c"), "w") as f:
         why = tool([exe, m.onnx], stdout=f)
