@@ -339,8 +339,8 @@ def prepare_onnx2c(m, threads):
     d = fresh(os.path.join(m.work, "onnx2c"))
     with open(os.path.join(d, "model.c"), "w") as f:
         why = tool([exe, m.onnx], stdout=f)
-    if why:
-        return "could not compile the model: " + why
+    if why:  # its log lines start with a date and time
+        return "could not compile the model: " + re.sub(r"\d{4}-\d\d-\d\d [\d.-]+ ", "", why)
     return build_c("onnx2c", m, d, "entry", ("", "1"))
 
 
