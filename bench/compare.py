@@ -247,7 +247,7 @@ def peer_runners(a, d, spec, names, arrays, s1, want, r, opened):
         got = runner.outputs()
         err = max(float(np.max(np.abs(g.astype(np.float64) - w))) for g, w in zip(got, against))
         ok = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in zip(got, against))
-        r["peer_err"][label, t] = (err, ok, runner.note, against is ref)
+        r["peer_err"][label, t] = (err, ok, runner.note)
         out.append((label, t, runner))
     return out
 
@@ -388,17 +388,22 @@ def latency_table(rows, a, key):
         ms = r[key]
         cells = [r["model"], f"{ms['kiln', 1]:.3f}", f"{ms['kiln', 2]:.3f}",
                  f"{ms['kiln', 2] / ms['kiln', 1]:.2f}", f"{ms['ORT', 1]:.3f}", f"{ms['ORT', 2]:.3f}"]
+        said = set()  # a reason already given in this row: "see left" after it
         for c in cols:
-            if c in ms:
+            why = r["skip"].get(c, "not run")
+            if c not in ms and why in said:
+                cells.append("skip (see left)")
+            elif c in ms:
                 note = r["peer_err"][c][2]
                 extra = [note] if note else []
                 extra += [f"{r['fewer'][c]} runs"] if c in r["fewer"] else []
                 cells.append(f"{ms[c]:.3f}" + (f" ({', '.join(extra)})" if extra else ""))
             else:
-                cells.append("skip: " + r["skip"].get(c, "not run"))
+                cells.append("skip: " + why)
+                said.add(why)
         if cols:
             errs = {}
-            for (label, _), (err, ok, note, vs_ref) in r["peer_err"].items():
+            for (label, _), (err, ok, note) in r["peer_err"].items():
                 e = errs.setdefault(label, [0.0, True, note])
                 e[0], e[1] = max(e[0], err), e[1] and ok
             cells.append(", ".join(f"{label}{f' ({n})' if n else ''} {err:.1g}"
