@@ -511,7 +511,9 @@ def main():
     print("\n" + text)
     if a.out:
         with open(a.out, "w") as f:
-            f.write(f"# kiln vs ONNX Runtime\n\n{a.header}\n\n{text}")
+            with open("/proc/loadavg") as la:
+                end = " ".join(la.read().split()[:3])
+            f.write(f"# kiln vs ONNX Runtime\n\n{a.header}\nLoad average at the end {end}.\n\n{text}")
     return 0 if all(r["agree"] for r in rows) else 1
 
 

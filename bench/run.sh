@@ -146,7 +146,11 @@ peak2=$(echo "$p2" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
 echo "bench: FMA peak: $p1; $p2"
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-header="$(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $("$kiln" --version), $(cc --version | head -1),
+# the vector extensions that decide the engines' kernels (OpenVINO's default
+# precision is bf16 where avx512_bf16 or amx_bf16 is listed)
+isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+  grep -xE 'avx2|fma|avx512f|avx512_vnni|avx512_bf16|avx512_fp16|amx_bf16|amx_int8' | tr '\n' ' ' | sed 's/ $//')
+header="$(date -u +%Y-%m-%d), $cpu ($isa), $(nproc) cores, $("$kiln" --version), $(cc --version | head -1),
 flags -O2 -march=native; $runs inferences per engine and model$(if [ $smoke = 1 ]; then echo ' (smoke)'; fi);
 load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)."
 rc=0
