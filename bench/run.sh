@@ -74,7 +74,7 @@ peer_install() {
   case $1 in
     openvino) check='import openvino' pkgs=openvino ;;
     iree) check='import iree.compiler, iree.runtime' pkgs='iree-base-compiler iree-base-runtime' ;;
-    emx) check='import shutil, sys, os; sys.exit(not os.path.exists(os.path.join(os.path.dirname(sys.executable), "emx-onnx-cgen")))'
+    emx) check='import sys, os; sys.exit(not os.path.exists(os.path.join(os.path.dirname(sys.executable), "emx-onnx-cgen")))'
          pkgs=emx-onnx-cgen ;;
     *) return 0 ;;
   esac
