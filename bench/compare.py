@@ -3,6 +3,7 @@
 Run by bench/run.sh with the venv's python (onnxruntime, numpy, onnx from PyPI):
     python bench/compare.py --kiln build/kiln --models build/bench/models --out results.md
         [--runs 200] [--rounds 4] [--only NAME ...] [--peak GFLOPS] [--peak2 GFLOPS]
+        [--peers openvino,iree,emx,onnx2c] [--contended]
 
 Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
 1. GFLOP from `kiln info --json` on the unfused graph (--passes without fuse),
@@ -19,6 +20,13 @@ Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
 5. Peak RSS: /usr/bin/time -v of the kiln program, and of a python process
    that loads ORT, makes a session and runs it; the session's increment is
    VmHWM after minus VmRSS before creating the session.
+
+6. --peers LIST (bench/peers.py: openvino, iree, emx, onnx2c): each peer
+   runs at its thread counts in the same interleaved rounds, checked against
+   ORT's outputs; a second table gives every engine's median, a skipped
+   peer's cell its reason. --contended: each round times everything again
+   beside a busy loop pinned to the last core (taskset), and a third table
+   gives those medians.
 
 A model folder may hold bench.json, which changes how it is run (the real
 MiniLM's int8 row, bench/run.sh):
@@ -44,7 +52,10 @@ import onnx
 from onnx import numpy_helper
 import onnxruntime as ort
 
+import peers
+
 RTOL, ATOL = 1e-4, 1e-5
+CHUNK_S = 10  # s: a peer slower than this per round runs fewer inferences (at least 3)
 UNFUSED = "bind,infer,fold,simplify,dce,plan"
 
 
@@ -208,6 +219,54 @@ def ort_lib_bytes():
                if ".so" in f)
 
 
+def peer_runners(a, d, spec, names, arrays, s1, want, r, opened):
+    """The peers' (label, threads, runner) for this model, each checked
+    against ORT's outputs (r["peer_err"]: max abs error, allclose, note); a
+    lower default precision (OpenVINO's bf16) is measured against the
+    reference outputs instead, when the folder has them. A peer that is
+    skipped leaves its one-line reason in r["skip"]."""
+    r["skip"], r["peer_err"] = {}, {}
+    cols = [(label, prepare, t) for label, prepare, ts in a.peer_columns for t in ts]
+    if spec.get("kiln_args") or "ort_model" in spec:
+        for label, _, t in cols:
+            r["skip"][label, t] = "this row compares kiln's and ORT's quantizations only"
+        return []
+    work = os.path.join(os.path.dirname(os.path.abspath(a.models)), "peers", os.path.basename(d))
+    os.makedirs(work, exist_ok=True)
+    m = peers.Model(d, names, arrays, [o.name for o in s1.sess.get_outputs()], want, work)
+    ref = load_outputs(d)
+    out = []
+    for label, prepare, t in cols:
+        runner = prepare(m, t)
+        if isinstance(runner, str):
+            r["skip"][label, t] = runner
+            print(f"   {label} {t}T: skipped: {runner}", flush=True)
+            continue
+        opened.append(runner)
+        against = ref if runner.note and len(ref) == len(want) else want
+        got = runner.outputs()
+        err = max(float(np.max(np.abs(g.astype(np.float64) - w))) for g, w in zip(got, against))
+        ok = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in zip(got, against))
+        r["peer_err"][label, t] = (err, ok, runner.note)
+        out.append((label, t, runner))
+    return out
+
+
+class Hog:
+    """--contended's neighbour: a shell busy loop pinned (taskset) to the
+    last core while the contended timings run, as another process holding
+    one core would be."""
+
+    def __enter__(self):
+        cpu = str((os.cpu_count() or 1) - 1)
+        self.p = subprocess.Popen(["taskset", "-c", cpu, "sh", "-c", "while :; do :; done"])
+        return self
+
+    def __exit__(self, *exc):
+        self.p.kill()
+        self.p.wait()
+
+
 def compare(a, name):
     d = os.path.join(a.models, name)
     model = os.path.join(d, "model.onnx")
@@ -221,6 +280,7 @@ def compare(a, name):
     inputs = [f"--input={n}={f}" for n, f in zip(names, files)] + spec.get("kiln_args", [])
     prog = KilnProgram(a.kiln, model, inputs)
     prog2 = None
+    opened = []  # the peers' runners, closed at the end
     try:
         prog2 = KilnProgram(a.kiln, model, inputs, threads=2)
         s1, s2 = OrtRunner(ort_model, 1, feed), OrtRunner(ort_model, 2, feed)
@@ -241,26 +301,33 @@ def compare(a, name):
             r["agree"] = all(np.allclose(g, w, rtol=RTOL, atol=ATOL) for g, w in pairs)
             r["agree_note"] = f"{r['max_abs']:.1g}"
 
+        engines = [("kiln", 1, prog), ("ORT", 1, s1), ("kiln", 2, prog2), ("ORT", 2, s2)]
+        engines += peer_runners(a, d, spec, names, arrays, s1, want, r, opened)
+        engines.sort(key=lambda e: e[1])  # the 1-thread runs, then the 2-thread ones
         per = max(1, a.runs // a.rounds)
-        for s in (s1, s2):
-            s.times(max(5, per // 10))  # warm-up
-            if not all(np.array_equal(o, w) for o, w in zip(s.outs, want)) and s is s1:
-                sys.exit(f"compare: {name}: ORT's IOBinding outputs differ from run()'s")
-        tk, tk2, t1, t2 = [], [], [], []
+        count = {}  # inferences per round: fewer for a slow peer (CHUNK_S)
+        for label, t, runner in engines:
+            warm = float(np.median(runner.times(max(5, per // 10))))  # warm-up
+            slow = label not in ("kiln", "ORT") and warm * per > CHUNK_S * 1e3
+            count[label, t] = max(3, int(CHUNK_S * 1e3 / warm)) if slow else per
+        if not all(np.array_equal(o, w) for o, w in zip(s1.outs, want)):
+            sys.exit(f"compare: {name}: ORT's IOBinding outputs differ from run()'s")
+        quiet = {e[:2]: [] for e in engines}
+        busy = {e[:2]: [] for e in engines}
         for k in range(a.rounds):
-            if k % 2 == 0:
-                tk += prog.times(per)
-                t1 += s1.times(per)
-                tk2 += prog2.times(per)
-                t2 += s2.times(per)
-            else:
-                t2 += s2.times(per)
-                tk2 += prog2.times(per)
-                t1 += s1.times(per)
-                tk += prog.times(per)
-        r["runs"] = len(tk)
-        r["kiln_ms"], r["kiln2_ms"], r["ort1_ms"], r["ort2_ms"] = (float(np.median(t))
-                                                                   for t in (tk, tk2, t1, t2))
+            order = engines if k % 2 == 0 else engines[::-1]
+            for label, t, runner in order:
+                quiet[label, t] += runner.times(count[label, t])
+            if a.contended:
+                with Hog():
+                    for label, t, runner in order:
+                        busy[label, t] += runner.times(count[label, t])
+        r["runs"] = len(quiet["kiln", 1])
+        r["ms"] = {e: float(np.median(t)) for e, t in quiet.items()}
+        r["busy_ms"] = {e: float(np.median(t)) for e, t in busy.items() if t}
+        r["fewer"] = {e: len(t) for e, t in quiet.items() if len(t) < r["runs"]}
+        r["kiln_ms"], r["kiln2_ms"], r["ort1_ms"], r["ort2_ms"] = (
+            r["ms"][e] for e in (("kiln", 1), ("kiln", 2), ("ORT", 1), ("ORT", 2)))
         r["kiln_rss_kb"] = prog.peak_rss_kb()
         r["kiln_bound_kb"] = (prog.weights + prog.workspace) // 1024 + 2048
         r["kiln_binary"] = prog.binary_bytes
@@ -270,9 +337,17 @@ def compare(a, name):
         prog.remove()
         if prog2:
             prog2.remove()
+        for p in opened:
+            p.close()
     print(f"   kiln 1T {r['kiln_ms']:.4f} ms   ORT 1T {r['ort1_ms']:.4f} ms   "
           f"kiln 2T {r['kiln2_ms']:.4f} ms   ORT 2T {r['ort2_ms']:.4f} ms"
           f"   agree: {r['agree']} ({r['agree_note']})", flush=True)
+    for (label, t), ms in r["ms"].items():
+        if label not in ("kiln", "ORT"):
+            print(f"   {label} {t}T {ms:.4f} ms", flush=True)
+    if r["busy_ms"]:
+        print("   contended: " + "   ".join(f"{label} {t}T {ms:.4f} ms"
+                                           for (label, t), ms in r["busy_ms"].items()), flush=True)
     return r
 
 
@@ -300,6 +375,77 @@ def table(rows, a):
     return "\n".join(lines)
 
 
+def latency_table(rows, a, key):
+    """Every engine's median ms from the same interleaved run: r[key] is
+    r["ms"] (quiet) or r["busy_ms"] (--contended); a skipped peer's cell
+    gives its reason."""
+    cols = [(label, t) for label, _, ts in a.peer_columns for t in ts]
+    head = (["model", "kiln 1T ms", "kiln 2T ms", "kiln 2T/1T", "ORT 1T ms", "ORT 2T ms"]
+            + [f"{label} {t}T ms" for label, t in cols]
+            + (["peers' max abs err (vs ORT; default precision vs the reference)"] if cols else []))
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ms = r[key]
+        cells = [r["model"], f"{ms['kiln', 1]:.3f}", f"{ms['kiln', 2]:.3f}",
+                 f"{ms['kiln', 2] / ms['kiln', 1]:.2f}", f"{ms['ORT', 1]:.3f}", f"{ms['ORT', 2]:.3f}"]
+        said = set()  # a reason already given in this row: "see left" after it
+        for c in cols:
+            why = r["skip"].get(c, "not run")
+            if c not in ms and why in said:
+                cells.append("skip (see left)")
+            elif c in ms:
+                note = r["peer_err"][c][2]
+                extra = [note] if note else []
+                extra += [f"{r['fewer'][c]} runs"] if c in r["fewer"] else []
+                cells.append(f"{ms[c]:.3f}" + (f" ({', '.join(extra)})" if extra else ""))
+            else:
+                cells.append("skip: " + why)
+                said.add(why)
+        if cols:
+            errs = {}
+            for (label, _), (err, ok, note) in r["peer_err"].items():
+                e = errs.setdefault(label, [0.0, True, note])
+                e[0], e[1] = max(e[0], err), e[1] and ok
+            cells.append(", ".join(f"{label}{f' ({n})' if n else ''} {err:.1g}"
+                                   f"{'' if ok or n else ' (NOT within rtol 1e-4)'}"
+                                   for label, (err, ok, n) in errs.items()) or "—")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def peer_notes(a):
+    """How each peer that ran was configured, with its version."""
+    from importlib import metadata
+
+    def version(pkg):
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+    labels = {label for label, _, _ in a.peer_columns}
+    out = []
+    if "OpenVINO" in labels:
+        out.append(f"OpenVINO {version('openvino')}: CPU plugin, PERFORMANCE_HINT LATENCY, "
+                   "INFERENCE_NUM_THREADS 1 / 2, INFERENCE_PRECISION_HINT f32; \"default precision\" "
+                   "is the same without the precision hint (the plugin's choice, shown in the cell), "
+                   "its error against the folder's reference outputs (PyTorch's)")
+    if "IREE" in labels:
+        out.append(f"IREE {version('iree-base-compiler')} (runtime {version('iree-base-runtime')}): "
+                   "iree-import-onnx, iree-compile --iree-hal-target-device=local "
+                   "--iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=host; "
+                   "local-task device, --task_topology_max_group_count=1 / 2, one child process per "
+                   "thread count, inputs uploaded once, each synchronous call timed")
+    if "emx-onnx-cgen" in labels:
+        out.append(f"emx-onnx-cgen {version('emx-onnx-cgen')}: `compile` with its defaults "
+                   "(weights over 100 KiB in a file loaded once), built with "
+                   f"`cc {' '.join(peers.CFLAGS)}` like kiln's C and bench/peer_harness.c; "
+                   "single-threaded code")
+    if "onnx2c" in labels:
+        out.append("onnx2c: $ONNX2C (a binary built from its source; no PyPI or Debian package), "
+                   f"its C built like emx-onnx-cgen's; single-threaded code")
+    return out
+
+
 def notes(rows, a):
     return "\n".join([
         "",
@@ -321,7 +467,14 @@ def notes(rows, a):
         f"- agrees: kiln's outputs vs ORT's on the same input, numpy allclose rtol {RTOL:g} "
         f"atol {ATOL:g}; for quantized rows (bench.json's min_cosine) the cosine of kiln's "
         f"output (each row) with the f32 reference instead, ORT's beside it.",
-    ] + [f"- {n}" for n in a.note])
+    ] + [f"- {n}" for n in peer_notes(a)] + ([
+        f"- a peer whose {a.runs // a.rounds} inferences of a round would take over {CHUNK_S} s runs "
+        f"fewer (at least 3 a round): its cell gives the count."
+    ] if a.peer_columns else []) + ([
+        "- contended: every timed run had a shell busy loop pinned to the last core beside it "
+        "(taskset), as another process holding one core; quiet and contended runs alternate "
+        "within each round. kiln 2T/1T is the figure issue 13 watches: target <= 1.10."
+    ] if a.contended else []) + [f"- {n}" for n in a.note])
 
 
 def main():
@@ -335,6 +488,9 @@ def main():
     ap.add_argument("--peak", type=float, default=117.0)
     ap.add_argument("--peak2", type=float, default=233.0)
     ap.add_argument("--header", default="")
+    ap.add_argument("--peers", default="", help="comma-separated: " + ",".join(peers.PEERS))
+    ap.add_argument("--contended", action="store_true",
+                    help="time everything again beside a busy loop pinned to one core")
     ap.add_argument("--note", action="append", default=[], help="a line for the notes (a skipped row)")
     ap.add_argument("--ort-rss")
     ap.add_argument("--names", nargs="*")
@@ -342,13 +498,22 @@ def main():
     a = ap.parse_args()
     if a.ort_rss:
         return ort_rss_child(a.ort_rss, a.names or [], a.files or [])
+    a.peer_columns = peers.columns([p for p in a.peers.split(",") if p])
     names = a.only or sorted(os.listdir(a.models))
     rows = [compare(a, n) for n in names]
-    text = table(rows, a) + "\n" + notes(rows, a) + "\n"
+    text = table(rows, a) + "\n"
+    if a.peer_columns or a.contended:
+        text += "\nAll engines, quiet:\n\n" + latency_table(rows, a, "ms") + "\n"
+    if a.contended:
+        text += ("\nAll engines, contended (a busy loop pinned to one core beside every timed run):\n\n"
+                 + latency_table(rows, a, "busy_ms") + "\n")
+    text += notes(rows, a) + "\n"
     print("\n" + text)
     if a.out:
         with open(a.out, "w") as f:
-            f.write(f"# kiln vs ONNX Runtime\n\n{a.header}\n\n{text}")
+            with open("/proc/loadavg") as la:
+                end = " ".join(la.read().split()[:3])
+            f.write(f"# kiln vs ONNX Runtime\n\n{a.header}\nLoad average at the end {end}.\n\n{text}")
     return 0 if all(r["agree"] for r in rows) else 1
 
 

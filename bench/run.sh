@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — issue 5's benchmark, one command: kiln vs ONNX Runtime.
-#   bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]...
+#   bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]
 # Exports the four benchmark models (bench/export_models.py, Debian's
 # /usr/bin/python3 with python3-torch 1.13), measures the machine's FMA peak
 # (bench/peak_fma.c), makes or reuses a venv with PyPI onnxruntime, numpy and
@@ -19,6 +19,14 @@
 # the MiniLM rows are skipped with a note and the rest runs.
 # --smoke: the smallest model only, 20 inferences, into results-smoke.md;
 # the ctest bench_smoke. --only NAME (repeatable): just these models.
+# --peers (all of openvino,iree,emx,onnx2c) or --peers=LIST, or
+# KILN_BENCH_PEERS=LIST: also time these peers (bench/peers.py) in the same
+# interleaved run, pip-installing openvino, iree-base-compiler +
+# iree-base-runtime, emx-onnx-cgen into the venv when missing (onnx2c: a
+# binary in $ONNX2C or on PATH); one that cannot be installed or run is
+# skipped with its reason in the table. Default: kiln and ORT only.
+# --contended: time everything a second time beside a busy loop pinned to
+# one core (taskset), and print the quiet and the contended tables.
 # Exits 77 (ctest's skip) with a message when torch or the venv is missing.
 # Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
 # (outputs; default build/bench), KILN_BENCH_VENV (default $KILN_VENV or build/venv, made by tools/venv.sh).
@@ -28,13 +36,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 smoke=0
 kiln=${KILN:-$root/build/kiln}
 only=()
+peers=${KILN_BENCH_PEERS:-}
+contended=()
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) smoke=1 ;;
     --kiln) kiln=$2; shift ;;
     --kiln=*) kiln=${1#--kiln=} ;;
     --only) only+=("$2"); shift ;;
-    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]..." >&2; exit 2 ;;
+    --peers) peers=openvino,iree,emx,onnx2c ;;
+    --peers=*) peers=${1#--peers=} ;;
+    --contended) contended=(--contended) ;;
+    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]" >&2
+       exit 2 ;;
   esac
   shift
 done
@@ -49,6 +63,27 @@ kiln=$(cd "$(dirname "$kiln")" && pwd)/$(basename "$kiln")
 [ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
 mkdir -p "$out"
 py=$(KILN_VENV=$venv bash "$root/tools/venv.sh") || skip "no venv with onnxruntime (see the message above)"
+[ ${#contended[@]} = 0 ] || command -v taskset >/dev/null ||
+  { echo "bench: --contended needs taskset (Debian package util-linux)" >&2; exit 1; }
+
+# peer_install NAME: pip-install the peer's packages into the venv unless
+# they are there; a failure only says so (compare.py then skips the peer
+# with its reason in the table)
+peer_install() {
+  local check pkgs
+  case $1 in
+    openvino) check='import openvino' pkgs=openvino ;;
+    iree) check='import iree.compiler, iree.runtime' pkgs='iree-base-compiler iree-base-runtime' ;;
+    emx) check='import sys, os; sys.exit(not os.path.exists(os.path.join(os.path.dirname(sys.executable), "emx-onnx-cgen")))'
+         pkgs=emx-onnx-cgen ;;
+    *) return 0 ;;
+  esac
+  "$py" -c "$check" 2>/dev/null && return 0
+  echo "bench: pip install $pkgs into $venv"
+  # shellcheck disable=SC2086 # pkgs is a list
+  "$py" -m pip install -q $pkgs || echo "bench: could not install $pkgs; $1 will be skipped"
+}
+for p in ${peers//,/ }; do peer_install "$p"; done
 
 if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
@@ -111,12 +146,17 @@ peak2=$(echo "$p2" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
 echo "bench: FMA peak: $p1; $p2"
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-header="$(date -u +%Y-%m-%d), $cpu, $(nproc) cores, $("$kiln" --version), $(cc --version | head -1),
+# the vector extensions that decide the engines' kernels (OpenVINO's default
+# precision is bf16 where avx512_bf16 or amx_bf16 is listed)
+isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+  grep -xE 'avx2|fma|avx512f|avx512_vnni|avx512_bf16|avx512_fp16|amx_bf16|amx_int8' | tr '\n' ' ' | sed 's/ $//')
+header="$(date -u +%Y-%m-%d), $cpu ($isa), $(nproc) cores, $("$kiln" --version), $(cc --version | head -1),
 flags -O2 -march=native; $runs inferences per engine and model$(if [ $smoke = 1 ]; then echo ' (smoke)'; fi);
 load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)."
 rc=0
 "$py" "$root/bench/compare.py" --kiln "$kiln" --models "$out/models" \
   --out "$results" --runs $runs --rounds $rounds --only "${timed[@]}" \
-  --peak "$peak1" --peak2 "$peak2" --header "$header" "${notes[@]/#/--note=}" || rc=$?
+  --peak "$peak1" --peak2 "$peak2" --header "$header" --peers "$peers" ${contended[@]+"${contended[@]}"} \
+  "${notes[@]/#/--note=}" || rc=$?
 echo "bench: table written to $results$([ $rc = 0 ] || echo "; FAILED (status $rc)")"
 exit $rc
