@@ -88,8 +88,12 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
       emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
                 emit_cm(a, g->vals[vid].name));
   }
+  if (e->threads > 1)
+    buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, k));
   buf_put(c, body->s ? body->s : "", body->len);
   buf_put(c, out.s ? out.s : "", out.len);
+  if (e->threads > 1)
+    buf_printf(c, "  KILN_ADAPT_END(%s);\n", emit_adapt_name(g, k));
   buf_free(body);
   buf_free(&out);
   buf_puts(c, "}\n\n");

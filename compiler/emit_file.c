@@ -20,15 +20,33 @@
 #include "weights_blob.h"
 
 
-/* The .c file's threads block (--threads N > 1): see emit.h. */
-static void put_parallel_macro(Buf *c, int threads) {
+/* The name of entry point k's kiln_adapt (a decoder's entries, or run). */
+const char *emit_adapt_name(const Graph *g, int k) {
+  return arena_printf(g->arena, "kiln_adapt_%s", g->decoder ? g->decoder->entries[k].name : "run");
+}
+
+/* The .c file's threads block (--threads N > 1): see emit.h. Each entry
+ * point times its calls and runs its loops on one thread when that is
+ * faster (another process holding a core: kiln_rt.h, kiln_adapt). */
+static void put_parallel_macro(Buf *c, const Graph *g, int threads) {
   buf_printf(c, "/* --threads %d: built with -fopenmp, each loop marked KILN_PARALLEL_FOR runs\n"
-                " * on %d OpenMP threads, its iterations split into %d equal chunks; built\n"
-                " * without it, the same code runs serially. */\n"
+                " * on %d OpenMP threads, its iterations split into %d equal chunks, or on one\n"
+                " * while that is faster (another process holding a core: each entry point\n"
+                " * times its calls, kiln_adapt in kiln_rt.h); built without it, the same\n"
+                " * code runs serially. */\n"
                 "#ifdef _OPENMP\n"
-                "#define KILN_PARALLEL_FOR _Pragma(\"omp parallel for num_threads(%d) schedule(static)\")\n"
-                "#else\n#define KILN_PARALLEL_FOR\n#endif\n\n",
+                "static int kiln_threads_on = 1; /* the loops' `if`, set by each entry point */\n"
+                "#define KILN_PARALLEL_FOR \\\n"
+                "  _Pragma(\"omp parallel for num_threads(%d) schedule(static) if(kiln_adapt_on(&kiln_threads_on))\")\n"
+                "#define KILN_ADAPT_BEGIN(a) \\\n"
+                "  const int kiln_mode_ = kiln_adapt_begin(&(a), &kiln_threads_on); \\\n"
+                "  const double kiln_t0_ = omp_get_wtime()\n"
+                "#define KILN_ADAPT_END(a) kiln_adapt_end(&(a), &kiln_threads_on, kiln_mode_, omp_get_wtime() - kiln_t0_)\n",
              threads, threads, threads, threads);
+  for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
+    buf_printf(c, "static kiln_adapt %s;\n", emit_adapt_name(g, k));
+  buf_puts(c, "#else\n#define KILN_PARALLEL_FOR\n#define KILN_ADAPT_BEGIN(a) (void)0\n#define KILN_ADAPT_END(a) (void)0\n"
+              "#endif\n\n");
 }
 
 /* Text from the model made safe inside a C comment: no comment end, no
@@ -645,6 +663,13 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   e.names = nameset_new(a);
   if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
     nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
+  if (e.threads > 1) { /* the threads block's names (put_parallel_macro) */
+    static const char *const reserved[] = {"kiln_threads_on", "kiln_mode_", "kiln_t0_"};
+    for (int i = 0; i < KILN_COUNT(reserved); i++)
+      nameset_add(e.names, reserved[i]);
+    for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
+      nameset_add(e.names, emit_adapt_name(g, k));
+  }
   int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
     io_slot[v] = e.const_of[v] = -1;
@@ -707,7 +732,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     buf_puts(c, "#if defined(__AVX512BF16__) && defined(__GNUC__) && !defined(KILN_GEMM_NO_BF16DP)\n"
                 "#include <immintrin.h> /* --precision=bf16: vdpbf16ps (_mm512_dpbf16_ps) */\n#endif\n\n");
   if (e.threads > 1)
-    put_parallel_macro(c, e.threads);
+    put_parallel_macro(c, g, e.threads);
   const char *P = emit_upper(a, o->prefix);
   buf_printf(c, "/* every workspace tensor below ends within the workspace */\n"
                 "KILN_STATIC_ASSERT(%s_WORKSPACE_SIZE >= %lld, workspace_size);\n\n", P, (long long)ws_end);
@@ -756,8 +781,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 emit_cm(a, g->vals[vid].name));
   }
   put_state_updates(&e, pn);
+  if (e.threads > 1)
+    buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, 0));
   buf_put(c, body.s ? body.s : "", body.len);
   buf_free(&body);
+  if (e.threads > 1)
+    buf_printf(c, "  KILN_ADAPT_END(%s);\n", emit_adapt_name(g, 0));
   buf_puts(c, "}\n\n");
   if (e.blob) {
     put_signature(c, g, o->prefix, pn, SIG_RUN_WS);

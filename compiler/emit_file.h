@@ -20,6 +20,9 @@ void emit_weights_api(Buf *h, const char *p, const char *P, const struct Weights
 /* The header's end: the tokenizer's declarations (tok, may be empty), the
  * extern "C" block and the include guard closed. */
 void emit_header_end(Buf *h, const Buf *tok);
+/* --threads N: the kiln_adapt of entry point k (a decoder's k-th entry, or
+ * NAME_run's), which times its calls (kiln_rt.h). */
+const char *emit_adapt_name(const Graph *g, int k);
 
 /* emit_decoder.c: entry k's forward function (its calls in body, freed). */
 void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body);

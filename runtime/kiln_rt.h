@@ -320,4 +320,67 @@ KILN_MATH uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); /* ties to even; a carry may give inf */
 }
 
+/* ---- threads that step aside (--threads N, built with -fopenmp) -------------
+ * Every parallel loop ends at a barrier that waits for all N threads. When
+ * another process holds one of the cores, the thread that shares it is
+ * descheduled for milliseconds at a time and each barrier waits for it:
+ * measured on MiniLM's shape, 2 threads then take longer than 1. So each
+ * entry point times its calls and keeps the faster of two modes, its loops
+ * on N threads or on one (the `if` clause of KILN_PARALLEL_FOR): the first
+ * call warms up (not counted), the second runs on one thread, and every
+ * KILN_ADAPT_PROBE-th call tries the mode not in use, so the choice follows
+ * the machine both ways at a cost of one call in KILN_ADAPT_PROBE. Times
+ * are kept as moving averages (a half of the last call each time). The
+ * results are the same either way: every parallel loop's iterations are
+ * independent, so only who computes them changes. -DKILN_ADAPT_PROBE=0
+ * turns it off (always N threads). */
+#if defined(_OPENMP)
+#include <omp.h>
+#ifndef KILN_ADAPT_PROBE
+#define KILN_ADAPT_PROBE 64
+#endif
+typedef struct kiln_adapt {
+  double avg[2];   /* moving average of a call's seconds: [0] one thread, [1] N threads */
+  long long calls; /* calls begun */
+  int best;        /* the mode in use: 1 until measured otherwise */
+} kiln_adapt;
+
+/* Start a call of the entry point that owns a: returns its mode and sets
+ * *on (what the loops' `if` reads) to it. */
+static inline int kiln_adapt_begin(kiln_adapt *a, int *on) {
+  int mode = 1;
+  _Pragma("omp critical (kiln_adapt)")
+  {
+    const long long c = a->calls++;
+    if (c == 0)
+      a->best = 1;
+    if (KILN_ADAPT_PROBE > 0)
+      mode = c == 1 ? 0 : c > 1 && c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
+    _Pragma("omp atomic write")
+    *on = mode;
+  }
+  return mode;
+}
+
+/* End a call that ran in mode for t seconds (call c of a; c 0 is not
+ * counted: cold caches, threads starting). */
+static inline void kiln_adapt_end(kiln_adapt *a, int *on, int mode, double t) {
+  _Pragma("omp critical (kiln_adapt)")
+  {
+    if (a->calls > 1)
+      a->avg[mode] = a->avg[mode] > 0 ? 0.5 * a->avg[mode] + 0.5 * t : t;
+    a->best = a->avg[0] > 0 && a->avg[1] > 0 && a->avg[0] < a->avg[1] ? 0 : 1;
+    _Pragma("omp atomic write")
+    *on = a->best;
+  }
+}
+
+static inline int kiln_adapt_on(const int *on) {
+  int v;
+  _Pragma("omp atomic read")
+  v = *on;
+  return v;
+}
+#endif
+
 #endif

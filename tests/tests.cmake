@@ -17,6 +17,15 @@ target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime
 target_compile_options(unit_half_convert PRIVATE -O2)
 target_link_libraries(unit_half_convert PRIVATE kilnlib)
 add_test(NAME unit_half_convert COMMAND unit_half_convert 61)
+# --threads N under contention: kiln_adapt (runtime/kiln_rt.h) on made-up
+# call times, quiet, contended and quiet again
+find_package(OpenMP COMPONENTS C)
+if(OpenMP_C_FOUND)
+  add_executable(unit_adapt ${T}/unit/adapt.c)
+  target_include_directories(unit_adapt PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+  target_link_libraries(unit_adapt PRIVATE OpenMP::OpenMP_C)
+  add_test(NAME unit_adapt COMMAND unit_adapt)
+endif()
 # ggml block formats: type numbers, reference blocks, bq_dequantize_node
 add_executable(unit_blockquant ${T}/unit/blockquant.c)
 target_link_libraries(unit_blockquant PRIVATE kilnlib)

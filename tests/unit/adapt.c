@@ -1,0 +1,54 @@
+/* adapt.c — kiln_adapt (runtime/kiln_rt.h), the controller that lets a
+ * --threads N build run its loops on one thread while that is faster:
+ * fed made-up call times, it must warm up on N threads, try one thread on
+ * the second call, keep the faster mode, probe the other every
+ * KILN_ADAPT_PROBE-th call, and follow a change of the machine both ways.
+ * Built with -fopenmp (tests/tests.cmake). Prints one line per check;
+ * exits 1 on a failure. */
+#include <stdio.h>
+
+#include "kiln_rt.h"
+
+static int fails;
+
+static void check(int ok, const char *what) {
+  printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+  fails += !ok;
+}
+
+/* Runs `calls` calls, each taking t_one seconds on one thread and t_many on
+ * N; returns how many ran on N threads; *on must always equal the mode of
+ * the call. */
+static int run(kiln_adapt *a, int *on, int calls, double t_one, double t_many, int *consistent) {
+  int many = 0;
+  for (int i = 0; i < calls; i++) {
+    int mode = kiln_adapt_begin(a, on);
+    *consistent = *consistent && *on == mode;
+    many += mode;
+    kiln_adapt_end(a, on, mode, mode ? t_many : t_one);
+  }
+  return many;
+}
+
+int main(void) {
+  kiln_adapt a = {0};
+  int on = 1, consistent = 1;
+  int m0 = kiln_adapt_begin(&a, &on);
+  kiln_adapt_end(&a, &on, m0, 100.0); /* a cold first call: not counted */
+  int m1 = kiln_adapt_begin(&a, &on);
+  kiln_adapt_end(&a, &on, m1, 2.0);
+  check(m0 == 1 && m1 == 0, "the first call runs on N threads, the second on one");
+  /* quiet: N threads take 1.0, one thread 2.0 */
+  int many = run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
+  check(many == 2 * KILN_ADAPT_PROBE - 2, "quiet: N threads, but for one probe of one thread every KILN_ADAPT_PROBE calls");
+  /* contended: N threads now take 3.0 */
+  run(&a, &on, 4 * KILN_ADAPT_PROBE, 2.0, 3.0, &consistent); /* it switches within these */
+  int late = run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 3.0, &consistent);
+  check(late == 2, "contended: one thread, with one probe of N threads every KILN_ADAPT_PROBE calls");
+  /* quiet again */
+  run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
+  int back = run(&a, &on, KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
+  check(back == KILN_ADAPT_PROBE - 1, "quiet again: back to N threads");
+  check(consistent, "the loops' flag always says the call's mode during the call");
+  return fails ? 1 : 0;
+}
