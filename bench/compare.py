@@ -3,7 +3,7 @@
 Run by bench/run.sh with the venv's python (onnxruntime, numpy, onnx from PyPI):
     python bench/compare.py --kiln build/kiln --models build/bench/models --out results.md
         [--runs 200] [--rounds 4] [--only NAME ...] [--peak GFLOPS] [--peak2 GFLOPS]
-        [--peers openvino,iree,emx,onnx2c] [--contended]
+        [--peers openvino,iree,emx,onnx2c,kiln-bf16] [--contended]
 
 Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
 1. GFLOP from `kiln info --json` on the unfused graph (--passes without fuse),
@@ -499,6 +499,7 @@ def main():
     if a.ort_rss:
         return ort_rss_child(a.ort_rss, a.names or [], a.files or [])
     a.peer_columns = peers.columns([p for p in a.peers.split(",") if p])
+    os.environ["KILN_BENCH_KILN"] = a.kiln  # the kiln-bf16 column builds with it
     names = a.only or sorted(os.listdir(a.models))
     rows = [compare(a, n) for n in names]
     text = table(rows, a) + "\n"

@@ -1,7 +1,8 @@
-"""The optional peers of bench/compare.py: OpenVINO, IREE, emx-onnx-cgen, onnx2c.
+"""The optional peers of bench/compare.py: OpenVINO, IREE, emx-onnx-cgen, onnx2c,
+and kiln itself with --precision=bf16 (beside OpenVINO's default precision).
 
 compare.py times kiln and ONNX Runtime always, and these only when asked
-(bench/run.sh --peers, or KILN_BENCH_PEERS=openvino,iree,emx,onnx2c). Each
+(bench/run.sh --peers, or KILN_BENCH_PEERS=openvino,iree,emx,onnx2c,kiln-bf16). Each
 peer is one function prepare_NAME(model, threads) that returns a runner, or
 a string: the one-line reason it is skipped (not installed, the model did not
 compile), which the table shows in its cell. A runner has
@@ -23,11 +24,15 @@ How each peer is configured (bench/README.md, "Peers", has the same list):
   bench/peer_harness.c (kiln's timing program's interface); single-threaded
   code, so 1 thread only. onnx2c is no PyPI package: set ONNX2C to a binary
   built from its source, else it is skipped with that reason.
+- kiln-bf16: `kiln bench --precision=bf16` (weights in bf16, vdpbf16ps
+  where the CPU has AVX512-BF16), 1 and 2 threads, reported like OpenVINO's
+  default precision: beside its max abs error against the reference.
 """
 
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -344,6 +349,38 @@ def prepare_onnx2c(m, threads):
     return build_c("onnx2c", m, d, "entry", ("", "1"))
 
 
+# ---- kiln with --precision=bf16 --------------------------------------------
+
+class KilnBf16(CProgram):
+    """The timing program `kiln bench --precision=bf16 --keep` built (the
+    harness interface CProgram drives), removed when done."""
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def prepare_kiln_bf16(m, threads):
+    kiln = os.environ.get("KILN_BENCH_KILN")
+    if not kiln:
+        return "no kiln binary (compare.py passes it in KILN_BENCH_KILN)"
+    d = fresh(os.path.join(m.work, f"kiln_bf16_t{threads}"))
+    args = []
+    for k, (n, x) in enumerate(zip(m.names, m.arrays)):
+        path = os.path.join(d, f"in{k}.npy")
+        np.save(path, x)
+        args += ["--input", f"{n}={path}"]
+    p = subprocess.run([kiln, "bench", m.onnx, "--keep", "--runs", "5", "--threads", str(threads),
+                        "--precision=bf16"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=BUILD_TIMEOUT)
+    if p.returncode != 0:
+        return "kiln bench --precision=bf16 failed: " + first_line(p.stdout)
+    kept = re.search(r"build folder kept: (\S+) \(rerun: (.*)\)$", p.stdout, re.M)
+    argv = shlex.split(kept.group(2))
+    r = KilnBf16("kiln bf16", argv[0], argv[3:], m)
+    r.note = "bf16"
+    return r
+
+
 # The peers compare.py knows, in table order: the name --peers takes, and
 # its columns (a prepare function and the thread counts it runs at).
 PEERS = {
@@ -351,9 +388,11 @@ PEERS = {
     "iree": [(prepare_iree, (1, 2))],
     "emx": [(prepare_emx, (1,))],
     "onnx2c": [(prepare_onnx2c, (1,))],
+    "kiln-bf16": [(prepare_kiln_bf16, (1, 2))],
 }
 LABELS = {prepare_openvino: "OpenVINO", prepare_openvino_default: "OpenVINO default precision",
-          prepare_iree: "IREE", prepare_emx: "emx-onnx-cgen", prepare_onnx2c: "onnx2c"}
+          prepare_iree: "IREE", prepare_emx: "emx-onnx-cgen", prepare_onnx2c: "onnx2c",
+          prepare_kiln_bf16: "kiln --precision=bf16"}
 
 
 def columns(names):

@@ -19,7 +19,7 @@
 # the MiniLM rows are skipped with a note and the rest runs.
 # --smoke: the smallest model only, 20 inferences, into results-smoke.md;
 # the ctest bench_smoke. --only NAME (repeatable): just these models.
-# --peers (all of openvino,iree,emx,onnx2c) or --peers=LIST, or
+# --peers (all of openvino,iree,emx,onnx2c,kiln-bf16) or --peers=LIST, or
 # KILN_BENCH_PEERS=LIST: also time these peers (bench/peers.py) in the same
 # interleaved run, pip-installing openvino, iree-base-compiler +
 # iree-base-runtime, emx-onnx-cgen into the venv when missing (onnx2c: a
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --kiln) kiln=$2; shift ;;
     --kiln=*) kiln=${1#--kiln=} ;;
     --only) only+=("$2"); shift ;;
-    --peers) peers=openvino,iree,emx,onnx2c ;;
+    --peers) peers=openvino,iree,emx,onnx2c,kiln-bf16 ;;
     --peers=*) peers=${1#--peers=} ;;
     --contended) contended=(--contended) ;;
     *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]" >&2
