@@ -92,13 +92,6 @@ static double entmax_delta(double alpha) {
 
 /* ---- shapes ---------------------------------------------------------------- */
 
-static bool rows_of(const Node *n, const Type *x, Rows *r, int *axis) {
-  if (!axis_norm(attr_int(n, "axis", -1), x->rank, axis))
-    return false;
-  *r = rows_along(x, *axis);
-  return true;
-}
-
 static bool alpha_in_range(double a) {
   return a >= 1 && a <= 2;
 }
@@ -133,18 +126,11 @@ static bool check_alpha_input(Graph *g, Node *n, const Value *x, int axis, Diag 
 }
 
 bool entmax_infer(Graph *g, Node *n, Diag *d) {
-  Value *x = node_in(g, n, 0);
-  if (!x)
-    return diag_node(d, g, n, "input X is absent; expected a tensor");
-  if (x->type.dt != DT_F32 && x->type.dt != DT_F64)
-    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
-  if (x->type.rank < 1)
-    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
   Rows r;
-  int axis;
-  if (!rows_of(n, &x->type, &r, &axis))
-    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]",
-                     (long long)attr_int(n, "axis", -1), x->type.rank, -x->type.rank, x->type.rank - 1);
+  int axis = -1;
+  if (!rows_check_input(g, n, &r, &axis, d))
+    return false;
+  Value *x = node_in(g, n, 0);
   if (node_in(g, n, 1)) {
     if (!check_alpha_input(g, n, x, axis, d))
       return false;
@@ -204,7 +190,7 @@ bool entmax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
   Rows r;
   int axis;
-  KILN_ASSERT(rows_of(n, &in[0].type, &r, &axis));
+  KILN_ASSERT(rows_of_node(n, &in[0].type, &r, &axis));
   if (type_numel(&in[0].type) == 0)
     return true;
   bool input = n->nin > 1 && in[1].data;
@@ -225,7 +211,7 @@ bool entmax_emit(Emit *e, const Node *n) {
   DType dt = x->type.dt;
   Rows r;
   int axis;
-  KILN_ASSERT(rows_of(n, &x->type, &r, &axis));
+  KILN_ASSERT(rows_of_node(n, &x->type, &r, &axis));
   if (type_numel(&x->type) == 0)
     return true;
   const char *X = emit_ref(e, n->in[0]);

@@ -24,6 +24,35 @@ static inline Rows rows_along(const Type *t, int a) {
   return (Rows){prod_dims(t, 0, a), t->dims[a], prod_dims(t, a + 1, t->rank)};
 }
 
+/* The rows of x along node n's `axis` attribute (default -1), and that
+ * axis normalised (axis may be NULL); false when it is out of range. */
+static inline bool rows_of_node(const Node *n, const Type *x, Rows *r, int *axis) {
+  int a;
+  if (!axis_norm(attr_int(n, "axis", -1), x->rank, &a))
+    return false;
+  *r = rows_along(x, a);
+  if (axis)
+    *axis = a;
+  return true;
+}
+
+/* _infer's checks of a row-wise normalisation's input X (Sparsemax,
+ * Entmax15, Entmax): present, f32 or f64, rank >= 1, `axis` in range;
+ * its rows and axis on success. */
+static inline bool rows_check_input(Graph *g, const Node *n, Rows *r, int *axis, Diag *d) {
+  const Value *x = node_in(g, n, 0);
+  if (!x)
+    return diag_node(d, g, n, "input X is absent; expected a tensor");
+  if (x->type.dt != DT_F32 && x->type.dt != DT_F64)
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  if (x->type.rank < 1)
+    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
+  if (!rows_of_node(n, &x->type, r, axis))
+    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]",
+                     (long long)attr_int(n, "axis", -1), x->type.rank, -x->type.rank, x->type.rank - 1);
+  return true;
+}
+
 /* Offset of row o's first element. */
 static inline int64_t row_base(const Rows *r, int64_t o) {
   return o / r->inner * r->len * r->inner + o % r->inner;

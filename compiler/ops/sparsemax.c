@@ -29,29 +29,13 @@
 
 /* ---- rows ------------------------------------------------------------------ */
 
-/* Rows of x along the node's axis; false when the axis is out of range. */
-static bool rows_of(const Node *n, const Type *x, Rows *r) {
-  int a;
-  if (!axis_norm(attr_int(n, "axis", -1), x->rank, &a))
-    return false;
-  *r = rows_along(x, a);
-  return true;
-}
-
 /* ---- shapes ---------------------------------------------------------------- */
 
 bool sparsemax_infer(Graph *g, Node *n, Diag *d) {
-  Value *x = node_in(g, n, 0);
-  if (!x)
-    return diag_node(d, g, n, "input X is absent; expected a tensor");
-  if (x->type.dt != DT_F32 && x->type.dt != DT_F64)
-    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
-  if (x->type.rank < 1)
-    return diag_node(d, g, n, "input '%s' is a scalar; expected rank >= 1", x->name);
   Rows r;
-  if (!rows_of(n, &x->type, &r))
-    return diag_node(d, g, n, "axis %lld is out of range for rank %d; expected [%d, %d]",
-                     (long long)attr_int(n, "axis", -1), x->type.rank, -x->type.rank, x->type.rank - 1);
+  if (!rows_check_input(g, n, &r, NULL, d))
+    return false;
+  Value *x = node_in(g, n, 0);
   node_out(g, n, 0)->type = x->type;
   return true;
 }
@@ -131,7 +115,7 @@ static void normalise_row(const Node *n, const Tensor *x, Tensor *y, const Rows 
 
 bool sparsemax_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   Rows r;
-  KILN_ASSERT(rows_of(n, &in[0].type, &r));
+  KILN_ASSERT(rows_of_node(n, &in[0].type, &r, NULL));
   if (r.len == 0)
     return true;
   double *z = malloc(sizeof(double) * 2 * (size_t)r.len);
@@ -150,7 +134,7 @@ bool sparsemax_emit(Emit *e, const Node *n) {
   const Value *x = node_in(g, n, 0);
   DType dt = x->type.dt;
   Rows r;
-  KILN_ASSERT(rows_of(n, &x->type, &r));
+  KILN_ASSERT(rows_of_node(n, &x->type, &r, NULL));
   if (type_numel(&x->type) == 0)
     return true;
   if (r.len == 1) { /* each row is one element: 1 where it is finite, as _eval gives */
