@@ -25,14 +25,27 @@ static bool entry_io(const Graph *g, int k, int i) {
   return en->tokens && (v == en->tokens_vid || v == en->start_vid || v == en->count_vid);
 }
 
+/* The C name (of pn, the graph inputs' names) of the encode entry's j-th input. */
+static const char *encode_input(const Graph *g, const char **pn, const DecoderEntry *en, int j) {
+  int i = 0;
+  while (g->inputs[i] != en->inputs[j]) /* an entry's inputs are graph inputs */
+    i++;
+  return pn[i];
+}
+
+/* sep and each of the encode entry's input names ("src" -> ", src"). */
+static void put_encode_names(Buf *b, const Graph *g, const char **pn, const DecoderEntry *en, const char *sep) {
+  for (int j = 0; j < en->ninputs; j++)
+    buf_printf(b, "%s%s", sep, encode_input(g, pn, en, j));
+}
+
 /* ", const int64_t src[1][16]" for each of the encode entry's inputs. */
 static void put_encode_params(Buf *b, const Graph *g, const char **pn, const DecoderEntry *en) {
-  for (int j = 0; j < en->ninputs; j++)
-    for (int i = 0; i < g->ninputs; i++)
-      if (g->inputs[i] == en->inputs[j]) {
-        const Value *v = &g->vals[en->inputs[j]];
-        buf_printf(b, ", const %s %s%s", dt_ctype(v->type.dt), pn[i], emit_array_dims(g->arena, &v->type));
-      }
+  for (int j = 0; j < en->ninputs; j++) {
+    const Value *v = &g->vals[en->inputs[j]];
+    buf_printf(b, ", const %s %s%s", dt_ctype(v->type.dt), encode_input(g, pn, en, j),
+               emit_array_dims(g->arena, &v->type));
+  }
 }
 
 /* static void NAME_ENTRY_forward(ws, [weights,] state, the entry's tensors) */
@@ -106,24 +119,15 @@ static void put_encode_entry(Buf *c, Emit *e, const char **pn, const DecoderEntr
   buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state", p, en->name, p);
   put_encode_params(c, g, pn, en);
   buf_puts(c, ") {\n  if (!state");
-  for (int j = 0; j < en->ninputs; j++)
-    for (int i = 0; i < g->ninputs; i++)
-      if (g->inputs[i] == en->inputs[j])
-        buf_printf(c, " || !%s", pn[i]);
+  put_encode_names(c, g, pn, en, " || !");
   buf_printf(c, ")\n    return KILN_E_ARG;\n  %s_%s_forward((unsigned char *)workspace, %sstate", p, en->name,
              e->blob ? "bound_weights, " : "");
-  for (int j = 0; j < en->ninputs; j++)
-    for (int i = 0; i < g->ninputs; i++)
-      if (g->inputs[i] == en->inputs[j])
-        buf_printf(c, ", %s", pn[i]);
+  put_encode_names(c, g, pn, en, ", ");
   buf_printf(c, ");\n  state->kiln_length = 0; /* a new source: the caches start empty */\n"
                 "  return KILN_OK;\n}\n\nint %s_%s(%s_state *state", p, en->name, p);
   put_encode_params(c, g, pn, en);
   buf_printf(c, ") {\n  return %s_%s_ws(%s_workspace, state", p, en->name, p);
-  for (int j = 0; j < en->ninputs; j++)
-    for (int i = 0; i < g->ninputs; i++)
-      if (g->inputs[i] == en->inputs[j])
-        buf_printf(c, ", %s", pn[i]);
+  put_encode_names(c, g, pn, en, ", ");
   buf_puts(c, ");\n}\n\n");
 }
 
@@ -237,11 +241,11 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
                 "#define %s_PREFILL %lld /* most tokens one prefill call takes */\n"
                 "#define %s_VOCAB %lld /* logits per call */\n",
              P, (long long)g->ws_size, P, (long long)dec->ctx, P, (long long)prefill, P, (long long)vocab);
-  for (int j = 0; enc && j < enc->ninputs; j++)
-    for (int i = 0; i < g->ninputs; i++)
-      if (g->inputs[i] == enc->inputs[j])
-        buf_printf(h, "#define %s_IN_%s_SIZE %lld /* elements of encode's %s */\n", P, emit_upper(a, pn[i]),
-                   (long long)type_numel(&g->vals[g->inputs[i]].type), pn[i]);
+  for (int j = 0; enc && j < enc->ninputs; j++) {
+    const char *nm = encode_input(g, pn, enc, j);
+    buf_printf(h, "#define %s_IN_%s_SIZE %lld /* elements of encode's %s */\n", P, emit_upper(a, nm),
+               (long long)type_numel(&g->vals[enc->inputs[j]].type), nm);
+  }
   if (blob)
     emit_weights_api(h, p, P, blob);
   else
