@@ -322,6 +322,17 @@ void graph_add_input(Graph *g, int vid) {
   g->vals[vid].is_input = true;
 }
 
+int graph_add_state_in_place(Graph *g, const char *name, Type t) {
+  int vid = graph_add_value(g, name);
+  Value *v = gval(g, vid);
+  v->type = t;
+  v->is_state = true;
+  v->state_next = -1; /* none: CacheWrite changes it where it lives */
+  v->state_init = arena_alloc(g->arena, type_bytes(&t) + 1);
+  graph_add_input(g, vid);
+  return vid;
+}
+
 void graph_add_output(Graph *g, int vid) {
   g->outputs = arena_grow(g->arena, g->outputs, &g->capoutputs, g->noutputs + 1, sizeof(int));
   g->outputs[g->noutputs++] = vid;

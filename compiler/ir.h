@@ -182,6 +182,10 @@ int graph_find_value(const Graph *g, const char *name); /* -1 if none */
 int graph_add_node(Graph *g, int op, const char *name, const int *in, int nin,
                    const int *out, int nout);
 void graph_add_input(Graph *g, int vid);
+/* A new state input of type t that a CacheWrite changes where it lives (a
+ * decoder's KV cache, or what its encode entry stores): no next value,
+ * zeros at the first call. Returns its id. */
+int graph_add_state_in_place(Graph *g, const char *name, Type t);
 void graph_add_output(Graph *g, int vid);
 Attr *node_add_attr(Graph *g, Node *n, const char *name, AttrKind kind);
 void graph_count_uses(Graph *g);

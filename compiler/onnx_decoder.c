@@ -85,14 +85,8 @@ static int lookup(Out *o, int v) {
 /* A KV cache: state [ctx, H, D] named like its past, zeros at first. */
 static int cache_state(Out *o, int past, int64_t ctx) {
   const Value *p = gval(o->s->g, past);
-  int vid = graph_add_value(o->g, p->name);
-  Value *v = gval(o->g, vid);
-  v->type = (Type){.dt = o->kv_dt, .rank = 3, .dims = {ctx, p->type.dims[1], p->type.dims[3]}};
-  v->is_input = v->is_state = true;
-  v->state_next = -1; /* none: CacheWrite changes it where it lives */
-  v->state_init = arena_alloc(o->g->arena, type_bytes(&v->type) + 1);
-  graph_add_input(o->g, vid);
-  return vid;
+  Type t = {.dt = o->kv_dt, .rank = 3, .dims = {ctx, p->type.dims[1], p->type.dims[3]}};
+  return graph_add_state_in_place(o->g, p->name, t);
 }
 
 /* The attention ending in source node i, over the caches. */

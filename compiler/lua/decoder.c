@@ -111,13 +111,7 @@ static int cache(lua_State *L) {
   if (s < 0) { /* first entry: a zero-filled state, updated in place */
     if (!type_size_ok(&ct))
       dsl_fail(L, "cache '%s': %s is too large", name, type_str(&ct, ts, sizeof ts));
-    s = graph_add_value(g, name);
-    Value *v = gval(g, s);
-    v->type = ct;
-    v->is_input = v->is_state = true;
-    v->state_next = -1; /* none: CacheWrite changes it where it lives */
-    v->state_init = arena_alloc(c->a, type_bytes(&ct) + 1);
-    graph_add_input(g, s);
+    s = graph_add_state_in_place(g, name, ct);
   }
   int in[4] = {s, rows, start, count};
   return lt_op(L, "cache", OP_CACHEWRITE, in, 4, 0, 1);
@@ -163,14 +157,8 @@ static int set(lua_State *L) {
     dsl_fail(L, "set '%s': the name is taken; expected one e:set per name, a name of its own", name);
   if (!type_size_ok(&tv->type))
     dsl_fail(L, "set '%s': %s is too large", name, type_str(&tv->type, ts, sizeof ts));
-  int s = graph_add_value(g, name);
-  Value *v = gval(g, s);
-  v->type = gval(g, t)->type;
-  v->is_input = v->is_state = true;
-  v->state_next = -1; /* none: CacheWrite changes it where it lives */
-  v->state_init = arena_alloc(c->a, type_bytes(&v->type) + 1);
-  graph_add_input(g, s);
-  int64_t zero = 0, all = v->type.dims[0];
+  int s = graph_add_state_in_place(g, name, tv->type);
+  int64_t zero = 0, all = gval(g, s)->type.dims[0];
   int in[4] = {s, t, ir_const_i64(g, "zero", &zero, 1), ir_const_i64(g, "rows", &all, 1)};
   lt_op(L, "set", OP_CACHEWRITE, in, 4, 0, 1);
   int tab = stored_states(L);
