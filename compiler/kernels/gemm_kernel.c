@@ -397,6 +397,23 @@ static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
   return bufstr(e, &b);
 }
 
+/* A tile's row pointers a0 .. a<mr-1> (elements of type t, row i0 of
+ * base, rows stride apart; note follows the first) into rows, its
+ * accumulators acc<r>_<v> (zero) into acc. */
+static void tile_rows_acc(const Geo *g, int mr, int nv, const char *t, const char *base, int64_t stride,
+                          const char *note, Buf *rows, Buf *acc) {
+  for (int r = 0; r < mr; r++) {
+    if (r == 0)
+      buf_printf(rows, "const %s *a0 = %s + i0 * %lld;%s", t, base, (long long)stride, note);
+    else
+      buf_printf(rows, "\nconst %s *a%d = a0 + %lld;", t, r, (long long)r * stride);
+    buf_printf(acc, "%s%s ", r ? "\n" : "", g->vt);
+    for (int v = 0; v < nv; v++)
+      buf_printf(acc, "%sacc%d_%d = {0}", v ? ", " : "", r, v);
+    buf_puts(acc, ";");
+  }
+}
+
 /* The bf16 tile (--precision=bf16): rows i0 .. of ab (A rounded to bf16,
  * a word per pair of k) by the panel's words, the same template with k
  * running over pairs. With vdpbf16ps (g->dp) each step is one instruction
@@ -406,18 +423,8 @@ static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
 static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
   Arena *a = e->g->arena;
   int vw = g->vw, nv = (valid + vw - 1) / vw;
-  long long k2 = (long long)g->krows;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
-  for (int r = 0; r < mr; r++) {
-    if (r == 0)
-      buf_printf(&rows, "const uint32_t *a0 = ab + i0 * %lld; /* A's rows in bf16 pairs */", k2);
-    else
-      buf_printf(&rows, "\nconst uint32_t *a%d = a0 + %lld;", r, (long long)r * k2);
-    buf_printf(&acc, "%s%s ", r ? "\n" : "", g->vt);
-    for (int v = 0; v < nv; v++)
-      buf_printf(&acc, "%sacc%d_%d = {0}", v ? ", " : "", r, v);
-    buf_puts(&acc, ";");
-  }
+  tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->krows, " /* A's rows in bf16 pairs */", &rows, &acc);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
     buf_printf(&ld, "%smemcpy(&b%d, b + k * %d%s, sizeof b%d);", v ? "\n" : "", v, pw,
@@ -459,18 +466,11 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
   }
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
+  tile_rows_acc(g, mr, nv, "float", "a", s->a_rs, "", &rows, &acc);
   for (int r = 0; r < mr; r++) {
-    if (r == 0)
-      buf_printf(&rows, "const float *a0 = a + i0 * %lld;", (long long)s->a_rs);
-    else
-      buf_printf(&rows, "\nconst float *a%d = a0 + %lld;", r, (long long)r * s->a_rs);
-    buf_printf(&acc, "%s%s ", r ? "\n" : "", g->vt);
     buf_printf(&fma, "%s", r ? "\n" : "");
-    for (int v = 0; v < nv; v++) {
-      buf_printf(&acc, "%sacc%d_%d = {0}", v ? ", " : "", r, v);
+    for (int v = 0; v < nv; v++)
       buf_printf(&fma, "%sacc%d_%d += a%d[k] * b%d;", v ? " " : "", r, v, r, v);
-    }
-    buf_puts(&acc, ";");
   }
   bool split = g->nkb > 1;
   /* the widened local panel holds one K block: row k - k0 */
