@@ -86,23 +86,8 @@ for dir in "$here"/cases/*/; do
   fi
 done
 
-# bad input: CMD FILE TEXT
-bad() {
-  local cmd=$1 file=$here/bad/$2 text=$3 out=$work/bad-$RANDOM
-  mkdir -p "$out"
-  local target=$out/model.c
-  [ "$cmd" = export ] && target=$out/model.onnx
-  "$kiln" "$cmd" "$file" -o "$target" >"$work/stdout" 2>"$work/stderr"
-  local rc=$? lines
-  lines=$(wc -l <"$work/stderr")
-  {
-    echo "exit $rc (expected 1), $lines stderr lines (expected 1), files left: $(ls "$out" | tr '\n' ' ')"
-    cat "$work/stdout" "$work/stderr"
-  } >"$work/log"
-  [ $rc -eq 1 ] && [ "$lines" -eq 1 ] && [ ! -s "$work/stdout" ] && [ -z "$(ls "$out")" ] &&
-    grep -qF "kiln: $file: $text" "$work/stderr"
-  record "bad/$2: $text" $? "$work/log"
-}
+# bad input: bad CMD FILE TEXT (tests/lib/bad_case.sh)
+. "$root/tests/lib/bad_case.sh"
 
 range="expected 1 <= alpha <= 2 (1: softmax, 2: sparsemax)"
 bad compile alpha_attr_high.kir "node 'Entmax_0' (Entmax): alpha 2.5 is outside [1, 2]; $range"

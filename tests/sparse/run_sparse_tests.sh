@@ -72,23 +72,8 @@ for dir in "$here"/cases/*/; do
   fi
 done
 
-# bad input: CMD FILE TEXT
-bad() {
-  local cmd=$1 file=$here/bad/$2 text=$3 out=$work/bad-$RANDOM
-  mkdir -p "$out"
-  local target=$out/model.c
-  [ "$cmd" = export ] && target=$out/model.onnx
-  "$kiln" "$cmd" "$file" -o "$target" >"$work/stdout" 2>"$work/stderr"
-  local rc=$? lines
-  lines=$(wc -l <"$work/stderr")
-  {
-    echo "exit $rc (expected 1), $lines stderr lines (expected 1), files left: $(ls "$out" | tr '\n' ' ')"
-    cat "$work/stdout" "$work/stderr"
-  } >"$work/log"
-  [ $rc -eq 1 ] && [ "$lines" -eq 1 ] && [ ! -s "$work/stdout" ] && [ -z "$(ls "$out")" ] &&
-    grep -qF "kiln: $file: $text" "$work/stderr"
-  record "bad/$2: $text" $? "$work/log"
-}
+# bad input: bad CMD FILE TEXT (tests/lib/bad_case.sh)
+. "$root/tests/lib/bad_case.sh"
 
 bad compile int_input.kir "node 'Sparsemax_0' (Sparsemax): input 'x' is i64; expected f32 or f64"
 bad compile axis_out_of_range.kir "node 'Entmax15_0' (Entmax15): axis 2 is out of range for rank 2; expected [-2, 1]"
