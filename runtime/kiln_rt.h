@@ -327,23 +327,35 @@ KILN_MATH uint16_t kiln_f32_to_bf16(float f) {
  * measured on MiniLM's shape, 2 threads then take longer than 1. So each
  * entry point times its calls and keeps the faster of two modes, its loops
  * on N threads or on one (the `if` clause of KILN_PARALLEL_FOR): the first
- * call warms up (not counted), the second runs on one thread, and every
- * KILN_ADAPT_PROBE-th call tries the mode not in use, so the choice follows
- * the machine both ways at a cost of one call in KILN_ADAPT_PROBE. Times
- * are kept as moving averages (a half of the last call each time). The
- * results are the same either way: every parallel loop's iterations are
- * independent, so only who computes them changes. -DKILN_ADAPT_PROBE=0
- * turns it off (always N threads). */
+ * call warms up (not counted), the next KILN_ADAPT_SAMPLES pairs alternate
+ * one thread and N, and from then on every KILN_ADAPT_PROBE-th call tries
+ * the mode not in use, so the choice follows the machine both ways at a
+ * cost of one call in KILN_ADAPT_PROBE. A mode's time is the median of its
+ * last KILN_ADAPT_SAMPLES calls: one call slowed by something else (a page
+ * fault, a thread waking, an interrupt) must not decide, as it did with a
+ * moving average (a --threads 2 MiniLM stuck on one thread for a whole
+ * bench round of 50 calls after one slow sample). The results are the same
+ * either way: every parallel loop's iterations are independent, so only
+ * who computes them changes. -DKILN_ADAPT_PROBE=0 turns it off (always N
+ * threads). */
 #if defined(_OPENMP)
 #include <omp.h>
 #ifndef KILN_ADAPT_PROBE
 #define KILN_ADAPT_PROBE 64
 #endif
+#define KILN_ADAPT_SAMPLES 3
 typedef struct kiln_adapt {
-  double avg[2];   /* moving average of a call's seconds: [0] one thread, [1] N threads */
-  long long calls; /* calls begun */
-  int best;        /* the mode in use: 1 until measured otherwise */
+  double t[2][KILN_ADAPT_SAMPLES]; /* the last call times of each mode, seconds: [0] one thread, [1] N */
+  long long n[2];                  /* calls timed in each mode */
+  long long calls;                 /* calls begun */
+  int best;                        /* the mode in use: 1 until measured otherwise */
 } kiln_adapt;
+
+/* The median of a mode's last KILN_ADAPT_SAMPLES times (3 of them). */
+static inline double kiln_adapt_median(const double *t) {
+  const double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+  return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
 
 /* Start a call of the entry point that owns a: returns its mode and sets
  * *on (what the loops' `if` reads) to it. */
@@ -355,21 +367,26 @@ static inline int kiln_adapt_begin(kiln_adapt *a, int *on) {
     if (c == 0)
       a->best = 1;
     if (KILN_ADAPT_PROBE > 0)
-      mode = c == 1 ? 0 : c > 1 && c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
+      mode = c == 0 ? 1
+             : c <= 2 * KILN_ADAPT_SAMPLES ? (int)(c % 2 == 0)
+             : c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
     _Pragma("omp atomic write")
     *on = mode;
   }
   return mode;
 }
 
-/* End a call that ran in mode for t seconds (call c of a; c 0 is not
- * counted: cold caches, threads starting). */
+/* End a call that ran in mode for t seconds (call 0 is not counted: cold
+ * caches, threads starting). */
 static inline void kiln_adapt_end(kiln_adapt *a, int *on, int mode, double t) {
   _Pragma("omp critical (kiln_adapt)")
   {
     if (a->calls > 1)
-      a->avg[mode] = a->avg[mode] > 0 ? 0.5 * a->avg[mode] + 0.5 * t : t;
-    a->best = a->avg[0] > 0 && a->avg[1] > 0 && a->avg[0] < a->avg[1] ? 0 : 1;
+      a->t[mode][a->n[mode]++ % KILN_ADAPT_SAMPLES] = t;
+    a->best = a->n[0] >= KILN_ADAPT_SAMPLES && a->n[1] >= KILN_ADAPT_SAMPLES &&
+                      kiln_adapt_median(a->t[0]) < kiln_adapt_median(a->t[1])
+                  ? 0
+                  : 1;
     _Pragma("omp atomic write")
     *on = a->best;
   }

@@ -1,8 +1,9 @@
 /* adapt.c — kiln_adapt (runtime/kiln_rt.h), the controller that lets a
  * --threads N build run its loops on one thread while that is faster:
- * fed made-up call times, it must warm up on N threads, try one thread on
- * the second call, keep the faster mode, probe the other every
- * KILN_ADAPT_PROBE-th call, and follow a change of the machine both ways.
+ * fed made-up call times, it must warm up on N threads, alternate one
+ * thread and N for KILN_ADAPT_SAMPLES pairs, keep the faster mode, probe
+ * the other every KILN_ADAPT_PROBE-th call, follow a change of the machine
+ * both ways, and not be swayed by one odd call.
  * Built with -fopenmp (tests/tests.cmake). Prints one line per check;
  * exits 1 on a failure. */
 #include <stdio.h>
@@ -35,17 +36,36 @@ int main(void) {
   int on = 1, consistent = 1;
   int m0 = kiln_adapt_begin(&a, &on);
   kiln_adapt_end(&a, &on, m0, 100.0); /* a cold first call: not counted */
-  int m1 = kiln_adapt_begin(&a, &on);
-  kiln_adapt_end(&a, &on, m1, 2.0);
-  check(m0 == 1 && m1 == 0, "the first call runs on N threads, the second on one");
+  int order = 0; /* the modes of calls 1..6, a bit each */
+  for (int i = 0; i < 2 * KILN_ADAPT_SAMPLES; i++) {
+    int m = kiln_adapt_begin(&a, &on);
+    order |= m << i;
+    /* N threads take 1.0 but for one slow call (a thread waking): the
+     * median must not let it decide */
+    kiln_adapt_end(&a, &on, m, m ? (i == 1 ? 5.0 : 1.0) : 2.0);
+  }
+  check(m0 == 1 && order == 0x2a, "the first call runs on N threads, then one thread and N alternate");
   /* quiet: N threads take 1.0, one thread 2.0 */
   int many = run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
-  check(many == 2 * KILN_ADAPT_PROBE - 2, "quiet: N threads, but for one probe of one thread every KILN_ADAPT_PROBE calls");
-  /* contended: N threads now take 3.0 */
-  run(&a, &on, 4 * KILN_ADAPT_PROBE, 2.0, 3.0, &consistent); /* it switches within these */
+  check(many == 2 * KILN_ADAPT_PROBE - 2,
+        "quiet, one slow N-thread call among the first: N threads, but for one probe of one thread every "
+        "KILN_ADAPT_PROBE calls");
+  /* one probe of one thread that happens to be fast must not switch */
+  int fast_probe = 0;
+  for (int i = 0; i < KILN_ADAPT_PROBE; i++) {
+    int m = kiln_adapt_begin(&a, &on);
+    fast_probe += m;
+    kiln_adapt_end(&a, &on, m, m ? 1.0 : 0.5);
+  }
+  many = run(&a, &on, KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
+  check(fast_probe == KILN_ADAPT_PROBE - 1 && many == KILN_ADAPT_PROBE - 1,
+        "one fast probe of one thread does not switch");
+  /* contended: N threads now take 3.0; the median turns within two calls */
+  int early = run(&a, &on, 4, 2.0, 3.0, &consistent);
+  check(early == 2, "contended: one thread after two slow N-thread calls");
   int late = run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 3.0, &consistent);
   check(late == 2, "contended: one thread, with one probe of N threads every KILN_ADAPT_PROBE calls");
-  /* quiet again */
+  /* quiet again: two fast probes of N threads (a median of three) switch back */
   run(&a, &on, 2 * KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
   int back = run(&a, &on, KILN_ADAPT_PROBE, 2.0, 1.0, &consistent);
   check(back == KILN_ADAPT_PROBE - 1, "quiet again: back to N threads");
