@@ -32,10 +32,12 @@
  * last-level cache (MiniLM: 42 MB), and a panel's first row tile consumes
  * a cache line of it every 6 cycles, more than a core's share of memory
  * bandwidth, while the other tiles consume none. A software prefetch of
- * the next panel spread over the row tiles was tried: K,N 384,1152 +6%
- * alone, but MiniLM end to end within noise at 1 thread, so the kernel
- * stays without it. What is left is the epilogue: gelu on the stored tile
- * costs FF1 about 20% (82 of 100 GFLOP/s with kiln_erff; 40 with libm's).
+ * the next panel spread over the row tiles was tried there: K,N 384,1152
+ * +6% alone, but MiniLM end to end within noise at 1 thread. On Zen 5
+ * (AVX-512, 16-wide tiles eating a line of the panel every 3 cycles) the
+ * next panel prefetched by the last row tiles took MiniLM's shape from
+ * 14.3 to 13.2 ms and enc4 from 2.34 to 1.85: see GEMM_PREFETCH_MIN_TILES.
+ * The gelu epilogue now runs on the accumulators (KILN_ERFF_VEC).
  *
  * ISA. --isa sets the panel width NR: generic 8, avx2 16, avx512 32
  * columns. The tiles are GNU C vector extensions, and which width reads
@@ -124,6 +126,22 @@ static int widest_view(int nr) {
 #endif
 #define GEMM_WIDEN_MAX_BYTES 262144
 
+/* Prefetching the next panel. A panel's K block stays in L2 while its row
+ * tiles pass over it, so only its first row tile waits for memory: the
+ * hardware prefetchers follow each tile's stream, but every tile starts
+ * over at the panel's first row and the next panel is a jump they do not
+ * predict. So, when a panel has at least this many row tiles, the last
+ * group of them (the tiles of mr_lo rows, else all) also prefetches, at
+ * each step k, row k of the next full panel (one __builtin_prefetch per 64
+ * bytes of it): when the next panel starts, its first tile finds it in
+ * cache. Measured on MiniLM's shape (Zen 5, one thread): 14.3 -> 13.2 ms.
+ * A panel with one row tile (decoding) streams its weight in order, which
+ * the hardware already follows; so does the widening of an int8 panel
+ * (measured: real MiniLM --quantize=int8 went 14.6 -> 15.2 ms with it). */
+#ifndef GEMM_PREFETCH_MIN_TILES /* -D for experiments; a large value turns it off */
+#define GEMM_PREFETCH_MIN_TILES 2
+#endif
+
 /* --precision=bf16: A is rounded to bf16 once per product, into a local
  * array of M x ceil(K/2) words on the calling thread's stack; a product
  * whose A would need more stays f32. */
@@ -151,6 +169,7 @@ typedef struct Geo {
   double ns;         /* estimated serial time (emit_parallel_for) */
   bool par_panels;   /* --threads: the panels split among the threads */
   bool par_rows;     /* --threads: else the row tiles of each panel */
+  bool prefetch;     /* the last row tiles of a full panel prefetch the next panel (bn) */
 } Geo;
 
 /* Is s a bf16 product (--precision=bf16, an f32 weight, A small enough)? */
@@ -199,6 +218,7 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->ns = gemm_ns(s);
   g->par_panels = emit_parallel_worth(e, g->npf + (g->nrem > 0), g->ns);
   g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
+  g->prefetch = tiles >= GEMM_PREFETCH_MIN_TILES && !g->widen; /* widening streams the int8 block in order */
 }
 
 /* B packed into the panels of g: floats, int8 for bq, or words of two
@@ -397,6 +417,18 @@ static const char *widen_expr(Emit *e, const Geo *g, const char *q) {
   return bufstr(e, &b);
 }
 
+/* The prefetches of the next panel's row at step k (Geo.prefetch): one per
+ * 64 bytes of a row of pw elements, at bn (emit_panel); "" without. */
+static const char *prefetch_next(Emit *e, const Geo *g, int pw, bool pf) {
+  if (!pf)
+    return "";
+  int es = g->q8 ? 1 : 4; /* int8, or a float / a word of two bf16 */
+  Buf b = {0};
+  for (int off = 0; off < pw * es; off += 64)
+    buf_printf(&b, "__builtin_prefetch(bn + k * %d%s);\n", pw, off ? arena_printf(e->g->arena, " + %d", off / es) : "");
+  return bufstr(e, &b);
+}
+
 /* A tile's row pointers a0 .. a<mr-1> (elements of type t, row i0 of
  * base, rows stride apart; note follows the first) into rows, its
  * accumulators acc<r>_<v> (zero) into acc. */
@@ -420,10 +452,11 @@ static void tile_rows_acc(const Geo *g, int mr, int nv, const char *t, const cha
  * per accumulator: acc += a[2k+1]·b[2k+1] + a[2k]·b[2k] (the odd product
  * first, as the instruction does); without it the halves are widened to
  * f32 (a shift or a mask) and multiplied in the same order. */
-static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
+static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid, bool pf) {
   Arena *a = e->g->arena;
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
+  buf_puts(&ld, prefetch_next(e, g, pw, pf));
   tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->krows, " /* A's rows in bf16 pairs */", &rows, &acc);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
@@ -459,13 +492,14 @@ static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int
  * pw floats a row (templates/gemm_f32_tile.c.in): the vectors that cover
  * them, which for an edge panel read by a view narrower than the packing
  * may be fewer than the row holds. */
-static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid) {
+static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid, bool pf) {
   if (g->bf16) {
-    emit_tile_bf16(e, s, g, mr, pw, valid);
+    emit_tile_bf16(e, s, g, mr, pw, valid, pf);
     return;
   }
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
+  buf_puts(&ld, prefetch_next(e, g, pw, pf));
   tile_rows_acc(g, mr, nv, "float", "a", s->a_rs, "", &rows, &acc);
   for (int r = 0; r < mr; r++) {
     buf_printf(&fma, "%s", r ? "\n" : "");
@@ -490,8 +524,9 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
             tile_epilogue(e, s, g, mr, nv, valid), NULL);
 }
 
-/* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo. */
-static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid) {
+/* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo;
+ * with pf, the last group prefetches the next panel. */
+static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid, bool pf) {
   double row_ns = g->ns / (double)s->m / (double)(g->npf + (g->nrem > 0));
   if (g->m_hi > 0) {
     if (g->par_rows)
@@ -499,7 +534,7 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
     emit_line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
               g->mr_hi, g->mr_hi, valid);
     e->indent++;
-    emit_tile(e, s, g, g->mr_hi, pw, valid);
+    emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
     e->indent--;
     emit_line(e, "}");
   }
@@ -509,16 +544,17 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
     emit_line(e, "for (int i0 = %lld; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
               (long long)s->m, g->mr_lo, g->mr_lo, valid);
     e->indent++;
-    emit_tile(e, s, g, g->mr_lo, pw, valid);
+    emit_tile(e, s, g, g->mr_lo, pw, valid, pf);
     e->indent--;
     emit_line(e, "}");
   }
 }
 
 /* The panel pointers b (at bp + boff), yp and bias_p (at column col),
- * then its row tiles. */
+ * then its row tiles; a full panel's also bn, the next full panel's start
+ * (its own when it is the last: nothing is prefetched past the panels). */
 static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col,
-                       int pw, int valid) {
+                       int pw, int valid, bool full) {
   if (g->bf16) {
     emit_line(e, "const uint32_t *b = bp + %s; /* [%lld][%d] bf16 pairs */", boff, (long long)g->krows, pw);
   } else if (!g->q8) {
@@ -538,6 +574,11 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "  memcpy(b + t, &f, sizeof f);");
     emit_line(e, "}");
   }
+  bool pf = full && g->prefetch && g->npf > 1;
+  if (pf)
+    emit_line(e, "const %s *bn = %s + (p + 1 < %lld ? %lld : 0); /* the next panel, prefetched by the last row tiles */",
+              g->bf16 ? "uint32_t" : g->q8 ? "int8_t" : "float", "b", (long long)g->npf,
+              (long long)(g->krows * g->nr));
   emit_line(e, "float *yp = y + %s;", col);
   if (s->scale)
     emit_line(e, "const float *scale_p = scale + %s;", col);
@@ -545,13 +586,13 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "const float *bias_p = bias + %s;", col);
   if (s->residual)
     emit_line(e, "const float *rp = res + %s;", col);
-  emit_panel_rows(e, s, g, pw, valid);
+  emit_panel_rows(e, s, g, pw, valid, pf);
 }
 
 /* Full panel p's pointers and row tiles (in a loop over p). */
 static void emit_full_panel(Emit *e, const GemmSpec *s, const Geo *g) {
   emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(g->krows * g->nr)),
-             arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr);
+             arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr, true);
 }
 
 /* The edge panel's, in a block opened by `open` ("{" or "} else {"). */
@@ -559,7 +600,7 @@ static void emit_edge_panel(Emit *e, const GemmSpec *s, const Geo *g, const char
   emit_line(e, "%s /* the edge panel: columns %lld .. %lld, zero-padded to %d */", open,
             (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
   e->indent++;
-  emit_panel(e, s, g, emit_int(e, g->npf * g->krows * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
+  emit_panel(e, s, g, emit_int(e, g->npf * g->krows * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem, false);
   e->indent--;
   emit_line(e, "}");
 }
