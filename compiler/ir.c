@@ -467,6 +467,71 @@ Value *node_out(const Graph *g, const Node *n, int i) {
 
 bool node_has_in(const Node *n, int i) { return i >= 0 && i < n->nin && n->in[i] >= 0; }
 
+/* ---- attribute types ----------------------------------------------------------
+ * The type ONNX gives each attribute kiln's ops read, by name (one type per
+ * name across the standard ops; kiln's own ops follow it). The accessors
+ * (attr_int, ...) fall back to the default on another kind, so a mistyped
+ * attribute would silently change what the model computes: every frontend
+ * (ONNX, .kir, Lua) refuses it with attr_mistyped. Names not listed are not
+ * checked. A float also takes an int (attr_float reads one), and 'value',
+ * Constant's tensor, also a float (Pad-2's). */
+static const struct {
+  const char *name;
+  AttrKind kind;
+} attr_types[] = {
+    {"allowzero", ATTR_INT}, {"axis", ATTR_INT}, {"batch_dims", ATTR_INT}, {"blocksize", ATTR_INT},
+    {"broadcast", ATTR_INT}, {"ceil_mode", ATTR_INT}, {"count_include_pad", ATTR_INT},
+    {"detect_negative", ATTR_INT}, {"detect_positive", ATTR_INT}, {"dtype", ATTR_INT},
+    {"end", ATTR_INT}, {"exclusive", ATTR_INT}, {"fmod", ATTR_INT}, {"group", ATTR_INT},
+    {"ignore_index", ATTR_INT}, {"interleaved", ATTR_INT}, {"is_packed_batching", ATTR_INT},
+    {"is_test", ATTR_INT}, {"k", ATTR_INT}, {"keepdims", ATTR_INT}, {"largest", ATTR_INT},
+    {"noop_with_empty_axes", ATTR_INT}, {"num_heads", ATTR_INT}, {"reverse", ATTR_INT},
+    {"rotary_embedding_dim", ATTR_INT}, {"select_last_index", ATTR_INT}, {"size", ATTR_INT},
+    {"sorted", ATTR_INT}, {"spatial", ATTR_INT}, {"start", ATTR_INT}, {"stash_type", ATTR_INT},
+    {"storage_order", ATTR_INT}, {"to", ATTR_INT}, {"training_mode", ATTR_INT}, {"transA", ATTR_INT},
+    {"transB", ATTR_INT}, {"upper", ATTR_INT}, {"value_int", ATTR_INT},
+    {"alpha", ATTR_FLOAT}, {"beta", ATTR_FLOAT}, {"bias", ATTR_FLOAT}, {"epsilon", ATTR_FLOAT},
+    {"gamma", ATTR_FLOAT}, {"lambd", ATTR_FLOAT}, {"max", ATTR_FLOAT}, {"min", ATTR_FLOAT},
+    {"momentum", ATTR_FLOAT}, {"scale", ATTR_FLOAT}, {"value_float", ATTR_FLOAT},
+    {"auto_pad", ATTR_STRING}, {"direction", ATTR_STRING}, {"equation", ATTR_STRING},
+    {"mode", ATTR_STRING}, {"reduction", ATTR_STRING}, {"value_string", ATTR_STRING},
+    {"axes", ATTR_INTS}, {"dilations", ATTR_INTS}, {"ends", ATTR_INTS}, {"kernel_shape", ATTR_INTS},
+    {"output_padding", ATTR_INTS}, {"output_shape", ATTR_INTS}, {"pads", ATTR_INTS}, {"perm", ATTR_INTS},
+    {"shape", ATTR_INTS}, {"split", ATTR_INTS}, {"starts", ATTR_INTS}, {"strides", ATTR_INTS},
+    {"value_ints", ATTR_INTS}, {"value_floats", ATTR_FLOATS}, {"value_strings", ATTR_STRINGS},
+    {"sparse_value", ATTR_TENSOR}, {"value", ATTR_TENSOR},
+};
+
+const char *attr_kind_name(AttrKind k) {
+  static const char *const names[] = {"an int", "a float", "a string", "a list of ints",
+                                      "a list of floats", "a list of strings", "a tensor"};
+  return (int)k >= 0 && (int)k < KILN_COUNT(names) ? names[k] : "?";
+}
+
+AttrKind attr_expected_kind(const char *name, bool *known) {
+  for (int k = 0; k < KILN_COUNT(attr_types); k++)
+    if (!strcmp(name, attr_types[k].name)) {
+      *known = true;
+      return attr_types[k].kind;
+    }
+  *known = false;
+  return ATTR_INT;
+}
+
+const Attr *attr_mistyped(const Node *n, AttrKind *want) {
+  for (int i = 0; i < n->nattr; i++) {
+    const Attr *a = &n->attrs[i];
+    bool known;
+    AttrKind k = attr_expected_kind(a->name, &known);
+    if (!known || a->kind == k || (k == ATTR_FLOAT && a->kind == ATTR_INT) ||
+        (k == ATTR_TENSOR && a->kind == ATTR_FLOAT && !strcmp(a->name, "value")))
+      continue;
+    *want = k;
+    return a;
+  }
+  return NULL;
+}
+
 const Attr *attr_get(const Node *n, const char *name) {
   for (int i = 0; i < n->nattr; i++)
     if (strcmp(n->attrs[i].name, name) == 0)

@@ -222,6 +222,13 @@ bool node_has_in(const Node *n, int i);
 
 /* Attributes: lookups return the default when absent. */
 const Attr *attr_get(const Node *n, const char *name);
+/* The kind ONNX gives the attribute `name` (*known false: not checked). */
+AttrKind attr_expected_kind(const char *name, bool *known);
+/* n's first attribute of another kind than its name says (*want: that
+ * kind), or NULL: every frontend refuses such a node. */
+const Attr *attr_mistyped(const Node *n, AttrKind *want);
+/* "an int", "a float", "a list of ints", ... */
+const char *attr_kind_name(AttrKind k);
 int64_t attr_int(const Node *n, const char *name, int64_t dflt);
 double attr_float(const Node *n, const char *name, double dflt);
 const char *attr_str(const Node *n, const char *name, const char *dflt);

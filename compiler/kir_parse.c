@@ -555,6 +555,11 @@ static bool parse_node(Parser *p) {
     } while (accept(p, ','));
     if (!expect(p, '}', "to close the attributes"))
       return false;
+    AttrKind want;
+    const Attr *bad = attr_mistyped(&p->g->nodes[ni], &want);
+    if (bad)
+      return perr(p, "%s: attribute '%s' is %s; expected %s", oi->name, bad->name, attr_kind_name(bad->kind),
+                  attr_kind_name(want));
   }
   if (!expect(p, ':', "before the output types"))
     return false;

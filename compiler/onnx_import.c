@@ -418,59 +418,12 @@ static bool ort_rotary_fixup(Importer *im, Node *n, const char *nname) {
 
 /* ---- what ONNX says of attributes and inputs, checked where kiln reads them -- */
 
-/* The type ONNX gives each attribute kiln's ops read, by name (one type
- * per name across the standard ops). An op's accessors (attr_int, ...)
- * fall back to the default on another kind, so a mistyped attribute would
- * silently change what the model computes: it is refused here. Names not
- * listed are not checked. A float also takes an int (attr_float reads
- * one), and 'value', Constant's tensor, also a float (Pad-2's). */
-static const struct {
-  const char *name;
-  AttrKind kind;
-} attr_types[] = {
-    {"allowzero", ATTR_INT}, {"axis", ATTR_INT}, {"batch_dims", ATTR_INT}, {"blocksize", ATTR_INT},
-    {"broadcast", ATTR_INT}, {"ceil_mode", ATTR_INT}, {"count_include_pad", ATTR_INT},
-    {"detect_negative", ATTR_INT}, {"detect_positive", ATTR_INT}, {"dtype", ATTR_INT},
-    {"end", ATTR_INT}, {"exclusive", ATTR_INT}, {"fmod", ATTR_INT}, {"group", ATTR_INT},
-    {"ignore_index", ATTR_INT}, {"interleaved", ATTR_INT}, {"is_packed_batching", ATTR_INT},
-    {"is_test", ATTR_INT}, {"k", ATTR_INT}, {"keepdims", ATTR_INT}, {"largest", ATTR_INT},
-    {"noop_with_empty_axes", ATTR_INT}, {"num_heads", ATTR_INT}, {"reverse", ATTR_INT},
-    {"rotary_embedding_dim", ATTR_INT}, {"select_last_index", ATTR_INT}, {"size", ATTR_INT},
-    {"sorted", ATTR_INT}, {"spatial", ATTR_INT}, {"start", ATTR_INT}, {"stash_type", ATTR_INT},
-    {"storage_order", ATTR_INT}, {"to", ATTR_INT}, {"training_mode", ATTR_INT}, {"transA", ATTR_INT},
-    {"transB", ATTR_INT}, {"upper", ATTR_INT}, {"value_int", ATTR_INT},
-    {"alpha", ATTR_FLOAT}, {"beta", ATTR_FLOAT}, {"bias", ATTR_FLOAT}, {"epsilon", ATTR_FLOAT},
-    {"gamma", ATTR_FLOAT}, {"lambd", ATTR_FLOAT}, {"max", ATTR_FLOAT}, {"min", ATTR_FLOAT},
-    {"momentum", ATTR_FLOAT}, {"scale", ATTR_FLOAT}, {"value_float", ATTR_FLOAT},
-    {"auto_pad", ATTR_STRING}, {"direction", ATTR_STRING}, {"equation", ATTR_STRING},
-    {"mode", ATTR_STRING}, {"reduction", ATTR_STRING}, {"value_string", ATTR_STRING},
-    {"axes", ATTR_INTS}, {"dilations", ATTR_INTS}, {"ends", ATTR_INTS}, {"kernel_shape", ATTR_INTS},
-    {"output_padding", ATTR_INTS}, {"output_shape", ATTR_INTS}, {"pads", ATTR_INTS}, {"perm", ATTR_INTS},
-    {"shape", ATTR_INTS}, {"split", ATTR_INTS}, {"starts", ATTR_INTS}, {"strides", ATTR_INTS},
-    {"value_ints", ATTR_INTS}, {"value_floats", ATTR_FLOATS}, {"value_strings", ATTR_STRINGS},
-    {"sparse_value", ATTR_TENSOR}, {"value", ATTR_TENSOR},
-};
-
-static const char *attr_kind_name(AttrKind k) {
-  static const char *const names[] = {"an int", "a float", "a string", "a list of ints",
-                                      "a list of floats", "a list of strings", "a tensor"};
-  return (int)k >= 0 && (int)k < KILN_COUNT(names) ? names[k] : "?";
-}
-
 static bool check_attr_types(Importer *im, const Node *n) {
-  for (int i = 0; i < n->nattr; i++) {
-    const Attr *a = &n->attrs[i];
-    for (int k = 0; k < KILN_COUNT(attr_types); k++) {
-      AttrKind want = attr_types[k].kind;
-      if (strcmp(a->name, attr_types[k].name) || a->kind == want ||
-          (want == ATTR_FLOAT && a->kind == ATTR_INT) ||
-          (want == ATTR_TENSOR && a->kind == ATTR_FLOAT && !strcmp(a->name, "value")))
-        continue;
-      return diag_error(im->d, "node '%s' (%s): attribute '%s' is %s; expected %s (its type in ONNX)",
-                        n->name, node_op_name(n), a->name, attr_kind_name(a->kind),
-                        attr_kind_name(want));
-    }
-  }
+  AttrKind want;
+  const Attr *a = attr_mistyped(n, &want);
+  if (a)
+    return diag_error(im->d, "node '%s' (%s): attribute '%s' is %s; expected %s (its type in ONNX)", n->name,
+                      node_op_name(n), a->name, attr_kind_name(a->kind), attr_kind_name(want));
   return true;
 }
 

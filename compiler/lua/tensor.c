@@ -110,12 +110,18 @@ void lt_attrs(lua_State *L, int node, int idx, const char *what) {
       dsl_fail(L, "%s: attribute names must be strings", what);
     const char *key = lua_tostring(L, -2);
     switch (lua_type(L, -1)) {
-    case LUA_TNUMBER:
+    case LUA_TNUMBER: {
+      bool known;
+      int exact = 0;
+      lua_Integer iv = lua_tointegerx(L, -1, &exact); /* a float only when it is a whole number */
       if (lua_isinteger(L, -1))
         ir_attr_int(g, node, key, lua_tointeger(L, -1));
+      else if (exact && attr_expected_kind(key, &known) == ATTR_INT && known)
+        ir_attr_int(g, node, key, iv); /* 2.0 (d / 2 in Lua is a float) where an int is meant */
       else
         ir_attr_float(g, node, key, lua_tonumber(L, -1));
       break;
+    }
     case LUA_TBOOLEAN:
       ir_attr_int(g, node, key, lua_toboolean(L, -1));
       break;
@@ -167,8 +173,14 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
    * way (a bad attribute, a shape error) and go on building; the half-built
    * node must not reach the final graph (graph_compact drops it) */
   g->nodes[node].dead = true;
-  if (attrs)
+  if (attrs) {
     lt_attrs(L, node, attrs, what);
+    AttrKind want;
+    const Attr *bad = attr_mistyped(&g->nodes[node], &want);
+    if (bad)
+      return dsl_fail(L, "%s: attribute '%s' is %s; expected %s", what, bad->name, attr_kind_name(bad->kind),
+                      attr_kind_name(want));
+  }
   g->nodes[node].dead = false;
   Diag d = {0};
   if (!ir_finish(g, node, &d)) {
