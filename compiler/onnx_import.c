@@ -437,7 +437,10 @@ static const struct {
     {"Reshape", "shape", 5}, {"Slice", "starts, ends and axes", 10}, {"TopK", "k", 10},
     {"Pad", "pads and value", 11}, {"Clip", "min and max", 11}, {"Dropout", "ratio", 12},
     {"Squeeze", "axes", 13}, {"Unsqueeze", "axes", 13}, {"ReduceSum", "axes", 13},
-    {"Split", "split", 13},
+    {"Split", "split", 13}, {"ReduceMean", "axes", 18}, {"ReduceMax", "axes", 18},
+    {"ReduceMin", "axes", 18}, {"ReduceProd", "axes", 18}, {"ReduceL1", "axes", 18},
+    {"ReduceL2", "axes", 18}, {"ReduceLogSum", "axes", 18}, {"ReduceLogSumExp", "axes", 18},
+    {"ReduceSumSquare", "axes", 18},
 };
 
 static bool check_opset_arity(Importer *im, const char *op_type, const char *nname, int nin) {

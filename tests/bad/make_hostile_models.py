@@ -131,6 +131,13 @@ def _():
     return model([n], [vi("X", shape=(1, 3))], [vi("Y", shape=(3,))], [a], opset=11)
 
 
+@case("reducemean_opset17_axes_input", "node 'rm' (ReduceMean): 2 inputs at opset 17; expected 1")
+def _():
+    a = numpy_helper.from_array(np.array([1], np.int64), "A")
+    n = helper.make_node("ReduceMean", ["X", "A"], ["Y"], name="rm", axes=[0])
+    return model([n], [vi("X")], [vi("Y", shape=(1, 3))], [a], opset=17)
+
+
 @case("if_subgraph", "node 'if' (If): control flow is not supported")
 def _():
     branch = helper.make_graph([helper.make_node("Relu", ["X"], ["T"])], "branch", [], [vi("T")])
