@@ -191,6 +191,20 @@ void diag_print(const Diag *d) {
 
 /* ---- files ---------------------------------------------------------------- */
 
+const char *path_outside(Arena *a, const char *dir, const char *path) {
+  char *rd = realpath(dir, NULL), *rp = realpath(path, NULL);
+  const char *out = NULL;
+  if (rd && rp) {
+    size_t n = strlen(rd);
+    bool inside = !strncmp(rp, rd, n) && (rp[n] == '/' || (n == 1 && rd[0] == '/'));
+    if (!inside)
+      out = arena_strdup(a, rp);
+  }
+  free(rd);
+  free(rp);
+  return out;
+}
+
 FILE *open_regular_file(const char *path, const char **why) {
   /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
   int fd = open(path, O_RDONLY | O_NONBLOCK);

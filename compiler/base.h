@@ -82,6 +82,10 @@ void diag_print(const Diag *d);
  * external data): a FIFO would block kiln (even at open), a device never
  * end. NULL with *why set (what it is, or strerror) otherwise. */
 FILE *open_regular_file(const char *path, const char **why);
+/* Where path really is (links followed) when that is outside the folder
+ * dir (links followed too), else NULL: inside, or either cannot be
+ * resolved (a missing file fails where it is opened). */
+const char *path_outside(Arena *a, const char *dir, const char *path);
 /* Read a whole file; NULL + diag on failure. */
 unsigned char *read_file(const char *path, size_t *len, Diag *d);
 /* Write atomically: to a temp file in the same folder, then rename, so a

@@ -64,6 +64,10 @@ static bool read_external(Importer *im, const Onnx__TensorProto *t, size_t want,
     return diag_error(im->d, "%s: external data length %lld; expected %zu bytes for its shape",
                       what, len, want);
   char *path = arena_printf(im->a, "%s/%s", im->dir ? im->dir : ".", loc);
+  const char *real = path_outside(im->a, im->dir ? im->dir : ".", path);
+  if (real) /* a link in the folder that points out of it, as '..' would */
+    return diag_error(im->d, "%s: external data file '%s' is '%s', outside the model's folder; expected a "
+                      "file inside it (links are followed)", what, path, real);
   const char *why = "";
   FILE *f = open_regular_file(path, &why);
   if (!f)

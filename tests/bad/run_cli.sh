@@ -49,6 +49,10 @@ SETUP= case_ name_keyword "not a C keyword" compile m.onnx --name int -o o.c
 # external data that names a FIFO: opening it for reading would wait for a writer forever
 SETUP="cp '$here/external_data_missing.onnx' e.onnx && mkfifo no_such_weights.bin" \
   case_ external_data_fifo "not a regular file" compile e.onnx -o o.c
+# external data through a link that leaves the model's folder, as '../' would
+SETUP="cp '$here/external_data_missing.onnx' e.onnx && head -c 24 /dev/zero > ../outside.bin &&
+       ln -s ../outside.bin no_such_weights.bin" \
+  case_ external_data_link_out "outside the model's folder" compile e.onnx -o o.c
 
 # a generative model (decoder{}) has NAME_prefill/NAME_step: kiln bench and
 # kiln check, which call NAME_run, refuse it
