@@ -88,6 +88,10 @@ typedef struct Plan {
   int mask_el;             /* what a mixed tile does: 0 none, 'c' causal, 'a' additive, 'b' bool */
   bool table;              /* a static mask: visit the tiles of the table */
   bool pad_skip;           /* a runtime padding mask: skip its all -inf key tiles */
+  bool single;             /* one key tile, always visited: no running rescale (alpha) */
+  bool fused_max;          /* vector paths: the scores are final as the products leave the
+                              registers (no mask, top-k or padding keys), so each row's max is
+                              taken there (vm) instead of by reading the scores again */
   int64_t causal_off;
   const char *first, *list; /* the table's C names */
   const char *q, *k, *v, *y, *m; /* C pointers of the operands */
@@ -320,7 +324,10 @@ static const char *state(Emit *e, const Plan *p, bool vec) {
   buf_printf(&b, "%s o[%d][%lld]; /* sum_j exp(s_rj - m[r]) * V[j], Dv = %lld padded to %lld */\n", T, mr,
              (long long)p->dvp, (long long)p->ge.dv, (long long)p->dvp);
   buf_printf(&b, "%s s[%d][%lld]; /* the key tile's scores, then their exp */\n", T, mr, (long long)p->kt);
-  buf_printf(&b, "%s m[%d], l[%d], alpha[%d]; /* running max, running sum, o's rescale */\n", T, mr, mr, mr);
+  if (vec && p->single)
+    buf_printf(&b, "%s m[%d], l[%d]; /* max, sum */\n", T, mr, mr);
+  else
+    buf_printf(&b, "%s m[%d], l[%d], alpha[%d]; /* running max, running sum, o's rescale */\n", T, mr, mr, mr);
   buf_printf(&b, "const %s *qr[%d]; /* query row ir[r] of Q */\nint ir[%d];\n", T, mr, mr);
   if (vec && (p->kmode == K_TILE || (p->kmode == K_INPLACE && p->ge.t % 16)))
     buf_printf(&b, "float kpad[%lld][%lld]; /* a key tile's K^T block, zero-padded */\n", (long long)p->ge.dh,
@@ -493,6 +500,9 @@ static void vec_scores(Emit *e, const Plan *p, const View *v, Buf *b) {
   const char *krs = p->kmode == K_PACK        ? I(e, round16(p->ge.t))
                     : p->kmode == K_TILE || p->ge.t % 16 ? "krs"
                                                        : I(e, p->ge.kst[p->ge.rank - 2]);
+  if (p->fused_max)
+    buf_printf(b, "v%df vm[%d]; /* each row's max score so far, per lane */\nfor (int r = 0; r < %d; r++)\n"
+               "  vm[r] = (v%df){0} - INFINITY;\n", vw, p->mr, p->mr, vw);
   buf_printf(b, "for (int c = 0; c < tn; c += 16) { /* keys j0 + c .. j0 + c + 15: scale * q.k */\n");
   for (int r = 0; r < p->mr; r++) {
     buf_printf(b, "  v%df", vw);
@@ -516,9 +526,13 @@ static void vec_scores(Emit *e, const Plan *p, const View *v, Buf *b) {
   buf_puts(b, "  }\n");
   const char *sc = emit_double_literal(e, DT_F32, p->sp.scale);
   for (int r = 0; r < p->mr; r++)
-    for (int j = 0; j < nv; j++)
+    for (int j = 0; j < nv; j++) {
       buf_printf(b, "  a%d_%d *= %s;\n  memcpy(&s[%d][c%s], &a%d_%d, sizeof a%d_%d);\n", r, j, sc, r,
                  j ? arena_printf(ar(e), " + %d", j * vw) : "", r, j, r, j);
+      if (p->fused_max)
+        buf_printf(b, "  { const v%di gt = a%d_%d > vm[%d]; vm[%d] = (v%df)((gt & (v%di)a%d_%d) | (~gt & (v%di)vm[%d])); }\n",
+                   vw, r, j, r, r, vw, vw, r, j, vw, r);
+    }
   buf_puts(b, "}\n");
 }
 
@@ -539,8 +553,11 @@ static void vec_pv_block(Emit *e, const Plan *p, const View *v, Buf *b, int64_t 
   long long vrs = (long long)p->ge.vst[p->ge.rank - 2];
   for (int r = 0; r < p->mr; r++)
     for (int j = 0; j < nv; j++)
-      buf_printf(b, "v%df o%d_%d;\nmemcpy(&o%d_%d, &o[%d][%s], sizeof o%d_%d);\no%d_%d *= alpha[%d];\n", vw, r,
-                 j, r, j, r, col_at(e, "col", full, j * vw), r, j, r, j, r);
+      if (p->single) /* the one key tile: o starts here */
+        buf_printf(b, "v%df o%d_%d = {0};\n", vw, r, j);
+      else
+        buf_printf(b, "v%df o%d_%d;\nmemcpy(&o%d_%d, &o[%d][%s], sizeof o%d_%d);\no%d_%d *= alpha[%d];\n", vw, r,
+                   j, r, j, r, col_at(e, "col", full, j * vw), r, j, r, j, r);
   buf_printf(b, "for (int j = 0; j < tw; j++) {\n  const float *vr = vh + (j0 + j) * %lld%s;\n", vrs,
              strcmp(c0, "0") ? arena_printf(ar(e), " + %s", c0) : "");
   for (int j = 0; j < nv; j++) {
@@ -614,8 +631,15 @@ static const char *vec_tile(Emit *e, const Plan *p, const View *v) {
   const char *vt = arena_printf(ar(e), "v%df", v->vw), *vi = arena_printf(ar(e), "v%di", v->vw);
   Capture cap;
   capture_begin(e, &cap);
+  const char *vmax = p->fused_max ? "vmax = vm[r];"
+                     : arena_printf(ar(e), "memcpy(&vmax, sr, sizeof vmax);\nfor (int v = 1; v < tn / %d; v++) {\n"
+                                    "  memcpy(&x, sr + v * %d, sizeof x);\n  const %s gt = x > vmax;\n"
+                                    "  vmax = (%s)((gt & (%s)x) | (~gt & (%s)vmax));\n}", v->vw, v->vw, vi, vt, vi, vi);
   emit_tmpl(e, "attention_online", "VT", vt, "VI", vi, "VW", I(e, v->vw), "MR", I(e, p->mr), "NV",
-            arena_printf(ar(e), "tn / %d", v->vw), NULL);
+            arena_printf(ar(e), "tn / %d", v->vw), "VMAX", vmax, "ALPHA",
+            p->single ? "/* one key tile: nothing earlier to rescale */"
+                      : "alpha[r] = expf(m[r] - mu); /* one per row: libm's scalar expf is the quicker here */",
+            "L", p->single ? "sum" : "l[r] * alpha[r] + sum", NULL);
   buf_printf(&b, "%s\n", capture_end(e, &cap));
   vec_pv(e, p, v, &b);
   return take(e, &b);
@@ -700,6 +724,8 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   plan_rows(e, &p);
   plan_mask(&p);
   plan_keys(&p);
+  p.single = p.nkt == 1 && !p.table && !p.sp.topk;
+  p.fused_max = !p.mask_el && !p.sp.topk && p.ge.t % 16 == 0;
   plan_work(e, &p);
   if (p.table && emit_block_table(e, &p) == 0)
     p.mask_el = 0; /* no block needs the mask */
