@@ -89,6 +89,9 @@ typedef struct Plan {
   bool table;              /* a static mask: visit the tiles of the table */
   bool pad_skip;           /* a runtime padding mask: skip its all -inf key tiles */
   bool single;             /* one key tile, always visited: no running rescale (alpha) */
+  bool mask_regs;          /* vector paths: an additive mask that is one row of contiguous keys
+                              for every query (a padding mask) is added to the scores in
+                              registers, a vector load shared by the tile's rows */
   bool fused_max;          /* vector paths: the scores are final as the products leave the
                               registers (no mask, top-k or padding keys), so each row's max is
                               taken there (vm) instead of by reading the scores again */
@@ -429,9 +432,10 @@ static void apply_topk(Emit *e, const Plan *p, Buf *b) {
              emit_double_literal(e, p->ge.dt, p->sp.topk_fill));
 }
 
-/* The mask and top-k steps after the scores. */
-static void after_scores(Emit *e, const Plan *p, Buf *b) {
-  if (p->mask_el)
+/* The mask and top-k steps after the scores (vec: the vector paths, which
+ * may have added the mask already). */
+static void after_scores(Emit *e, const Plan *p, Buf *b, bool vec) {
+  if (p->mask_el && !(vec && p->mask_regs))
     apply_mask(e, p, b);
   if (p->sp.topk)
     apply_topk(e, p, b);
@@ -452,7 +456,7 @@ static const char *scalar_tile(Emit *e, const Plan *p) {
   buf_printf(&b, "      acc += qr[r][x] * kh[x * %lld + (j0 + j) * %lld];\n", (long long)p->ge.kst[r - 2],
              (long long)p->ge.kst[r - 1]);
   buf_printf(&b, "    s[r][j] = acc * %s;\n  }\n", emit_double_literal(e, p->ge.dt, p->sp.scale));
-  after_scores(e, p, &b);
+  after_scores(e, p, &b, false);
   Capture cap;
   capture_begin(e, &cap);
   emit_tmpl(e, "attention_online_scalar", "T", T, "MR", I(e, p->mr), "TW", "tw", "EXP",
@@ -525,10 +529,17 @@ static void vec_scores(Emit *e, const Plan *p, const View *v, Buf *b) {
   }
   buf_puts(b, "  }\n");
   const char *sc = emit_double_literal(e, DT_F32, p->sp.scale);
+  if (p->mask_regs)
+    for (int j = 0; j < nv; j++)
+      buf_printf(b, "  v%df mk%d;\n  memcpy(&mk%d, mh + j0 + c%s, sizeof mk%d); /* the padding mask's keys */\n", vw,
+                 j, j, j ? arena_printf(ar(e), " + %d", j * vw) : "", j);
   for (int r = 0; r < p->mr; r++)
     for (int j = 0; j < nv; j++) {
-      buf_printf(b, "  a%d_%d *= %s;\n  memcpy(&s[%d][c%s], &a%d_%d, sizeof a%d_%d);\n", r, j, sc, r,
-                 j ? arena_printf(ar(e), " + %d", j * vw) : "", r, j, r, j);
+      buf_printf(b, "  a%d_%d *= %s;\n", r, j, sc);
+      if (p->mask_regs)
+        buf_printf(b, "  a%d_%d += mk%d;\n", r, j, j);
+      buf_printf(b, "  memcpy(&s[%d][c%s], &a%d_%d, sizeof a%d_%d);\n", r, j ? arena_printf(ar(e), " + %d", j * vw) : "",
+                 r, j, r, j);
       if (p->fused_max)
         buf_printf(b, "  { const v%di gt = a%d_%d > vm[%d]; vm[%d] = (v%df)((gt & (v%di)a%d_%d) | (~gt & (v%di)vm[%d])); }\n",
                    vw, r, j, r, r, vw, vw, r, j, vw, r);
@@ -624,7 +635,7 @@ static const char *vec_tile(Emit *e, const Plan *p, const View *v) {
     padding_skip(e, p, &b);
   vec_kblock(e, p, &b);
   vec_scores(e, p, v, &b);
-  after_scores(e, p, &b);
+  after_scores(e, p, &b, true);
   if (p->ge.t % 16)
     buf_printf(&b, "for (int r = 0; r < %d; r++) /* padding keys: -inf */\n  for (int j = tw; j < tn; j++)\n"
                "    s[r][j] = -INFINITY;\n", p->mr);
@@ -725,7 +736,9 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   plan_mask(&p);
   plan_keys(&p);
   p.single = p.nkt == 1 && !p.table && !p.sp.topk;
-  p.fused_max = !p.mask_el && !p.sp.topk && p.ge.t % 16 == 0;
+  p.mask_regs = p.mask_el == 'a' && !p.table && p.ge.mst[p.ge.rank - 2] == 0 && p.ge.mst[p.ge.rank - 1] == 1 &&
+                p.ge.t % 16 == 0;
+  p.fused_max = (!p.mask_el || p.mask_regs) && !p.sp.topk && p.ge.t % 16 == 0;
   plan_work(e, &p);
   if (p.table && emit_block_table(e, &p) == 0)
     p.mask_el = 0; /* no block needs the mask */
