@@ -16,9 +16,16 @@
  *
  * A weight read by several nodes is quantized once. It runs after fuse
  * (so the Linear it rewrites already carries its bias and activation) and
- * before plan; without --quantize=int8 it does nothing. Each weight's
+ * before plan; without --quantize it does nothing. Each weight's
  * error (max and RMS of W - Wq·scale, against the weight's RMS) goes into
- * o->quant_report for compile -v, info and check. */
+ * o->quant_report for compile -v, info and check.
+ *
+ * --quantize=w8a8 does all of the above and also marks each Linear with an
+ * int8 W as quantizing its input X at run time, per row, to u8 with a zero
+ * point: {act_quant="u8"} and a sixth input W_colsum i32[N] = Σ_k Wq[k,n],
+ * which the kernel needs for the zero point's term (compiler/ops/fused.c
+ * has the arithmetic, DESIGN.md "w8a8" the why). A Linear whose K is too
+ * large for an exact int32 sum (255·127·K >= 2^31) keeps f32 activations. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +37,7 @@
 /* One weight's quantized form: the int8 constant and its scales. */
 typedef struct QWeight {
   int q, scale;
+  int colsum; /* w8a8: Σ_k Wq[k,n], i32[N], made on first use (-1 until then) */
 } QWeight;
 
 typedef struct Quantizer {
@@ -122,7 +130,7 @@ static const QWeight *quantize_weight(Quantizer *qz, const Node *n, int w, bool 
     sd[i] = per_row ? quantize_line(data + i * cols, cols, 1, qd + i * cols, 1)
                     : quantize_line(data + i, rows, cols, qd + i, cols);
   qw = &qz->done[w];
-  *qw = (QWeight){q, s};
+  *qw = (QWeight){q, s, -1};
   report(qz, n, w, qw, per_row);
   return qw;
 }
@@ -136,6 +144,52 @@ static bool f32_matrix(const Graph *g, int v) {
 static void set_inputs(Graph *g, Node *n, const int *in, int nin) {
   n->in = arena_dup(g->arena, in, sizeof(int) * (size_t)nin);
   n->nin = nin;
+}
+
+/* The largest K whose u8 x s8 sums are exact in int32: 255·127·K < 2^31. */
+#define W8A8_MAX_K (INT32_MAX / (255 * 127))
+
+/* w8a8: W_colsum[n] = Σ_k Wq[k,n] of the int8 weight qw (once per weight). */
+static int weight_colsum(Quantizer *qz, QWeight *qw, const char *name) {
+  Graph *g = qz->g;
+  if (qw->colsum >= 0)
+    return qw->colsum;
+  Type t = gval(g, qw->q)->type;
+  int64_t k = t.dims[0], n = t.dims[1];
+  int c = ir_const(g, arena_printf(g->arena, "%s.colsum", name), DT_I32, 1, &n, NULL);
+  const int8_t *q = gval(g, qw->q)->data;
+  int32_t *cs = gval(g, c)->data;
+  for (int64_t j = 0; j < n; j++) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < k; i++)
+      sum += q[i * n + j];
+    cs[j] = sum;
+  }
+  qw->colsum = c;
+  return c;
+}
+
+/* w8a8: Linear n (int8 W, five inputs) quantizes its X to u8 per row at
+ * run time, when its sums fit int32. */
+static void mark_act_quant(Quantizer *qz, Node *n, QWeight *qw, const char *name) {
+  Graph *g = qz->g;
+  QuantReport *r = qz->o->quant_report;
+  if (gval(g, qw->q)->type.dims[0] > W8A8_MAX_K) {
+    if (r)
+      r->act_f32++;
+    if (qz->o->verbose)
+      fprintf(stderr, "quantize: Linear '%s' keeps f32 activations: K %lld > %d, int32 sums could overflow\n",
+              n->name, (long long)gval(g, qw->q)->type.dims[0], W8A8_MAX_K);
+    return;
+  }
+  int in[6];
+  memcpy(in, n->in, sizeof(int) * 5);
+  in[5] = weight_colsum(qz, qw, name);
+  set_inputs(g, n, in, 6);
+  Attr *a = node_add_attr(g, n, "act_quant", ATTR_STRING);
+  a->s = "u8";
+  if (r)
+    r->act_u8++;
 }
 
 /* Linear with an f32 W, or MatMul by a constant f32 W (made a Linear). */
@@ -156,6 +210,8 @@ static void quantize_product(Quantizer *qz, Node *n) {
     a->s = "none";
   }
   set_inputs(g, n, in, 5);
+  if (qz->o->quantize == QUANT_W8A8)
+    mark_act_quant(qz, n, &qz->done[w], gval(g, w)->name);
   Diag d = {0};
   KILN_ASSERT(op_table[OP_LINEAR].infer(g, n, &d));
 }
@@ -188,8 +244,10 @@ static void quantize_table(Quantizer *qz, Node *n) {
 
 bool pass_quantize(Graph *g, const PassOptions *o, Diag *d) {
   (void)d;
-  if (o->quantize != QUANT_INT8)
+  if (o->quantize == QUANT_NONE)
     return true;
+  if (o->quant_report)
+    o->quant_report->mode = o->quantize;
   Quantizer qz = {.g = g, .o = o, .nvals = g->nvals};
   qz.done = arena_alloc(g->arena, sizeof(QWeight) * (size_t)(g->nvals + 1));
   for (int v = 0; v < g->nvals; v++)
@@ -221,4 +279,7 @@ void quant_report_print(Buf *b, const QuantReport *r) {
              r->q_bytes ? (double)r->f32_bytes / (double)r->q_bytes : 0.0);
   if (r->kept)
     buf_printf(b, "          %d weights stay f32: they hold inf or NaN\n", r->kept);
+  if (r->mode == QUANT_W8A8)
+    buf_printf(b, "w8a8      %d Linears quantize their input to u8 per row; %d keep it f32 (K > %d)\n",
+               r->act_u8, r->act_f32, W8A8_MAX_K);
 }
