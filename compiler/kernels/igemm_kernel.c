@@ -8,7 +8,11 @@
  * 1/s, round half to even, clamp), into a local array au of MB rows of
  * ceil(K/4) int32 words (four u8 a word, the tail zero). MB is every row
  * when M·K fits IG_BLOCK_BYTES (MiniLM's largest, 128 x 1536, is 192 KiB),
- * else the rows go in blocks of MB and the rest.
+ * else the rows go in blocks of MB and the rest. With spec.rot, each row
+ * is first multiplied by the block Hadamard matrix (Linear's act_rot): the
+ * butterflies of w8a8_rotate_row in its order, 16 or 8 floats a vector,
+ * the steps within a vector by a lane permutation, a sign flip (xor) and
+ * an add, so every lane does the scalar code's p + q or p - q exactly.
  *
  * Layout. Bq s8 [K,N] is packed into panels of IG_NR = 32 columns; in a
  * panel, group g (k = 4g .. 4g+3) is one row of 32 columns x 4 bytes: byte
@@ -95,16 +99,92 @@ static int8_t *ig_pack(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t *len)
 
 /* ---- the pre-pass: X's rows as u8 ------------------------------------------ */
 
+/* The sign mask of butterfly distance h < vw: the lanes whose bit h is set
+ * (they take p - q) get the float sign bit. */
+static const char *sign_lanes(Emit *e, int vw, int h) {
+  Buf b = {0};
+  for (int i = 0; i < vw; i++)
+    buf_printf(&b, "%s%s", i ? ", " : "", i & h ? "(-2147483647 - 1)" : "0");
+  return str(e, &b);
+}
+
+/* xr[0..K) = ar's row times the block Hadamard matrix (blocks of B), with
+ * vw-float vectors (16: AVX-512, 8: AVX) or plain C (vw 0). */
+static void emit_rotate_path(Emit *e, const IGeo *g, int b, int vw) {
+  if (!vw) {
+    emit_line(e, "memcpy(xr, ar, sizeof xr);");
+    emit_line(e, "for (int b0 = 0; b0 < %lld; b0 += %d)", (long long)g->k, b);
+    emit_line(e, "  for (int h = 1; h < %d; h *= 2)", b);
+    emit_line(e, "    for (int i2 = b0; i2 < b0 + %d; i2 += 2 * h)", b);
+    emit_line(e, "      for (int c = i2; c < i2 + h; c++) {");
+    emit_line(e, "        const float p = xr[c], q = xr[c + h];");
+    emit_line(e, "        xr[c] = p + q;");
+    emit_line(e, "        xr[c + h] = p - q;");
+    emit_line(e, "      }");
+    return;
+  }
+  bool z = vw == 16;
+  const char *vt = z ? "__m512" : "__m256";
+  int nv = b / vw;
+  for (int h = 1; h < vw; h *= 2)
+    emit_line(e, "const %si sg%d = %s(%s);", vt, h, z ? "_mm512_setr_epi32" : "_mm256_setr_epi32", sign_lanes(e, vw, h));
+  emit_line(e, "for (int b0 = 0; b0 < %lld; b0 += %d) {", (long long)g->k, b);
+  e->indent++;
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "%s v%d = %s(ar + b0 + %d);", vt, v, z ? "_mm512_loadu_ps" : "_mm256_loadu_ps", v * vw);
+  for (int h = 1; h < vw; h *= 2) {
+    const char *perm = z ? (h == 1 ? "_mm512_permute_ps(v%d, 0xB1)" : h == 2 ? "_mm512_permute_ps(v%d, 0x4E)"
+                            : h == 4 ? "_mm512_shuffle_f32x4(v%d, v%d, 0xB1)" : "_mm512_shuffle_f32x4(v%d, v%d, 0x4E)")
+                         : (h == 1 ? "_mm256_permute_ps(v%d, 0xB1)" : h == 2 ? "_mm256_permute_ps(v%d, 0x4E)"
+                            : "_mm256_permute2f128_ps(v%d, v%d, 0x01)");
+    for (int v = 0; v < nv; v++) {
+      const char *pv = arena_printf(e->g->arena, perm, v, v);
+      if (z)
+        emit_line(e, "v%d = _mm512_add_ps(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v%d), sg%d)), %s);",
+                  v, v, h, pv);
+      else
+        emit_line(e, "v%d = _mm256_add_ps(_mm256_xor_ps(v%d, _mm256_castsi256_ps(sg%d)), %s);", v, v, h, pv);
+    }
+  }
+  for (int h = vw; h < b; h *= 2) {
+    int d = h / vw;
+    for (int v = 0; v < nv; v++)
+      if (!(v & d))
+        emit_line(e, "{ const %s p = v%d; v%d = %s(p, v%d); v%d = %s(p, v%d); }", vt, v, v,
+                  z ? "_mm512_add_ps" : "_mm256_add_ps", v + d, v + d, z ? "_mm512_sub_ps" : "_mm256_sub_ps", v + d);
+  }
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "%s(xr + b0 + %d, v%d);", z ? "_mm512_storeu_ps" : "_mm256_storeu_ps", v * vw, v);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* The rotation of the row (spec.rot): ar then points to the rotated copy. */
+static void emit_rotate_row(Emit *e, const IGeo *g, int b) {
+  emit_line(e, "float xr[%lld] __attribute__((aligned(64))); /* the row times the block Hadamard matrix (blocks of %d) */",
+            (long long)g->k, b);
+  emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
+  emit_rotate_path(e, g, b, 16);
+  emit_line(e, "#elif defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)");
+  emit_rotate_path(e, g, b, 8);
+  emit_line(e, "#else");
+  emit_rotate_path(e, g, b, 0);
+  emit_line(e, "#endif");
+  emit_line(e, "ar = xr;");
+}
+
 /* Rows [off, off + rows) of X into au, as, az: the f32 steps of
  * w8a8_quantize_row (compiler/ops/fused.c). The vector forms keep its
  * results: min_ps(x, m) is x < m ? x : m, max_ps(q, 0) is q > 0 ? q : 0,
  * and the u8 are integers below 256 in f32. */
-static void emit_quantize_rows(Emit *e, const IGeo *g, int64_t rows, const char *off) {
+static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
   long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16, k8 = g->k / 8 * 8;
-  emit_parallel_for(e, rows, 0.5 * (double)rows * (double)k);
+  emit_parallel_for(e, rows, (s->rot ? 1.0 : 0.5) * (double)rows * (double)k);
   emit_line(e, "for (int i = 0; i < %lld; i++) { /* row i: u8, scale and zero point */", (long long)rows);
   e->indent++;
   emit_line(e, "const float *ar = a + (%s + i) * %lld; /* [%lld] */", off, k, k);
+  if (s->rot)
+    emit_rotate_row(e, g, s->rot);
   emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", k4, 4 * k4, 4 * k4 - k);
   emit_line(e, "float mn = 0, mx = 0;");
   emit_line(e, "int t = 0;");
@@ -399,7 +479,7 @@ static void emit_path_c(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows
 /* One block of `rows` rows of X starting at row `off` (a C expression):
  * quantized, then the product by every path. */
 static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
-  emit_quantize_rows(e, g, rows, off);
+  emit_quantize_rows(e, s, g, rows, off);
   emit_line(e, "float *ya = y + %s * %lld;", off, (long long)s->n);
   if (s->residual)
     emit_line(e, "const float *ra = res + %s * %lld;", off, (long long)s->n);
@@ -415,7 +495,8 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
 }
 
 bool emit_igemm(Emit *e, const IGemmSpec *s) {
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k > INT32_MAX / (255 * 127))
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k > INT32_MAX / (255 * 127) ||
+      (s->rot && ((s->rot != 16 && s->rot != 32 && s->rot != 64) || s->k % s->rot)))
     return false;
   if (s->m == 0 || s->n == 0)
     return true;

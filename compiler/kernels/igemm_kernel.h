@@ -27,6 +27,9 @@ typedef struct IGemmSpec {
   GemmAct act;         /* after the bias */
   const char *residual; /* C pointer expression of R[m,n], added last, or NULL */
   const char *y;       /* C pointer expression of Y[m,n], row-major */
+  int rot;             /* 16, 32 or 64 (dividing K): each row of X is multiplied by the
+                          block Hadamard matrix of blocks of rot before it is quantized
+                          (Linear's act_rot); 0: not */
 } IGemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block)

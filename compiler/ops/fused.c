@@ -12,7 +12,10 @@
  *           (--quantize=w8a8), each row r of X is first quantized to u8
  *           with a scale s_r and zero point z_r (w8a8_quantize_row) and
  *           the product is s_r·W_scale[n]·(Σ_k u[r,k]·W[k,n] - z_r·W_colsum[n]),
- *           the sum exact in int32 (DESIGN.md, "w8a8")
+ *           the sum exact in int32 (DESIGN.md, "w8a8"). {act_rot=B} (16,
+ *           32 or 64, dividing K) multiplies each row of X by the block
+ *           Hadamard matrix H (blocks of B, ±1) before it is quantized:
+ *           W then holds H·W/B (compiler/passes/quantize.c)
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -139,6 +142,8 @@ static bool linear_act_quant_ok(Graph *g, Node *n, const Type *tw, const Value *
   const Attr *aq = attr_get(n, "act_quant");
   const Value *cs = node_in(g, n, 5);
   char sc[128], sw[128];
+  if (!aq && !cs && attr_get(n, "act_rot"))
+    return diag_node(d, g, n, "act_rot without act_quant; expected act_rot only with act_quant=\"u8\"");
   if (!aq && !cs)
     return true;
   if (!aq || aq->kind != ATTR_STRING || strcmp(aq->s, "u8"))
@@ -153,6 +158,11 @@ static bool linear_act_quant_ok(Graph *g, Node *n, const Type *tw, const Value *
   if (cs->type.dt != DT_I32 || cs->type.rank != 1 || cs->type.dims[0] != tw->dims[1])
     return diag_node(d, g, n, "W_colsum is %s and W is %s; expected W_colsum i32[N] for W[K,N]",
                      type_str(&cs->type, sc, sizeof sc), type_str(tw, sw, sizeof sw));
+  const Attr *ar = attr_get(n, "act_rot");
+  if (ar && (ar->kind != ATTR_INT || (ar->i != 16 && ar->i != 32 && ar->i != 64) || tw->dims[0] % ar->i))
+    return diag_node(d, g, n, "act_rot is %s for K = %lld; expected 16, 32 or 64, dividing K",
+                     ar->kind == ATTR_INT ? arena_printf(g->arena, "%lld", (long long)ar->i) : "not an int",
+                     (long long)tw->dims[0]);
   if (tw->dims[0] > INT32_MAX / (255 * 127))
     return diag_node(d, g, n, "act_quant=\"u8\" with K = %lld; expected K <= %d (exact int32 sums)",
                      (long long)tw->dims[0], INT32_MAX / (255 * 127));
@@ -222,6 +232,21 @@ static void w8a8_quantize_row(const float *x, int64_t k, uint8_t *u, float *s, i
   *z = (int32_t)zf;
 }
 
+/* w8a8 {act_rot=b}: x[0..k) times the block-diagonal Hadamard matrix, in
+ * place: per block of b, the butterflies (p, q) -> (p + q, p - q) at
+ * distances h = 1, 2, .., b/2 in that order, in f32 (the generated kernel
+ * does the same additions: compiler/kernels/igemm_kernel.c). */
+static void w8a8_rotate_row(float *x, int64_t k, int b) {
+  for (int64_t b0 = 0; b0 < k; b0 += b)
+    for (int h = 1; h < b; h *= 2)
+      for (int64_t i = b0; i < b0 + b; i += 2 * h)
+        for (int64_t c = i; c < i + h; c++) {
+          float p = x[c], q = x[c + h];
+          x[c] = p + q;
+          x[c + h] = p - q;
+        }
+}
+
 /* The w8a8 product of row i: Y[i,j] = s·W_scale[j]·(Σ u·W - z·W_colsum[j]),
  * the sum in int32, exact (linear_infer bounds K). */
 static double w8a8_dot(const uint8_t *u, const int8_t *w, int64_t k, int64_t nn, int64_t j, float s,
@@ -242,11 +267,19 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   void *y = out[0].data;
   const int32_t *colsum = n->nin > 5 ? in[5].data : NULL; /* w8a8: X quantized per row */
   uint8_t *u = colsum ? malloc((size_t)(k ? k : 1)) : NULL;
+  int rot = (int)attr_int(n, "act_rot", 0);
+  float *xr = rot ? malloc(sizeof(float) * (size_t)k) : NULL;
   float us = 1;
   int32_t uz = 0;
   for (int64_t i = 0; i < m; i++) {
+    const float *xi = colsum ? (const float *)in[0].data + i * k : NULL;
+    if (rot) {
+      memcpy(xr, xi, sizeof(float) * (size_t)k);
+      w8a8_rotate_row(xr, k, rot);
+      xi = xr;
+    }
     if (colsum)
-      w8a8_quantize_row((const float *)in[0].data + i * k, k, u, &us, &uz);
+      w8a8_quantize_row(xi, k, u, &us, &uz);
     for (int64_t j = 0; j < nn; j++) {
       int64_t yi = i * nn + j;
       double s = 0;
@@ -266,6 +299,7 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
     }
   }
   free(u);
+  free(xr);
   return true;
 }
 
@@ -343,7 +377,7 @@ static bool linear_emit_w8a8(Emit *e, const Node *nd, int64_t m, int64_t n, int6
   const Value *wv = gval(g, nd->in[1]);
   KILN_ASSERT(wv->data);
   IGemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .bq = wv->data, .b_name = wv->name,
-                 .act = gemm_act[linear_act(nd)]};
+                 .act = gemm_act[linear_act(nd)], .rot = (int)attr_int(nd, "act_rot", 0)};
   /* in this order: weights are named by first use */
   s.scale = emit_ref(e, nd->in[4]);
   s.colsum = emit_ref(e, nd->in[5]);

@@ -11,7 +11,7 @@ rm -rf "$work"
 mkdir -p "$work"
 "$kiln" compile "$case/model.onnx" --quantize=w8a8 -q -o "$work/m.c" --dump-all="$work/dumps"
 kir=$(ls "$work"/dumps/*-quantize.kir)
-grep -q 'Linear %x, %w.int8, %b, %r, %w.scale, %w.colsum {act="gelu", act_quant="u8"}' "$kir" ||
+grep -q 'Linear %x, %w.rot.int8, %b, %r, %w.rot.scale, %w.colsum {act="gelu", act_quant="u8", act_rot=64}' "$kir" ||
   { echo "no w8a8 Linear in $kir:"; grep Linear "$kir"; exit 1; }
 grep -q 'const %w.colsum: i32\[64\]' "$kir" || { echo "no i32 W_colsum in $kir"; exit 1; }
 "$kiln" opt "$kir" --passes=infer -o "$work/back.kir"
