@@ -25,7 +25,7 @@
  * k, one load of B per vector, one broadcast of A per row, one dot per
  * accumulator. The path is picked when the generated C is compiled:
  *
- *   __AVX512VNNI__ && __AVX512F__        _mm512_dpbusd_epi32: 12 rows x 32 columns
+ *   __AVX512VNNI__ && __AVX512F__        _mm512_dpbusd_epi32:  8 rows x 32 columns
  *   __AVX512VNNI__ && __AVX512VL__       _mm256_dpbusd_epi32:  6 rows x 16 columns
  *   __AVXVNNI__                          _mm256_dpbusd_avx_epi32, the same tiles
  *   __AVX2__                             u8 and s8 widened to int16, vpmaddwd
@@ -71,7 +71,7 @@ typedef struct IPath {
 
 static const IPath paths[] = {
     {IP_512, IG_GNU " && defined(__AVX512VNNI__) && defined(__AVX512F__) && !defined(KILN_IGEMM_NO512)",
-     "AVX512-VNNI: _mm512_dpbusd_epi32", 16, 32, 12},
+     "AVX512-VNNI: _mm512_dpbusd_epi32", 16, 32, 8},
     {IP_256VL, IG_GNU " && defined(__AVX512VNNI__) && defined(__AVX512VL__)",
      "AVX512-VNNI on 256 bits: _mm256_dpbusd_epi32", 8, 16, 6},
     {IP_256AVX, IG_GNU " && defined(__AVXVNNI__)", "AVX-VNNI: _mm256_dpbusd_avx_epi32", 8, 16, 6},
@@ -315,6 +315,11 @@ static void emit_tile_epilogue(Emit *e, const IGemmSpec *s, const IPath *pt, int
   }
 }
 
+/* Row r's word of group g: "a0[g]", "a0[96 + g]". */
+static const char *aword(Emit *e, const IGeo *g, int r) {
+  return r ? arena_printf(e->g->arena, "a0[%lld + g]", (long long)(r * g->k4)) : "a0[g]";
+}
+
 /* Rows i0 .. i0 + mr - 1 of the chunk at b (groups `stride` bytes apart),
  * nv vectors of it, `valid` real columns. */
 static void emit_tile(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *pt, int mr, int nv, int64_t stride,
@@ -322,11 +327,16 @@ static void emit_tile(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
   Buf acc = {0}, ld = {0}, dot = {0};
   bool x512 = pt->id == IP_512, avx2 = pt->id == IP_AVX2;
   const char *vt = x512 ? "__m512i" : "__m256i";
-  const char *zero = x512 ? "_mm512_setzero_si512()" : "_mm256_setzero_si256()";
+  /* the VNNI accumulators are GNU int vectors, cast at each call: gcc 12
+   * copies __m512i accumulators between registers and the stack at every
+   * step of the loop (the intrinsic works on int lanes), and not these */
+  const char *acct = avx2 ? vt : arena_printf(e->g->arena, "v%di", pt->vw);
+  const char *zero = avx2 ? "_mm256_setzero_si256()" : arena_printf(e->g->arena, "(v%di){0}", pt->vw);
   int na = avx2 ? 2 : nv; /* AVX2: two accumulators per row (columns 0-3, 4-7) */
+  /* the rows' words at a0[r * K4 + g]: one base register for the tile */
+  emit_line(e, "const int32_t *a0 = au + i0 * %lld;", (long long)g->k4);
   for (int r = 0; r < mr; r++) {
-    emit_line(e, "const int32_t *a%d = au + (i0 + %d) * %lld;", r, r, (long long)g->k4);
-    buf_printf(&acc, "%s%s ", r ? "\n" : "", vt);
+    buf_printf(&acc, "%s%s ", r ? "\n" : "", acct);
     for (int v = 0; v < na; v++)
       buf_printf(&acc, "%sacc%d_%d = %s", v ? ", " : "", r, v, zero);
     buf_puts(&acc, ";");
@@ -346,16 +356,16 @@ static void emit_tile(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
                                                                                  : "_mm256_dpbusd_avx_epi32";
   for (int r = 0; r < mr; r++) {
     if (avx2) {
-      buf_printf(&dot, "%s{ const __m256i ar = _mm256_cvtepu8_epi16(_mm_set1_epi32(a%d[g])); "
+      buf_printf(&dot, "%s{ const __m256i ar = _mm256_cvtepu8_epi16(_mm_set1_epi32(%s)); "
                        "acc%d_0 = _mm256_add_epi32(acc%d_0, _mm256_madd_epi16(ar, b0)); "
                        "acc%d_1 = _mm256_add_epi32(acc%d_1, _mm256_madd_epi16(ar, b1)); }",
-                 r ? "\n" : "", r, r, r, r, r);
+                 r ? "\n" : "", aword(e, g, r), r, r, r, r);
       continue;
     }
-    buf_printf(&dot, "%s{ const %s ar = %s(a%d[g]);", r ? "\n" : "", vt, x512 ? "_mm512_set1_epi32" : "_mm256_set1_epi32",
-               r);
+    buf_printf(&dot, "%s{ const %s ar = %s(%s);", r ? "\n" : "", vt, x512 ? "_mm512_set1_epi32" : "_mm256_set1_epi32",
+               aword(e, g, r));
     for (int v = 0; v < nv; v++)
-      buf_printf(&dot, " acc%d_%d = %s(acc%d_%d, ar, b%d);", r, v, dp, r, v, v);
+      buf_printf(&dot, " acc%d_%d = (%s)%s((%s)acc%d_%d, ar, b%d);", r, v, acct, dp, vt, r, v, v);
     buf_puts(&dot, " }");
   }
   emit_tmpl(e, "igemm_tile", "ACC", str(e, &acc), "K4", emit_int(e, g->k4), "LOADB", str(e, &ld), "DOT", str(e, &dot),
@@ -366,7 +376,7 @@ static void emit_tile(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
         emit_line(e, "const v8i c%d_0 = (v8i)_mm256_permute4x64_epi64(_mm256_hadd_epi32(acc%d_0, acc%d_1), 0xD8); "
                      "/* columns 0-3 and 4-7 back in order */", r, r, r);
       else
-        emit_line(e, "const v%di c%d_%d = (v%di)acc%d_%d;", pt->vw, r, v, pt->vw, r, v);
+        emit_line(e, "const v%di c%d_%d = acc%d_%d;", pt->vw, r, v, r, v);
     }
   emit_line(e, "float *yt = ya + i0 * %lld + col; /* the tile's first element of Y */", (long long)s->n);
   if (s->residual)
