@@ -3,7 +3,7 @@
 # after the quantize pass holds Linear {act_quant="u8"} with its sixth input
 # W_colsum (i32), reads back (kiln opt, infer only) to the same text, and
 # the read-back IR compiles and runs (kiln run) to the same outputs as the
-# ONNX model.
+# ONNX model; kiln export refuses it (one line, exit 1).
 set -euo pipefail
 kiln=$1 case=$2 work=$3
 [ -f "$case/model.onnx" ] || exit 77
@@ -19,4 +19,9 @@ cmp "$kir" "$work/back.kir"
 "$kiln" run "$case/model.onnx" --quantize=w8a8 --input x="$case/inputs/x.pb" --input r="$case/inputs/r.pb" >"$work/onnx.txt"
 "$kiln" run "$work/back.kir" --input x="$case/inputs/x.pb" --input r="$case/inputs/r.pb" >"$work/kir.txt"
 cmp "$work/onnx.txt" "$work/kir.txt"
-echo "ok: $kir round-trips"
+rc=0
+"$kiln" export "$kir" -o "$work/e.onnx" 2>"$work/export.err" || rc=$?
+want="kiln: $kir: node 'MatMul_0' (Linear): a Linear with act_quant (--quantize=w8a8) has no ONNX form; expected the f32 or int8 model (export without --quantize=w8a8)"
+[ $rc = 1 ] && [ "$(cat "$work/export.err")" = "$want" ] && [ ! -e "$work/e.onnx" ] ||
+  { echo "export: rc $rc, said:"; cat "$work/export.err"; exit 1; }
+echo "ok: $kir round-trips; export refuses it"
