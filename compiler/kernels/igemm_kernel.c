@@ -173,19 +173,10 @@ static void emit_rotate_row(Emit *e, const IGeo *g, int b) {
   emit_line(e, "ar = xr;");
 }
 
-/* Rows [off, off + rows) of X into au, as, az: the f32 steps of
- * w8a8_quantize_row (compiler/ops/fused.c). The vector forms keep its
- * results: min_ps(x, m) is x < m ? x : m, max_ps(q, 0) is q > 0 ? q : 0,
- * and the u8 are integers below 256 in f32. */
-static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
-  long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16, k8 = g->k / 8 * 8;
-  emit_parallel_for(e, rows, (s->rot ? 1.0 : 0.5) * (double)rows * (double)k);
-  emit_line(e, "for (int i = 0; i < %lld; i++) { /* row i: u8, scale and zero point */", (long long)rows);
-  e->indent++;
-  emit_line(e, "const float *ar = a + (%s + i) * %lld; /* [%lld] */", off, k, k);
-  if (s->rot)
-    emit_rotate_row(e, g, s->rot);
-  emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", k4, 4 * k4, 4 * k4 - k);
+/* mn, mx = the row ar's min and max with 0 included (t counts the
+ * elements done: the vector loops, then the rest). */
+static void emit_row_range(Emit *e, const IGeo *g) {
+  long long k = g->k, k16 = g->k / 16 * 16, k8 = g->k / 8 * 8;
   emit_line(e, "float mn = 0, mx = 0;");
   emit_line(e, "int t = 0;");
   emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
@@ -229,12 +220,11 @@ static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64
   emit_line(e, "  mn = ar[t] < mn ? ar[t] : mn;");
   emit_line(e, "  mx = ar[t] > mx ? ar[t] : mx;");
   emit_line(e, "}");
-  emit_line(e, "float sc = (mx - mn) / 255.0f;");
-  emit_line(e, "sc = sc >= 0x1p-126f ? sc : 1.0f; /* a zero row (or one below FLT_MIN): any scale */");
-  emit_line(e, "const float inv = 1.0f / sc;");
-  emit_line(e, "float zf = nearbyintf(-mn * inv);");
-  emit_line(e, "zf = zf > 0 ? zf : 0;");
-  emit_line(e, "zf = zf < 255 ? zf : 255;");
+}
+
+/* ur = the row ar as u8 by inv and zf (the vector loop, then the rest). */
+static void emit_row_u8(Emit *e, const IGeo *g) {
+  long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16;
   emit_line(e, "t = 0;");
   emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
   if (k16) {
@@ -258,6 +248,32 @@ static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64
   emit_line(e, "}");
   if (4 * k4 > k)
     emit_line(e, "memset(ur + %lld, 0, %lld);", k, 4 * k4 - k);
+}
+
+/* Rows [off, off + rows) of X into au, as, az: the f32 steps of
+ * w8a8_quantize_row (compiler/ops/fused.c). The vector forms keep its
+ * results: min_ps(x, m) is x < m ? x : m, max_ps(q, 0) is q > 0 ? q : 0,
+ * and the u8 are integers below 256 in f32. */
+static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
+  long long k = g->k, k4 = g->k4;
+  emit_parallel_for(e, rows, (s->rot ? 1.0 : 0.5) * (double)rows * (double)k);
+  emit_line(e, "for (int i = 0; i < %lld; i++) { /* row i: u8, scale and zero point */", (long long)rows);
+  e->indent++;
+  emit_line(e, "const float *ar = a + (%s + i) * %lld; /* [%lld] */", off, k, k);
+  if (s->rot)
+    emit_rotate_row(e, g, s->rot);
+  if (4 * k4 > k)
+    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", k4, 4 * k4, 4 * k4 - k);
+  else
+    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld] */", k4, 4 * k4);
+  emit_row_range(e, g);
+  emit_line(e, "float sc = (mx - mn) / 255.0f;");
+  emit_line(e, "sc = sc >= 0x1p-126f ? sc : 1.0f; /* a zero row (or one below FLT_MIN): any scale */");
+  emit_line(e, "const float inv = 1.0f / sc;");
+  emit_line(e, "float zf = nearbyintf(-mn * inv);");
+  emit_line(e, "zf = zf > 0 ? zf : 0;");
+  emit_line(e, "zf = zf < 255 ? zf : 255;");
+  emit_row_u8(e, g);
   emit_line(e, "as[i] = sc;");
   emit_line(e, "az[i] = (int32_t)zf;");
   e->indent--;
