@@ -74,3 +74,28 @@ add_test(NAME w8a8_info_json
          COMMAND sh -c "[ -f \"$1/model.onnx\" ] || exit 77; \"$0\" info \"$1/model.onnx\" --quantize=w8a8 --json | grep -q '\"scheme\": \"w8a8\", \"f32_bytes\": 76800, \"int8_bytes\": 19400, \"kept_f32\": 0, \"act_u8\": 1, \"act_f32\": 0,'"
                  ${KILN_BIN} ${KILN_W8A8_CASES}/m37_k384_n50_res)
 set_tests_properties(w8a8_info_json PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
+
+# the transformer fixtures with --quantize=w8a8 against their f32 (PyTorch)
+# references: 5e-2 absolute and relative, as for int8 (measured: largest
+# max_abs_err 0.057 of logits up to ~3 on transformer_ed, cosines with the
+# f32 model 0.99986-0.99997); the interpreter on one of them, 2 threads on
+# the encoder-decoder
+foreach(m decoder_layer_causal encoder_2l_op14 encoder_2l_op17 encoder_2l_padmask encoder_2l_prenorm transformer_ed)
+  add_test(NAME w8a8_model_${m} COMMAND ${KILN_BIN} check -q --quantize=w8a8 --cflags=-O2\ -march=native
+                                        --rtol=5e-2 --atol=5e-2 ${T}/models/${m})
+endforeach()
+add_test(NAME w8a8_model_encoder_2l_op14_interp
+         COMMAND ${KILN_BIN} check -q --interp --quantize=w8a8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+add_test(NAME w8a8_model_transformer_ed_threads2
+         COMMAND ${KILN_BIN} check -q --quantize=w8a8 --threads 2 --cflags=-O2\ -march=native
+                 --rtol=5e-2 --atol=5e-2 ${T}/models/transformer_ed)
+# generative decoding: X is quantized per row, so a row's result does not
+# depend on the other rows: prefill + steps == prefill, bit for bit, as in f32
+foreach(threads 1 2)
+  add_test(NAME w8a8_generate_cache_tiny_t${threads}
+           COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua native ${threads} 0
+                   --quantize=w8a8)
+  add_test(NAME w8a8_generate_cache_llama_t${threads}
+           COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua native ${threads} 0
+                   --set ctx=32 --set prefill=8 --quantize=w8a8)
+endforeach()
