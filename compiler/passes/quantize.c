@@ -177,6 +177,8 @@ static int weight_colsum(Quantizer *qz, QWeight *qw, const char *name) {
     cs[j] = sum;
   }
   qw->colsum = c;
+  if (qz->o->quant_report) /* the bytes the quantized weight takes */
+    qz->o->quant_report->q_bytes += 4 * n;
   return c;
 }
 
@@ -335,8 +337,8 @@ void quant_report_print(Buf *b, const QuantReport *r) {
     buf_printf(b, "          %-14s %-8s %-10s %10.3g %10.3g  %s '%s'\n", type_str(&l->type, ts, sizeof ts),
                l->op, l->per_row ? "row" : "column", l->err_max / rms, l->err_rms / rms, l->node, l->weight);
   }
-  buf_printf(b, "          %d weights: %lld bytes f32 -> %lld bytes int8 + scales (%.2fx smaller)\n", r->n,
-             (long long)r->f32_bytes, (long long)r->q_bytes,
+  buf_printf(b, "          %d weights: %lld bytes f32 -> %lld bytes int8 + scales%s (%.2fx smaller)\n", r->n,
+             (long long)r->f32_bytes, (long long)r->q_bytes, r->mode == QUANT_W8A8 ? " + column sums" : "",
              r->q_bytes ? (double)r->f32_bytes / (double)r->q_bytes : 0.0);
   if (r->kept)
     buf_printf(b, "          %d weights stay f32: they hold inf or NaN\n", r->kept);
