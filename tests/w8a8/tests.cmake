@@ -99,3 +99,21 @@ foreach(threads 1 2)
            COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR}/examples/llama.lua native ${threads} 0
                    --set ctx=32 --set prefill=8 --quantize=w8a8)
 endforeach()
+
+# the w8a8 kernel's C under clang -Weverything (-Werror), on the 512-bit
+# VNNI path and the plain C one, with a rotation (K 384) and without (K 1003)
+find_program(KILN_W8A8_CLANG clang)
+if(KILN_W8A8_CLANG)
+  foreach(c m37_k1003_n70_relu_res m128_k384_n97_gelu_tanh)
+    foreach(v "native|-march=native" "plain|-DKILN_GEMM_SCALAR")
+      string(REPLACE "|" ";" parts "${v}")
+      list(GET parts 0 path)
+      list(GET parts 1 flags)
+      add_test(NAME w8a8_${c}_clang_${path}
+               COMMAND ${T}/w8a8/kernel_case.sh ${KILN_BIN} ${KILN_W8A8_CASES}/${c} ${CMAKE_BINARY_DIR}/w8a8-tests/${c}_clang_${path}
+                       "-O1 ${flags} -Weverything -Werror -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+                       --cc=${KILN_W8A8_CLANG})
+      set_tests_properties(w8a8_${c}_clang_${path} PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
+    endforeach()
+  endforeach()
+endif()
