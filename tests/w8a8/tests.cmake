@@ -117,3 +117,9 @@ if(KILN_W8A8_CLANG)
     endforeach()
   endforeach()
 endif()
+
+# bad input in the IR: a w8a8 Linear whose attributes and inputs do not go
+# together (tests/w8a8/bad_kir.sh): one line each, exit 1, no C
+add_test(NAME w8a8_bad_kir COMMAND ${T}/w8a8/bad_kir.sh ${KILN_BIN} ${KILN_W8A8_CASES}/m5_k64_n64_gelu_res
+                                   ${CMAKE_BINARY_DIR}/w8a8-tests/bad_kir)
+set_tests_properties(w8a8_bad_kir PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
