@@ -209,7 +209,8 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
  * below FLT_MIN, so 1/s is finite), z = round(-min/s), u = clamp(round(x/s)
  * + z, 0, 255), dividing by multiplying by 1/s, rounding half to even.
  * Each step is one f32 operation, so the generated kernel
- * (compiler/kernels/igemm_kernel.c, w8a8_rows) gets the very same u, s, z. */
+ * (compiler/kernels/igemm_kernel.c, emit_quantize_rows) gets the very same u, s,
+ * z. */
 static void w8a8_quantize_row(const float *x, int64_t k, uint8_t *u, float *s, int32_t *z) {
   float mn = 0, mx = 0;
   for (int64_t t = 0; t < k; t++) {
