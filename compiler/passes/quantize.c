@@ -54,8 +54,9 @@ typedef struct QWeight {
 typedef struct Quantizer {
   Graph *g;
   const PassOptions *o;
-  QWeight *done; /* per original value id: q = -1 until quantized */
+  QWeight *done; /* per value id: q = -1 until quantized */
   int nvals;
+  int cap;       /* done's length: the ids the pass may create included */
 } Quantizer;
 
 /* Scale and int8 values of `len` weights at w[i * stride], i < len: the
@@ -118,6 +119,7 @@ static void report(Quantizer *qz, const Node *n, int w, const QWeight *qw, bool 
 /* The int8 form of constant w (f32 [rows, cols]), made on first use. */
 static const QWeight *quantize_weight(Quantizer *qz, const Node *n, int w, bool per_row) {
   Graph *g = qz->g;
+  KILN_ASSERT(w < qz->cap);
   QWeight *qw = &qz->done[w];
   if (qw->q >= 0)
     return qw;
@@ -257,8 +259,10 @@ static void quantize_product(Quantizer *qz, Node *n) {
   int64_t k = gval(g, w)->type.dims[0];
   const char *wname = gval(g, w)->name;
   bool w8a8 = qz->o->quantize == QUANT_W8A8 && k <= W8A8_MAX_K;
+  /* X·W = (X·H)·(H·W/B): mark_act_quant below gives the Linear its act_rot
+   * for the same K (w8a8 and K <= W8A8_MAX_K: it always marks) */
   if (w8a8 && rot_block(k) && all_finite(gval(g, w)->data, type_numel(&gval(g, w)->type)))
-    w = rotated_weight(qz, w); /* X·W = (X·H)·(H·W/B) */
+    w = rotated_weight(qz, w);
   const QWeight *qw = quantize_weight(qz, n, w, false);
   if (!qw)
     return;
@@ -311,9 +315,9 @@ bool pass_quantize(Graph *g, const PassOptions *o, Diag *d) {
     o->quant_report->mode = o->quantize;
   Quantizer qz = {.g = g, .o = o, .nvals = g->nvals};
   /* w8a8 makes a rotated f32 weight before quantizing it: room for those */
-  int cap = o->quantize == QUANT_W8A8 ? 5 * g->nvals + 8 : g->nvals + 1;
-  qz.done = arena_alloc(g->arena, sizeof(QWeight) * (size_t)cap);
-  for (int v = 0; v < cap; v++)
+  qz.cap = o->quantize == QUANT_W8A8 ? 5 * g->nvals + 8 : g->nvals + 1;
+  qz.done = arena_alloc(g->arena, sizeof(QWeight) * (size_t)qz.cap);
+  for (int v = 0; v < qz.cap; v++)
     qz.done[v].q = qz.done[v].rot = -1;
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
