@@ -47,6 +47,8 @@ typedef struct Emit {
   EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
   EmitPrecision precision; /* --precision: bf16 weight GEMMs (gemm_kernel.c) */
   bool uses_bf16_dp;  /* a kernel calls vdpbf16ps: the file includes <immintrin.h> */
+  bool uses_vnni;     /* a w8a8 kernel (igemm_kernel.c) calls x86 intrinsics: the file
+                         includes <immintrin.h> where the C compiler targets them */
   struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
   int tmp;            /* counter for unique local names (per kernel) */

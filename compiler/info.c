@@ -151,8 +151,12 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
                (long long)params, (long long)pbytes, (long long)nconst);
     if (o->quant) {
       const QuantReport *q = o->quant;
-      buf_printf(&b, "  \"quantized\": {\"scheme\": \"int8\", \"f32_bytes\": %lld, \"int8_bytes\": %lld, "
-                     "\"kept_f32\": %d, \"weights\": [", (long long)q->f32_bytes, (long long)q->q_bytes, q->kept);
+      buf_printf(&b, "  \"quantized\": {\"scheme\": \"%s\", \"f32_bytes\": %lld, \"int8_bytes\": %lld, "
+                     "\"kept_f32\": %d, ", q->mode == QUANT_W8A8 ? "w8a8" : "int8",
+                 (long long)q->f32_bytes, (long long)q->q_bytes, q->kept);
+      if (q->mode == QUANT_W8A8) /* Linears with u8 inputs, and those whose K keeps them f32 */
+        buf_printf(&b, "\"act_u8\": %d, \"act_f32\": %d, ", q->act_u8, q->act_f32);
+      buf_puts(&b, "\"weights\": [");
       for (int i = 0; i < q->n; i++) {
         const QuantLayer *l = &q->layers[i];
         double rms = l->rms ? l->rms : 1;

@@ -87,6 +87,11 @@ static const char *usage =
     "                             tables one per row; activations stay f32. compile -v and info\n"
     "                             print each weight's error; check also each layer's output error\n"
     "                             against the f32 model on its data (looser --rtol/--atol needed)\n"
+    "  --quantize=w8a8            (also run, check, bench, info, opt) int8 x int8 products: the\n"
+    "                             weights as int8 does, and each Linear's input quantized at run\n"
+    "                             time to u8 per row (asymmetric, zero point), summed exactly in\n"
+    "                             int32 (AVX512-VNNI / AVX-VNNI vpdpbusd when built for it, e.g.\n"
+    "                             -march=native; else AVX2 or plain C, the same sums)\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --out-format=pb|npy        (run) --out's files: TensorProto .pb (the default) or .npy\n"
     "  --json                     (info) machine-readable report\n"
@@ -335,9 +340,9 @@ static void parse_args(int argc, char **argv, Cli *c) {
         die("--gemm=%s: unknown GEMM; expected packed or openblas", v);
       c->check.gemm = !strcmp(v, "openblas") ? GEMM_OPENBLAS : GEMM_PACKED;
     } else if ((v = opt_value(argc, argv, &i, "--quantize"))) {
-      if (strcmp(v, "int8") && strcmp(v, "none"))
-        die("--quantize=%s: unknown scheme; expected int8 (or none)", v);
-      c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : QUANT_NONE;
+      if (strcmp(v, "int8") && strcmp(v, "w8a8") && strcmp(v, "none"))
+        die("--quantize=%s: unknown scheme; expected int8, w8a8 (or none)", v);
+      c->pipe.pass.quantize = !strcmp(v, "int8") ? QUANT_INT8 : !strcmp(v, "w8a8") ? QUANT_W8A8 : QUANT_NONE;
     } else if ((v = opt_value(argc, argv, &i, "--kv-cache"))) {
       c->kv_cache = positions(v, "--kv-cache=%s: expected the cache's capacity in positions, 1 to 1048576");
     } else if ((v = opt_value(argc, argv, &i, "--kv-dtype"))) {

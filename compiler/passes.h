@@ -14,8 +14,10 @@ typedef struct ShapeBinding {
   bool used;
 } ShapeBinding;
 
-/* --quantize: weight-only quantization by the quantize pass (quantize.c). */
-typedef enum QuantMode { QUANT_NONE, QUANT_INT8 } QuantMode;
+/* --quantize: quantization by the quantize pass (quantize.c): int8
+ * weight-only, or w8a8 (int8 weights, and the activations of each Linear
+ * quantized to u8 per row at run time: int8 x int8 products). */
+typedef enum QuantMode { QUANT_NONE, QUANT_INT8, QUANT_W8A8 } QuantMode;
 
 /* One quantized weight, for the error reports of compile -v, info and check. */
 typedef struct QuantLayer {
@@ -33,6 +35,9 @@ typedef struct QuantReport {
   QuantLayer *layers;
   int n, cap;
   int kept;                /* f32 weights left as they were (non-finite values) */
+  QuantMode mode;          /* the scheme (set by the pass) */
+  int act_u8;              /* w8a8: Linears whose activations are quantized to u8 */
+  int act_f32;             /* w8a8: Linears that keep f32 activations (K too large) */
   int64_t f32_bytes, q_bytes; /* the quantized weights before and after (int8 + scales) */
 } QuantReport;
 
@@ -41,7 +46,7 @@ typedef struct PassOptions {
   int nshapes;
   size_t fold_limit;       /* bytes: larger results are not folded */
   bool verbose;
-  QuantMode quantize;      /* --quantize=int8: the quantize pass runs */
+  QuantMode quantize;      /* --quantize=int8|w8a8: the quantize pass runs */
   QuantReport *quant_report; /* when not NULL, the quantize pass fills it (arena memory) */
 } PassOptions;
 

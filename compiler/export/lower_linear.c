@@ -73,6 +73,9 @@ bool linear_lower(Graph *g, int node, Diag *d) {
   int x = n->in[0], w = n->in[1], bias = node_has_in(n, 2) ? n->in[2] : -1;
   int res = node_has_in(n, 3) ? n->in[3] : -1;
   const char *act = attr_str(n, "act", "none");
+  if (attr_get(n, "act_quant")) /* u8 rows, a rotation: no standard op computes that */
+    return diag_node(d, g, n, "a Linear with act_quant (--quantize=w8a8) has no ONNX form; expected the f32 "
+                     "or int8 model (export without --quantize=w8a8)");
   Lowering l = lw_start(g, node, gval(g, x)->type.dt, d);
   if ((bias >= 0 || res >= 0 || strcmp(act, "none")) && !lw_need_opset(&l, 7, "broadcasting Add and Mul"))
     return false;

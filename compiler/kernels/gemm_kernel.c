@@ -255,7 +255,7 @@ static void *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
 static const char *lit(Emit *e, double v) { return emit_double_literal(e, DT_F32, v); }
 
 /* act(v) as a C expression in f32, the formulas of compiler/ops/fused.c. */
-static const char *gemm_act_expr(Emit *e, GemmAct act, const char *v) {
+const char *gemm_act_expr(Emit *e, GemmAct act, const char *v) {
   Arena *a = e->g->arena;
   switch (act) {
   case GEMM_ACT_RELU: return arena_printf(a, "%s > %s ? %s : %s", v, lit(e, 0), v, lit(e, 0));

@@ -46,4 +46,9 @@ typedef struct GemmSpec {
  * back to their own kernel. */
 bool emit_gemm(Emit *e, const GemmSpec *s);
 
+/* act(v) as a C expression in f32 (v a C variable), the formulas of
+ * compiler/ops/fused.c with kiln_erff / kiln_tanhf: the epilogues' scalar
+ * form (also igemm_kernel.c's). */
+const char *gemm_act_expr(Emit *e, GemmAct act, const char *v);
+
 #endif

@@ -7,7 +7,15 @@
  *           row-major order, and Y takes R's shape. With a fifth input
  *           W_scale f32[N] (made by compiler/passes/quantize.c), W is int8
  *           and stands for the f32 weight W[k,n]·W_scale[n]: X, bias, R
- *           and Y stay f32 (weight-only quantization, DESIGN.md)
+ *           and Y stay f32 (weight-only quantization, DESIGN.md). With
+ *           {act_quant="u8"} and a sixth input W_colsum i32[N] = Σ_k W[k,n]
+ *           (--quantize=w8a8), each row r of X is first quantized to u8
+ *           with a scale s_r and zero point z_r (w8a8_quantize_row) and
+ *           the product is s_r·W_scale[n]·(Σ_k u[r,k]·W[k,n] - z_r·W_colsum[n]),
+ *           the sum exact in int32 (DESIGN.md, "w8a8"). {act_rot=B} (16,
+ *           32 or 64, dividing K) multiplies each row of X by the block
+ *           Hadamard matrix H (blocks of B, ±1) before it is quantized:
+ *           W then holds H·W/B (compiler/passes/quantize.c)
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -15,12 +23,15 @@
  * unfused MatMul → Add → activation → Add rounded (after the product, the
  * bias, the activation), so folding and `kiln run` give what the replaced
  * ops gave. */
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../emit.h"
 #include "../ops.h"
 #include "../kernels/gemm_kernel.h"
+#include "../kernels/igemm_kernel.h"
 
 /* ---- activations, shared by Linear's epilogue and Gelu -------------------- */
 
@@ -125,6 +136,39 @@ static bool linear_quant_ok(Graph *g, Node *n, const Type *tx, const Type *tw, c
   return true;
 }
 
+/* w8a8: {act_quant="u8"} with W_colsum i32[N], both or neither, on the
+ * int8 form. */
+static bool linear_act_quant_ok(Graph *g, Node *n, const Type *tw, const Value *ws, Diag *d) {
+  const Attr *aq = attr_get(n, "act_quant");
+  const Value *cs = node_in(g, n, 5);
+  char sc[128], sw[128];
+  if (!aq && !cs && attr_get(n, "act_rot"))
+    return diag_node(d, g, n, "act_rot without act_quant; expected act_rot only with act_quant=\"u8\"");
+  if (!aq && !cs)
+    return true;
+  if (!aq || aq->kind != ATTR_STRING || strcmp(aq->s, "u8"))
+    return diag_node(d, g, n, "act_quant is %s%s%s; expected act_quant=\"u8\" with input W_colsum",
+                     aq ? "'" : "absent", aq ? str_attr(n, "act_quant") : "", aq ? "'" : "");
+  if (!ws || !cs)
+    return diag_node(d, g, n, "act_quant=\"u8\" needs inputs W_scale and W_colsum; %s is absent",
+                     ws ? "W_colsum" : "W_scale");
+  if (!node_in(g, n, 1)->data)
+    return diag_node(d, g, n, "W is computed at run time; expected a constant W with act_quant=\"u8\" "
+                     "(its packed form is made at compile time)");
+  if (cs->type.dt != DT_I32 || cs->type.rank != 1 || cs->type.dims[0] != tw->dims[1])
+    return diag_node(d, g, n, "W_colsum is %s and W is %s; expected W_colsum i32[N] for W[K,N]",
+                     type_str(&cs->type, sc, sizeof sc), type_str(tw, sw, sizeof sw));
+  const Attr *ar = attr_get(n, "act_rot");
+  if (ar && (ar->kind != ATTR_INT || (ar->i != 16 && ar->i != 32 && ar->i != 64) || tw->dims[0] % ar->i))
+    return diag_node(d, g, n, "act_rot is %s for K = %lld; expected 16, 32 or 64, dividing K",
+                     ar->kind == ATTR_INT ? arena_printf(g->arena, "%lld", (long long)ar->i) : "not an int",
+                     (long long)tw->dims[0]);
+  if (tw->dims[0] > INT32_MAX / (255 * 127))
+    return diag_node(d, g, n, "act_quant=\"u8\" with K = %lld; expected K <= %d (exact int32 sums)",
+                     (long long)tw->dims[0], INT32_MAX / (255 * 127));
+  return true;
+}
+
 bool linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2), *r = node_in(g, n, 3);
   Value *ws = node_in(g, n, 4);
@@ -135,6 +179,8 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
   if (!float_dt(tx->dt))
     return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(tx->dt));
   if (ws && !linear_quant_ok(g, n, tx, tw, ws, d))
+    return false;
+  if (tw->rank == 2 && !linear_act_quant_ok(g, n, tw, ws, d))
     return false;
   if ((!ws && tw->dt != tx->dt) || (b && b->type.dt != tx->dt))
     return diag_node(d, g, n, "inputs X, W, bias differ in type (%s, %s, %s); expected the same type",
@@ -158,6 +204,60 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
   return true;
 }
 
+/* w8a8: row x[0..k) as u8 with scale *s and zero point *z, x ≈ s·(u - z):
+ * min and max with 0 included, s = (max - min) / 255 (1 when that is 0 or
+ * below FLT_MIN, so 1/s is finite), z = round(-min/s), u = clamp(round(x/s)
+ * + z, 0, 255), dividing by multiplying by 1/s, rounding half to even.
+ * Each step is one f32 operation, so the generated kernel
+ * (compiler/kernels/igemm_kernel.c, emit_quantize_rows) gets the very same u, s,
+ * z. */
+static void w8a8_quantize_row(const float *x, int64_t k, uint8_t *u, float *s, int32_t *z) {
+  float mn = 0, mx = 0;
+  for (int64_t t = 0; t < k; t++) {
+    mn = x[t] < mn ? x[t] : mn;
+    mx = x[t] > mx ? x[t] : mx;
+  }
+  float sc = (mx - mn) / 255.0f;
+  sc = sc >= FLT_MIN ? sc : 1.0f;
+  float inv = 1.0f / sc;
+  float zf = nearbyintf(-mn * inv);
+  zf = zf > 0 ? zf : 0;
+  zf = zf < 255 ? zf : 255;
+  for (int64_t t = 0; t < k; t++) {
+    float q = nearbyintf(x[t] * inv) + zf;
+    q = q > 0 ? q : 0;
+    q = q < 255 ? q : 255;
+    u[t] = (uint8_t)q;
+  }
+  *s = sc;
+  *z = (int32_t)zf;
+}
+
+/* w8a8 {act_rot=b}: x[0..k) times the block-diagonal Hadamard matrix, in
+ * place: per block of b, the butterflies (p, q) -> (p + q, p - q) at
+ * distances h = 1, 2, .., b/2 in that order, in f32 (the generated kernel
+ * does the same additions: compiler/kernels/igemm_kernel.c). */
+static void w8a8_rotate_row(float *x, int64_t k, int b) {
+  for (int64_t b0 = 0; b0 < k; b0 += b)
+    for (int h = 1; h < b; h *= 2)
+      for (int64_t i = b0; i < b0 + b; i += 2 * h)
+        for (int64_t c = i; c < i + h; c++) {
+          float p = x[c], q = x[c + h];
+          x[c] = p + q;
+          x[c + h] = p - q;
+        }
+}
+
+/* The w8a8 product of row i: Y[i,j] = s·W_scale[j]·(Σ u·W - z·W_colsum[j]),
+ * the sum in int32, exact (linear_infer bounds K). */
+static double w8a8_dot(const uint8_t *u, const int8_t *w, int64_t k, int64_t nn, int64_t j, float s,
+                       int32_t z, const float *wscale, const int32_t *colsum) {
+  int32_t acc = 0;
+  for (int64_t t = 0; t < k; t++)
+    acc += (int32_t)u[t] * w[t * nn + j];
+  return (double)(acc - z * colsum[j]) * ((double)s * wscale[j]);
+}
+
 bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = in[0].type.dt;
   int64_t m = linear_rows(&in[0].type), k = in[1].type.dims[0], nn = in[1].type.dims[1];
@@ -166,13 +266,31 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType wdt = in[1].type.dt;
   Act act = linear_act(n);
   void *y = out[0].data;
-  for (int64_t i = 0; i < m; i++)
+  const int32_t *colsum = n->nin > 5 ? in[5].data : NULL; /* w8a8: X quantized per row */
+  uint8_t *u = colsum ? malloc((size_t)(k ? k : 1)) : NULL;
+  int rot = (int)attr_int(n, "act_rot", 0);
+  float *xr = rot ? malloc(sizeof(float) * (size_t)k) : NULL;
+  float us = 1;
+  int32_t uz = 0;
+  for (int64_t i = 0; i < m; i++) {
+    const float *xi = colsum ? (const float *)in[0].data + i * k : NULL;
+    if (rot) {
+      memcpy(xr, xi, sizeof(float) * (size_t)k);
+      w8a8_rotate_row(xr, k, rot);
+      xi = xr;
+    }
+    if (colsum)
+      w8a8_quantize_row(xi, k, u, &us, &uz);
     for (int64_t j = 0; j < nn; j++) {
       int64_t yi = i * nn + j;
       double s = 0;
-      for (int64_t t = 0; t < k; t++)
-        s += el_get_f(dt, in[0].data, i * k + t) * el_get_f(wdt, in[1].data, t * nn + j);
-      el_set_f(dt, y, yi, wscale ? s * wscale[j] : s);
+      if (colsum) {
+        el_set_f(dt, y, yi, w8a8_dot(u, in[1].data, k, nn, j, us, uz, wscale, colsum));
+      } else {
+        for (int64_t t = 0; t < k; t++)
+          s += el_get_f(dt, in[0].data, i * k + t) * el_get_f(wdt, in[1].data, t * nn + j);
+        el_set_f(dt, y, yi, wscale ? s * wscale[j] : s);
+      }
       if (has_b)
         el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[2].data, j));
       if (act != ACT_NONE)
@@ -180,6 +298,9 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
       if (has_r)
         el_set_f(dt, y, yi, el_get_f(dt, y, yi) + el_get_f(dt, in[3].data, yi));
     }
+  }
+  free(u);
+  free(xr);
   return true;
 }
 
@@ -246,6 +367,28 @@ static void emit_linear_epilogue(Emit *e, DType dt, Act act, int64_t m, int64_t 
   emit_line(e, "}");
 }
 
+/* w8a8 (act_quant="u8"): the int8 x int8 GEMM (compiler/kernels/
+ * igemm_kernel.c), for a constant W or not (the kernel packs W's data;
+ * a .kir with a W computed at run time is refused by the pass's rules:
+ * only constants get a W_colsum). */
+static bool linear_emit_w8a8(Emit *e, const Node *nd, int64_t m, int64_t n, int64_t k) {
+  Graph *g = e->g;
+  static const GemmAct gemm_act[] = {[ACT_NONE] = GEMM_ACT_NONE, [ACT_RELU] = GEMM_ACT_RELU,
+                                     [ACT_GELU] = GEMM_ACT_GELU, [ACT_GELU_TANH] = GEMM_ACT_GELU_TANH};
+  const Value *wv = gval(g, nd->in[1]);
+  KILN_ASSERT(wv->data);
+  IGemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .bq = wv->data, .b_name = wv->name,
+                 .act = gemm_act[linear_act(nd)], .rot = (int)attr_int(nd, "act_rot", 0)};
+  /* in this order: weights are named by first use */
+  s.scale = emit_ref(e, nd->in[4]);
+  s.colsum = emit_ref(e, nd->in[5]);
+  s.bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
+  s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
+  s.y = emit_ref(e, nd->out[0]);
+  KILN_ASSERT(emit_igemm(e, &s));
+  return true;
+}
+
 bool linear_emit(Emit *e, const Node *nd) {
   Graph *g = e->g;
   const Type *tx = &gval(g, nd->in[0])->type, *tw = &gval(g, nd->in[1])->type;
@@ -257,6 +400,8 @@ bool linear_emit(Emit *e, const Node *nd) {
    * the bias and the activation applied in its epilogue */
   const Value *wv = gval(g, nd->in[1]);
   bool q8 = node_has_in(nd, 4); /* W int8, times W_scale[n] */
+  if (node_has_in(nd, 5)) /* w8a8: X quantized per row, int8 x int8 sums */
+    return linear_emit_w8a8(e, nd, m, n, k);
   if (dt == DT_F32 && wv->data) {
     static const GemmAct gemm_act[] = {[ACT_NONE] = GEMM_ACT_NONE, [ACT_RELU] = GEMM_ACT_RELU,
                                        [ACT_GELU] = GEMM_ACT_GELU, [ACT_GELU_TANH] = GEMM_ACT_GELU_TANH};

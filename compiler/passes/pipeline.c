@@ -21,8 +21,9 @@ const Pass pass_list[] = {
     {"fuse_residual", pass_fuse_residual, "Linear [-> views] + residual Add to Linear with a residual input"},
     {"fuse_transpose", pass_fuse_transpose, "Transposes around a MatMul of run-time operands to PermutedMatMul"},
     {"fuse_chain", pass_fuse_chain, "chains of elementwise ops to one ElementwiseChain loop"},
-    {"quantize", pass_quantize, "with --quantize=int8: constant f32 weights of Linear and MatMul to int8 "
-                                "with a scale per output column, Gather tables with one per row"},
+    {"quantize", pass_quantize, "with --quantize=int8|w8a8: constant f32 weights of Linear and MatMul to int8 "
+                                "with a scale per output column, Gather tables with one per row; w8a8: Linear "
+                                "quantizes its input per row to u8 {act_quant}"},
     {"bound_rows", pass_bound_rows, "in a decoder's prefill, products by block-quantized W compute only "
                                     "the chunk's real tokens (BlockLinear's rows = the entry's count)"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
