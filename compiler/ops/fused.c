@@ -7,7 +7,10 @@
  *           row-major order, and Y takes R's shape. With a fifth input
  *           W_scale f32[N] (made by compiler/passes/quantize.c), W is int8
  *           and stands for the f32 weight W[k,n]·W_scale[n]: X, bias, R
- *           and Y stay f32 (weight-only quantization, DESIGN.md)
+ *           and Y stay f32 (weight-only quantization, DESIGN.md). With a
+ *           seventh input rows i64[1] (a decoder's prefill, made by
+ *           compiler/passes/bound_rows.c), only X's first `rows` rows (of M)
+ *           are computed and Y's others are 0
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -154,8 +157,22 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "residual R is %s and the product is %s; expected %s with as many "
                      "elements", type_str(&r->type, sx, sizeof sx), type_str(&y, sw, sizeof sw),
                      dt_name(tx->dt));
+  const Value *rows = node_in(g, n, 6);
+  if (node_in(g, n, 5))
+    return diag_node(d, g, n, "has a sixth input; expected it absent ('_')");
+  if (rows && (rows->type.dt != DT_I64 || type_numel(&rows->type) != 1))
+    return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&rows->type, sx, sizeof sx));
   node_out(g, n, 0)->type = r ? r->type : y;
   return true;
+}
+
+/* The rows of Y a Linear computes: all M, or its rows input clipped to
+ * [0, M] (the others are 0). */
+static int64_t linear_rows_run(const Node *n, const Tensor *in, int64_t m) {
+  if (n->nin <= 6 || !in[6].data)
+    return m;
+  int64_t r = *(const int64_t *)in[6].data;
+  return r < 0 ? 0 : r < m ? r : m;
 }
 
 bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
@@ -166,8 +183,13 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType wdt = in[1].type.dt;
   Act act = linear_act(n);
   void *y = out[0].data;
+  int64_t m_run = linear_rows_run(n, in, m);
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < nn; j++) {
+      if (i >= m_run) { /* past the rows input: 0 */
+        el_set_f(dt, y, i * nn + j, 0);
+        continue;
+      }
       int64_t yi = i * nn + j;
       double s = 0;
       for (int64_t t = 0; t < k; t++)
@@ -266,6 +288,7 @@ bool linear_emit(Emit *e, const Node *nd) {
     s.scale = q8 ? emit_ref(e, nd->in[4]) : NULL; /* in this order: weights are named by first use */
     s.bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
     s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
+    s.rows = node_has_in(nd, 6) ? arena_printf(g->arena, "%s[0]", emit_ref(e, nd->in[6])) : NULL;
     if (emit_gemm(e, &s))
       return true;
   }
@@ -282,6 +305,12 @@ bool linear_emit(Emit *e, const Node *nd) {
   Act act = linear_act(nd);
   if (bias || res || act != ACT_NONE)
     emit_linear_epilogue(e, dt, act, m, n, bias, res, y);
+  if (node_has_in(nd, 6)) { /* all M rows computed, those past `rows` then 0 as _eval has them */
+    const char *r = emit_ref(e, nd->in[6]);
+    emit_line(e, "if (%s[0] < %lld) /* Y's rows from max(rows, 0) on are 0 */", r, (long long)m);
+    emit_line(e, "  memset(%s + (%s[0] < 0 ? 0 : %s[0]) * %lld, 0, (size_t)(%lld - (%s[0] < 0 ? 0 : %s[0])) * "
+                 "%lld * sizeof *%s);", y, r, r, (long long)n, (long long)m, r, r, (long long)n, y);
+  }
   return true;
 }
 
