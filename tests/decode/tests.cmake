@@ -41,3 +41,12 @@ add_test(NAME decode_rows_match_lua_t2 COMMAND bash ${D} ${KILN_BIN} ${T}/genera
 # (folded), and a rows input of another type or a sixth input is refused
 file(GLOB KILN_DECODE_KIR ${T}/decode/*.kir)
 add_test(NAME decode_linear_rows_kir COMMAND ${T}/passes/run_pass_tests.sh ${KILN_BIN} ${KILN_DECODE_KIR})
+# f16 KV caches read by the hardware conversion (compiler/ops/kv_cache.c:
+# vcvtph2ps, 16 values under AVX-512, 8 under F16C): the same decoder's C
+# built with AVX-512, with F16C only and with neither (-mno-f16c
+# -mno-avx512f: the portable widening) gives the same logits byte for
+# byte, prompt and steps to a full cache of 300 (over the attention's
+# chunk of 256 keys): a Lua decoder with head dim 32 (both widths) and an
+# ONNX one with --kv-dtype=f16 and head dim 8 (F16C's width only)
+add_test(NAME decode_f16_match_lua COMMAND bash ${T}/decode/f16_match.sh ${KILN_BIN} ${T}/decode/f16_decoder.lua)
+add_test(NAME decode_f16_match_onnx COMMAND bash ${T}/decode/f16_match.sh ${KILN_BIN} ${P}/decoder_llama.onnx)
