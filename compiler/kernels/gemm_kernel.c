@@ -79,6 +79,13 @@
  * both are bound by the f32 FMAs (0.95-1.06x f32; in registers 5-8% slower
  * than widened once), at M = 1 with cold weights int8 is 2.5x faster.
  *
+ * A run-time row count (GemmSpec.rows: a decoder's prefill holding fewer
+ * tokens than its P rows, compiler/passes/bound_rows.c). Everything stays
+ * as generated for M: each row-tile loop stops at m_run (a tile that
+ * starts below it computes all its rows), the plain C path and cblas_sgemm
+ * take m_run rows, and Y's rows from m_run on are set to 0 at the end. The
+ * rows below m_run are computed by the same code as without the count.
+ *
  * --gemm=openblas: no packing and no kernel, one cblas_sgemm call on the
  * weight as it is (its own 64-byte-aligned array), then the bias and the
  * activation in one loop over Y. */
@@ -524,14 +531,25 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
             tile_epilogue(e, s, g, mr, nv, valid), NULL);
 }
 
-/* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo;
- * with pf, the last group prefetches the next panel. */
+/* The bound of the row tiles that start below `hi` (<= M): hi, or with a
+ * run-time row count (GemmSpec.rows) the smaller of hi and m_run. */
+static const char *tiles_bound(Emit *e, const GemmSpec *s, int64_t hi) {
+  if (!s->rows)
+    return emit_int(e, hi);
+  if (hi == s->m)
+    return "m_run";
+  return arena_printf(e->g->arena, "(m_run < %lld ? m_run : %lld)", (long long)hi, (long long)hi);
+}
+
+/* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo
+ * (those that start below m_run with GemmSpec.rows); with pf, the last
+ * group prefetches the next panel. */
 static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid, bool pf) {
   double row_ns = g->ns / (double)s->m / (double)(g->npf + (g->nrem > 0));
   if (g->m_hi > 0) {
     if (g->par_rows)
       emit_parallel_for(e, g->m_hi / g->mr_hi, row_ns * (double)g->m_hi);
-    emit_line(e, "for (int i0 = 0; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
+    emit_line(e, "for (int i0 = 0; i0 < %s; i0 += %d) { /* tiles of %d x %d */", tiles_bound(e, s, g->m_hi),
               g->mr_hi, g->mr_hi, valid);
     e->indent++;
     emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
@@ -541,8 +559,8 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
   if (g->m_hi < s->m) {
     if (g->par_rows)
       emit_parallel_for(e, (s->m - g->m_hi) / g->mr_lo, row_ns * (double)(s->m - g->m_hi));
-    emit_line(e, "for (int i0 = %lld; i0 < %lld; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
-              (long long)s->m, g->mr_lo, g->mr_lo, valid);
+    emit_line(e, "for (int i0 = %lld; i0 < %s; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
+              tiles_bound(e, s, s->m), g->mr_lo, g->mr_lo, valid);
     e->indent++;
     emit_tile(e, s, g, g->mr_lo, pw, valid, pf);
     e->indent--;
@@ -681,13 +699,13 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
     if (g->bf16) {
       emit_tmpl(e, "gemm_bf16_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
                 emit_int(e, g->krows * g->nr), "K2", emit_int(e, g->krows), "PW", emit_int(e, pw), "M",
-                emit_int(e, s->m), "N", emit_int(e, s->n), "NR", emit_int(e, g->nr), "VALID", emit_int(e, valid),
+                tiles_bound(e, s, s->m), "N", emit_int(e, s->n), "NR", emit_int(e, g->nr), "VALID", emit_int(e, valid),
                 "BIAS", bias, "EPI", epi, NULL);
       continue;
     }
     emit_tmpl(e, "gemm_f32_scalar", "BT", g->q8 ? "int8_t" : "float", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
               emit_int(e, s->k * g->nr), "K", emit_int(e, s->k), "PW", emit_int(e, pw), "M",
-              emit_int(e, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
+              tiles_bound(e, s, s->m), "A_RS", emit_int(e, s->a_rs), "N", emit_int(e, s->n), "NR",
               emit_int(e, g->nr), "VALID", emit_int(e, valid), "BIAS", bias, "EPI", epi, NULL);
   }
 }
@@ -711,6 +729,22 @@ static void emit_bf16_rows(Emit *e, const GemmSpec *s, const Geo *g) {
   emit_line(e, "}");
 }
 
+/* GemmSpec.rows: m_run, the rows of A to compute, clipped to [0, M]. */
+static void emit_rows_run(Emit *e, const GemmSpec *s) {
+  if (s->rows)
+    emit_line(e, "const int64_t m_run = %s < 0 ? 0 : %s > %lld ? %lld : %s; /* rows to compute: a prefill "
+                 "chunk's real tokens */", s->rows, s->rows, (long long)s->m, (long long)s->m, s->rows);
+}
+
+/* ... and Y's rows from m_run on set to 0 (the tiles across m_run wrote some). */
+static void emit_rows_zero(Emit *e, const GemmSpec *s) {
+  if (!s->rows)
+    return;
+  emit_line(e, "if (m_run < %lld)", (long long)s->m);
+  emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,
+            (long long)s->m, (long long)s->n);
+}
+
 /* The tile sizes of view g, for comments: "6 or 5 x 16". */
 static const char *tile_sizes(Emit *e, const Geo *g) {
   if (g->mr_lo == 0 || g->m_hi == 0 || g->mr_lo == g->mr_hi)
@@ -729,6 +763,8 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
             s->residual ? ", + residual" : "");
   e->indent++;
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, m, n);
+  emit_rows_run(e, s);
+  const char *mr = s->rows ? "(int)m_run" : emit_int(e, m); /* the rows multiplied */
   if (k == 0) { /* BLAS rejects a leading dimension of 0 */
     emit_line(e, "memset(y, 0, %lld); /* K = 0: the empty sums */", 4 * m * n);
   } else {
@@ -736,9 +772,9 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
                                      arena_printf(a, "B%s [%lld,%lld]%s for cblas_sgemm (--gemm=openblas)",
                                                   bname, s->b_trans ? n : k, s->b_trans ? k : n,
                                                   s->b_trans ? " (transposed)" : ""));
-    emit_line(e, "cblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %lld, %lld, %lld, 1.0f, %s, %lld, %s, %lld, "
+    emit_line(e, "cblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %s, %lld, %lld, 1.0f, %s, %lld, %s, %lld, "
                  "0.0f, y, %lld);",
-              s->b_trans ? "CblasTrans" : "CblasNoTrans", m, n, k, s->a, (long long)s->a_rs, b,
+              s->b_trans ? "CblasTrans" : "CblasNoTrans", mr, n, k, s->a, (long long)s->a_rs, b,
               s->b_trans ? k : n, n);
   }
   if (s->bias || s->act || s->residual) {
@@ -747,7 +783,7 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
     if (s->residual)
       emit_line(e, "const float *res = %s; /* [%lld,%lld] */", s->residual, m, n);
     emit_parallel_for(e, m, (double)(m * n) * (s->act >= GEMM_ACT_GELU ? 4 : 0.25));
-    emit_line(e, "for (int i = 0; i < %lld; i++) {", m);
+    emit_line(e, "for (int i = 0; i < %s; i++) {", mr);
     e->indent++;
     emit_line(e, "float *yr = y + i * %lld; /* row i */", n);
     emit_line(e, "for (int j = 0; j < %lld; j++) {", n);
@@ -760,6 +796,7 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
     e->indent--;
     emit_line(e, "}");
   }
+  emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");
 }
@@ -815,6 +852,7 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     emit_line(e, "const float *res = %s; /* the residual [%lld,%lld] */", s->residual, (long long)s->m,
               (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
+  emit_rows_run(e, s);
   if (g.bf16)
     emit_bf16_rows(e, s, &g);
   /* __builtin_convertvector (int8 panels): gcc 9, any clang */
@@ -848,6 +886,7 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   emit_line(e, "#else");
   emit_scalar_path(e, s, &g);
   emit_line(e, "#endif");
+  emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");
   return true;

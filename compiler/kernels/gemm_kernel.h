@@ -36,6 +36,12 @@ typedef struct GemmSpec {
   const char *residual; /* C pointer expression of R[m,n] (row-major), added after
                            the activation, or NULL (Linear's residual input) */
   const char *y;       /* C pointer expression of Y[m,n], row-major */
+  const char *rows;    /* C expression of how many of A's rows to compute (a
+                          decoder's prefill: the chunk's real tokens), clipped
+                          to [0, m]; NULL: all m. The row tiles starting past
+                          it are skipped (the tiles are those of m: a tile
+                          across it computes all its rows) and Y's rows from
+                          it on are set to 0 */
 } GemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block

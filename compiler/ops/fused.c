@@ -15,7 +15,10 @@
  *           the sum exact in int32 (DESIGN.md, "w8a8"). {act_rot=B} (16,
  *           32 or 64, dividing K) multiplies each row of X by the block
  *           Hadamard matrix H (blocks of B, ±1) before it is quantized:
- *           W then holds H·W/B (compiler/passes/quantize.c)
+ *           W then holds H·W/B (compiler/passes/quantize.c).
+ *           With a seventh input rows i64[1] (a decoder's prefill, made by
+ *           compiler/passes/bound_rows.c), only X's first `rows` rows (of M)
+ *           are computed and Y's others are 0
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -200,6 +203,9 @@ bool linear_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "residual R is %s and the product is %s; expected %s with as many "
                      "elements", type_str(&r->type, sx, sizeof sx), type_str(&y, sw, sizeof sw),
                      dt_name(tx->dt));
+  const Value *rows = node_in(g, n, 6);
+  if (rows && (rows->type.dt != DT_I64 || type_numel(&rows->type) != 1))
+    return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&rows->type, sx, sizeof sx));
   node_out(g, n, 0)->type = r ? r->type : y;
   return true;
 }
@@ -258,6 +264,15 @@ static double w8a8_dot(const uint8_t *u, const int8_t *w, int64_t k, int64_t nn,
   return (double)(acc - z * colsum[j]) * ((double)s * wscale[j]);
 }
 
+/* The rows of Y a Linear computes: all M, or its rows input clipped to
+ * [0, M] (the others are 0). */
+static int64_t linear_rows_run(const Node *n, const Tensor *in, int64_t m) {
+  if (n->nin <= 6 || !in[6].data)
+    return m;
+  int64_t r = *(const int64_t *)in[6].data;
+  return r < 0 ? 0 : r < m ? r : m;
+}
+
 bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType dt = in[0].type.dt;
   int64_t m = linear_rows(&in[0].type), k = in[1].type.dims[0], nn = in[1].type.dims[1];
@@ -266,6 +281,7 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   DType wdt = in[1].type.dt;
   Act act = linear_act(n);
   void *y = out[0].data;
+  int64_t m_run = linear_rows_run(n, in, m);
   const int32_t *colsum = n->nin > 5 ? in[5].data : NULL; /* w8a8: X quantized per row */
   uint8_t *u = colsum ? malloc((size_t)(k ? k : 1)) : NULL;
   int rot = (int)attr_int(n, "act_rot", 0);
@@ -273,15 +289,19 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   float us = 1;
   int32_t uz = 0;
   for (int64_t i = 0; i < m; i++) {
-    const float *xi = colsum ? (const float *)in[0].data + i * k : NULL;
-    if (rot) {
+    const float *xi = colsum && i < m_run ? (const float *)in[0].data + i * k : NULL;
+    if (xi && rot) {
       memcpy(xr, xi, sizeof(float) * (size_t)k);
       w8a8_rotate_row(xr, k, rot);
       xi = xr;
     }
-    if (colsum)
+    if (xi)
       w8a8_quantize_row(xi, k, u, &us, &uz);
     for (int64_t j = 0; j < nn; j++) {
+      if (i >= m_run) { /* past the rows input: 0 */
+        el_set_f(dt, y, i * nn + j, 0);
+        continue;
+      }
       int64_t yi = i * nn + j;
       double s = 0;
       if (colsum) {
@@ -371,6 +391,17 @@ static void emit_linear_epilogue(Emit *e, DType dt, Act act, int64_t m, int64_t 
  * igemm_kernel.c), for a constant W or not (the kernel packs W's data;
  * a .kir with a W computed at run time is refused by the pass's rules:
  * only constants get a W_colsum). */
+/* With a rows input, on a path that computed all M rows: those past
+ * `rows` are then set to 0, as _eval has them. */
+static void emit_rows_zero(Emit *e, const Node *nd, int64_t m, int64_t n, const char *y) {
+  if (!node_has_in(nd, 6))
+    return;
+  const char *r = emit_ref(e, nd->in[6]);
+  emit_line(e, "if (%s[0] < %lld) /* Y's rows from max(rows, 0) on are 0 */", r, (long long)m);
+  emit_line(e, "  memset(%s + (%s[0] < 0 ? 0 : %s[0]) * %lld, 0, (size_t)(%lld - (%s[0] < 0 ? 0 : %s[0])) * "
+               "%lld * sizeof *%s);", y, r, r, (long long)n, (long long)m, r, r, (long long)n, y);
+}
+
 static bool linear_emit_w8a8(Emit *e, const Node *nd, int64_t m, int64_t n, int64_t k) {
   Graph *g = e->g;
   static const GemmAct gemm_act[] = {[ACT_NONE] = GEMM_ACT_NONE, [ACT_RELU] = GEMM_ACT_RELU,
@@ -386,6 +417,7 @@ static bool linear_emit_w8a8(Emit *e, const Node *nd, int64_t m, int64_t n, int6
   s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
   s.y = emit_ref(e, nd->out[0]);
   KILN_ASSERT(emit_igemm(e, &s));
+  emit_rows_zero(e, nd, m, n, s.y); /* a decoder's prefill: every row computed, those past the count zeroed */
   return true;
 }
 
@@ -411,6 +443,7 @@ bool linear_emit(Emit *e, const Node *nd) {
     s.scale = q8 ? emit_ref(e, nd->in[4]) : NULL; /* in this order: weights are named by first use */
     s.bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
     s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
+    s.rows = node_has_in(nd, 6) ? arena_printf(g->arena, "%s[0]", emit_ref(e, nd->in[6])) : NULL;
     if (emit_gemm(e, &s))
       return true;
   }
@@ -427,6 +460,7 @@ bool linear_emit(Emit *e, const Node *nd) {
   Act act = linear_act(nd);
   if (bias || res || act != ACT_NONE)
     emit_linear_epilogue(e, dt, act, m, n, bias, res, y);
+  emit_rows_zero(e, nd, m, n, y);
   return true;
 }
 

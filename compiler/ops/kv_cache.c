@@ -25,7 +25,8 @@
  *     so a step costs what the cache holds; the softmax is computed
  *     online over chunks of keys (a running max rescales what was summed),
  *     so the kernel's stack does not grow with the capacity. K and V may be
- *     f16 or bf16 caches (widened to f32 as they are read: exact).
+ *     f16 or bf16 caches (widened to f32 as they are read: exact; f16 by
+ *     vcvtph2ps where the C is compiled for F16C or AVX-512, see below).
  *
  * _eval computes scores and softmax in double, rounding the output to f32. */
 #include <math.h>
@@ -257,6 +258,105 @@ static const char *widen_load(Graph *g, DType dt, const char *x) {
   return x;
 }
 
+/* ---- f16 caches by the hardware conversion ----------------------------------
+ * An f16 cache read through kiln_f16_to_f32_branchless costs several vector
+ * instructions per 8 or 16 values (a mask, a shift, a multiply, a compare,
+ * two ors); vcvtph2ps is one. Where the generated file is compiled for
+ * AVX-512 (16 values a vcvtph2ps) or F16C (8), the f16 loops load whole
+ * vectors of halves and convert them with the instruction (GNU C vectors,
+ * the builtins the intrinsics wrap); elsewhere they keep the portable
+ * form. The conversion is exact either way and each vector lane does the
+ * arithmetic the portable loop does for that element, in the same order,
+ * so the results are bit for bit the same (tests/decode/f16_match.sh). */
+
+typedef struct F16Path {
+  int vw;            /* halves a conversion */
+  const char *cond;  /* the #if condition */
+  const char *cvt;   /* the call that widens vector %s of halves (printf format) */
+} F16Path;
+
+/* widest first; 4 in the AVX-512 form is _MM_FROUND_CUR_DIRECTION (an
+ * exact conversion has nothing to round), 0xffff all 16 lanes */
+static const F16Path f16_paths[] = {
+    {16, "defined(__GNUC__) && defined(__AVX512F__)", "__builtin_ia32_vcvtph2ps512_mask(%s, (kv_f32x16){0}, 0xffff, 4)"},
+    {8, "defined(__GNUC__) && defined(__F16C__)", "__builtin_ia32_vcvtph2ps256(%s)"},
+};
+
+/* The GNU C vector types of path p (in the block that uses them). */
+static void f16_types(Emit *e, const F16Path *p) {
+  emit_line(e, "      typedef float kv_f32x%d __attribute__((vector_size(%d)));", p->vw, 4 * p->vw);
+  emit_line(e, "      typedef short kv_f16x%d __attribute__((vector_size(%d)));", p->vw, 2 * p->vw);
+}
+
+/* Q[t,h]·K[j] into part[lanes] over D by path p (its width divides
+ * lanes): vector dk<v> holds part[v·vw ..], the sums of the elements i
+ * with i % lanes in that range, as the portable loop sums them. */
+static void f16_key_dot(Emit *e, const F16Path *p, int lanes, long long D) {
+  Arena *a = e->g->arena;
+  int nv = lanes / p->vw;
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "      kv_f32x%d dk%d = {0};", p->vw, v);
+  emit_line(e, "      for (int i = 0; i < %lld; i += %d) {", D, lanes);
+  for (int v = 0; v < nv; v++) {
+    emit_line(e, "        kv_f16x%d hk%d;", p->vw, v);
+    emit_line(e, "        kv_f32x%d qv%d;", p->vw, v);
+    emit_line(e, "        memcpy(&hk%d, kr + i + %d, sizeof hk%d);", v, v * p->vw, v);
+    emit_line(e, "        memcpy(&qv%d, qr + i + %d, sizeof qv%d);", v, v * p->vw, v);
+    emit_line(e, "        dk%d += qv%d * %s;", v, v, arena_printf(a, p->cvt, arena_printf(a, "hk%d", v)));
+  }
+  emit_line(e, "      }");
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "      memcpy(part + %d, &dk%d, sizeof dk%d);", v * p->vw, v, v);
+}
+
+/* acc[DV] += p · V[j] (vr) by path p (its width divides DV). */
+static void f16_value_acc(Emit *e, const F16Path *p, long long DV) {
+  emit_line(e, "      for (int i = 0; i < %lld; i += %d) {", DV, p->vw);
+  emit_line(e, "        kv_f16x%d hv;", p->vw);
+  emit_line(e, "        kv_f32x%d av;", p->vw);
+  emit_line(e, "        memcpy(&hv, vr + i, sizeof hv);");
+  emit_line(e, "        memcpy(&av, acc + i, sizeof av);");
+  emit_line(e, "        av += p * %s;", arena_printf(e->g->arena, p->cvt, "hv"));
+  emit_line(e, "        memcpy(acc + i, &av, sizeof av);");
+  emit_line(e, "      }");
+}
+
+/* One key's dot product into part[lanes]: for an f16 cache, each hardware
+ * path whose width divides lanes under its #if, then the portable loop. */
+static void emit_key_dot(Emit *e, DType kd, int lanes, long long D) {
+  int opened = 0;
+  for (int i = 0; kd == DT_F16 && i < KILN_COUNT(f16_paths); i++)
+    if (lanes % f16_paths[i].vw == 0) {
+      emit_line(e, "      #%s %s", opened++ ? "elif" : "if", f16_paths[i].cond);
+      f16_types(e, &f16_paths[i]);
+      f16_key_dot(e, &f16_paths[i], lanes, D);
+    }
+  if (opened)
+    emit_line(e, "      #else");
+  emit_line(e, "      for (int i = 0; i < %lld; i += %d)", D, lanes);
+  emit_line(e, "        for (int l = 0; l < %d; l++)", lanes);
+  emit_line(e, "          part[l] += qr[i + l] * %s;", widen_load(e->g, kd, "kr[i + l]"));
+  if (opened)
+    emit_line(e, "      #endif");
+}
+
+/* acc[DV] += p · V[j]: the same choice for an f16 cache. */
+static void emit_value_acc(Emit *e, DType vd, long long DV) {
+  int opened = 0;
+  for (int i = 0; vd == DT_F16 && i < KILN_COUNT(f16_paths); i++)
+    if (DV % f16_paths[i].vw == 0) {
+      emit_line(e, "      #%s %s", opened++ ? "elif" : "if", f16_paths[i].cond);
+      f16_types(e, &f16_paths[i]);
+      f16_value_acc(e, &f16_paths[i], DV);
+    }
+  if (opened)
+    emit_line(e, "      #else");
+  emit_line(e, "      for (int i = 0; i < %lld; i++)", DV);
+  emit_line(e, "        acc[i] += p * %s;", widen_load(e->g, vd, "vr[i]"));
+  if (opened)
+    emit_line(e, "      #endif");
+}
+
 bool cached_attention_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   CacheGeom ge;
@@ -293,9 +393,7 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "      const %s *kr = kh + (j0 + j) * %lld; /* K[j0 + j, h / %lld, :] */",
             dt_is_half(kd) ? "uint16_t" : "float", HKV * D, G);
   emit_line(e, "      float part[%d] = {0};", lanes);
-  emit_line(e, "      for (int i = 0; i < %lld; i += %d)", D, lanes);
-  emit_line(e, "        for (int l = 0; l < %d; l++)", lanes);
-  emit_line(e, "          part[l] += qr[i + l] * %s;", widen_load(g, kd, "kr[i + l]"));
+  emit_key_dot(e, kd, lanes, D);
   for (int half = lanes / 2; half >= 1; half /= 2) /* the lanes summed pairwise: no chain of adds */
     emit_line(e, "      for (int l = 0; l < %d; l++) part[l] += part[l + %d];", half, half);
   emit_line(e, "      const float dot = part[0];");
@@ -317,8 +415,7 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "      const %s *vr = vh + (j0 + j) * %lld; /* V[j0 + j, h / %lld, :] */",
             dt_is_half(vd) ? "uint16_t" : "float", HKV * DV, G);
   emit_line(e, "      const float p = s[j];");
-  emit_line(e, "      for (int i = 0; i < %lld; i++)", DV);
-  emit_line(e, "        acc[i] += p * %s;", widen_load(g, vd, "vr[i]"));
+  emit_value_acc(e, vd, DV);
   emit_line(e, "    }");
   emit_line(e, "  }");
   emit_line(e, "  const float inv = nk ? 1.0f / sum : 0.0f;");

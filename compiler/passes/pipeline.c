@@ -24,8 +24,8 @@ const Pass pass_list[] = {
     {"quantize", pass_quantize, "with --quantize=int8|w8a8: constant f32 weights of Linear and MatMul to int8 "
                                 "with a scale per output column, Gather tables with one per row; w8a8: Linear "
                                 "quantizes its input per row to u8 {act_quant}"},
-    {"bound_rows", pass_bound_rows, "in a decoder's prefill, products by block-quantized W compute only "
-                                    "the chunk's real tokens (BlockLinear's rows = the entry's count)"},
+    {"bound_rows", pass_bound_rows, "in a decoder's prefill, products by a weight compute only the chunk's "
+                                    "real tokens (BlockLinear's and Linear's rows = the entry's count)"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
     {"plan", pass_plan, "place intermediate tensors in one workspace by liveness"},
 };
