@@ -1,7 +1,9 @@
-/* simplify.c — remove what costs nothing to remove: Identity and
- * inference-mode Dropout vanish (their users read the input directly), and
- * the ops flagged OPF_VIEW (Reshape, Squeeze, Unsqueeze, Flatten) become
- * aliases: the output shares the input's storage, so no copy is emitted. */
+/* simplify.c — remove what costs nothing to remove: Identity,
+ * inference-mode Dropout and a Cast to the dtype its input already has
+ * (Hugging Face's T5 and Llama write `.to(torch.float32)` of an f32) vanish
+ * (their users read the input directly), and the ops flagged OPF_VIEW
+ * (Reshape, Squeeze, Unsqueeze, Flatten) become aliases: the output shares
+ * the input's storage, so no copy is emitted. */
 #include <string.h>
 
 #include "../ops.h"
@@ -44,6 +46,13 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
     case OP_IDENTITY:
       forward_value(g, n, n->in[0], n->out[0]);
       graph_count_uses(g);
+      break;
+    case OP_CAST: /* to the dtype x already has: a copy */
+      if (node_in(g, n, 0)->type.rank >= 0 && node_out(g, n, 0)->type.rank >= 0 &&
+          node_in(g, n, 0)->type.dt == node_out(g, n, 0)->type.dt) {
+        forward_value(g, n, n->in[0], n->out[0]);
+        graph_count_uses(g);
+      }
       break;
     default:
       if ((op_table[n->op].flags & OPF_VIEW) && !node_out(g, n, 0)->is_output)
