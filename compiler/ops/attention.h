@@ -29,8 +29,10 @@
  * become `mask_fill` (PyTorch's masked_fill / Where(mask, fill, scores)).
  * `mask` records what is known about it at compile time:
  *   none      no mask input
- *   causal    a constant whose masked entries (-inf) are exactly those
- *             with key j > query i + offset
+ *   causal    a constant whose masked entries (-inf, or a finite value
+ *             <= ATTN_MASKED_BELOW such as Hugging Face's finfo.min when
+ *             every row keeps a key, offset >= 0) are exactly those with
+ *             key j > query i + offset
  *   padding   a runtime mask that does not depend on the query (S axis 1)
  *   static    any other constant: the kernel skips its all-masked blocks
  *   additive  a runtime float mask
