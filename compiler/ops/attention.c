@@ -178,6 +178,7 @@ static void read_spec(const Node *n, const AttnGeom *ge, AttnSpec *sp) {
   sp->mask_fill = attr_float(n, "mask_fill", -INFINITY);
   sp->topk = attr_int(n, "topk", 0);
   sp->topk_fill = attr_float(n, "topk_fill", -INFINITY);
+  sp->score_min = attr_float(n, "score_min", -INFINITY);
 }
 
 void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge) {
@@ -289,6 +290,10 @@ bool attention_infer(Graph *g, Node *n, Diag *d) {
                      (long long)ge.t, (long long)ge.t);
   if (!check_mask(g, n, &ge, &sp, d))
     return false;
+  if (!(sp.score_min <= ATTN_MASKED_BELOW) || (!isinf(sp.score_min) && sp.topk))
+    return diag_node(d, g, n, "score_min is %g%s; expected -inf or a finite value <= -1e30 (it then changes "
+                     "only rows whose every score is masked), without topk", sp.score_min,
+                     sp.topk ? " with topk" : "");
   node_out(g, n, 0)->type = yt;
   return true;
 }
@@ -325,7 +330,7 @@ static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in,
       s = el_get_u(DT_BOOL, in[3].data, mo + j * ge->mst[r - 1]) ? round_dt(dt, sp->mask_fill) : s;
     else if (ge->has_mask)
       s = round_dt(dt, s + el_get_f(dt, in[3].data, mo + j * ge->mst[r - 1]));
-    sc[j] = s;
+    sc[j] = s < sp->score_min ? round_dt(dt, sp->score_min) : s; /* Max(s, score_min): NaN stays */
   }
 }
 

@@ -38,7 +38,12 @@
  *   additive  a runtime float mask
  *   bool      a runtime bool mask
  * `topk` > 0 keeps, per query row, the scores >= its topk-th largest (the
- * Explicit Sparse Transformer); the others become `topk_fill`. */
+ * Explicit Sparse Transformer); the others become `topk_fill`.
+ * `score_min` (default -inf: none) clamps the masked scores from below,
+ * Max(scores, score_min), as Hugging Face's Llama does with finfo.min: it
+ * must be <= -1e30 (ATTN_MASKED_BELOW), where the clamp changes only a row
+ * whose every score is masked — its softmax is then uniform (Y is the mean
+ * of V's rows) instead of NaN; not with topk. */
 #ifndef KILN_ATTENTION_H
 #define KILN_ATTENTION_H
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # check_fused.sh KILN DIR OP=N ... — the fusion of a Hugging Face export
 # (tests/hf/<arch>/, tools/export_hf_fixtures.py) has not regressed: in
-# `kiln info DIR/model.onnx`'s node table, each OP=N names an op whose
+# `kiln info DIR/model.onnx` (or model.kir)'s node table, each OP=N names an op whose
 # "compiled" count must be exactly N (OP=0: none of it is left, e.g.
 # Softmax=0 once every attention fuses). Exit 1 with the lines that differ.
 set -u
 kiln=$1 dir=$2; shift 2
-info=$("$kiln" info "$dir/model.onnx") || { echo "FAIL: kiln info $dir/model.onnx failed"; exit 1; }
+model=$dir/model.onnx
+[ -f "$model" ] || model=$dir/model.kir
+info=$("$kiln" info "$model") || { echo "FAIL: kiln info $model failed"; exit 1; }
 table=$(echo "$info" | sed -n '/^nodes/,/ total /p')
 fail=0
 for want in "$@"; do
