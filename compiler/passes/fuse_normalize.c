@@ -18,7 +18,10 @@
  *   Transpose(Transpose(x, p1), p2) -> Transpose(x, p1[p2]): one copy
  *   Reshape_drop(Add(Reshape_add(s), m)) -> Add(s, Reshape_drop(m))
  *     (m's extra leading dims are 1: the mask reshaped, not the scores)
+ *   Reshape(Mul(x, c)) -> Mul(Reshape(x), c), c a scalar constant (or Div
+ *     by one): BART's scale of q, moved next to the attention that takes it
  *
+ * (two sweeps, so that a move that makes another possible is made too)
  * where Reshape_add puts leading dims of 1 in front and Reshape_drop takes
  * them away; each node is reused in place, so the order stays sorted. */
 #include <stdio.h>
@@ -299,26 +302,61 @@ static bool mask_add_at_rank(Graph *g, Node *r7, bool verbose) {
   return false;
 }
 
+/* Reshape(Mul(x, c) or Div(x, c)) -> the same op after the Reshape, c a
+ * scalar constant and the shape a constant. */
+static bool scale_after_reshape(Graph *g, Node *r, bool verbose) {
+  Node *m = gval(g, r->in[0])->producer >= 0 ? &g->nodes[gval(g, r->in[0])->producer] : NULL;
+  if (!m || (m->op != OP_MUL && m->op != OP_DIV) || !private_value(g, r->in[0]) || !node_has_in(r, 1) ||
+      !gval(g, r->in[1])->data)
+    return false;
+  int xi = -1;
+  for (int k = 0; k < 2 && xi < 0; k++)
+    if ((k == 1 || m->op == OP_MUL) && gval(g, m->in[k])->data && type_numel(&gval(g, m->in[k])->type) == 1 &&
+        gval(g, m->in[k])->type.rank == 0 && !gval(g, m->in[1 - k])->data &&
+        type_equal(&gval(g, m->in[1 - k])->type, &gval(g, m->out[0])->type))
+      xi = 1 - k;
+  if (xi < 0)
+    return false;
+  int mi = (int)(m - g->nodes), ri = (int)(r - g->nodes), x = m->in[xi], mid = m->out[0], y = r->out[0];
+  Type yt = gval(g, y)->type;
+  Node mul = *m;
+  make_reshape(g, mi, x, &yt);
+  r = &g->nodes[ri];
+  int in[2] = {mul.in[0], mul.in[1]};
+  in[xi] = mid;
+  r->op = mul.op;
+  r->nin = 2;
+  r->in = arena_dup(g->arena, in, sizeof in);
+  r->nattr = 0;
+  r->attrs = NULL;
+  gval(g, y)->alias_of = -1;
+  KILN_ASSERT(check_infer(g, &g->nodes[mi]) && check_infer(g, r));
+  say(verbose, "scale by a constant moved after a reshape", r);
+  return true;
+}
+
 bool pass_fuse_normalize(Graph *g, const PassOptions *o, Diag *d) {
   (void)d;
   if (!fm_graph_typed(g))
     return true;
   bool verbose = o->verbose;
   graph_count_uses(g);
-  for (int i = 0; i < g->nnodes; i++) {
-    Node *n = &g->nodes[i];
-    if (n->dead)
-      continue;
-    bool moved = false; /* the uses changed */
-    if (n->op == OP_GEMM)
-      gemm_to_linear(g, n, verbose);
-    else if (n->op == OP_TRANSPOSE && !unit_transpose_to_reshape(g, n, verbose))
-      moved = add_after_transpose(g, n, verbose) || compose_transposes(g, n, verbose);
-    else if (n->op == OP_RESHAPE)
-      moved = drop_before_transpose(g, n, verbose) || mask_add_at_rank(g, n, verbose);
-    if (moved)
-      graph_count_uses(g);
-  }
+  for (int sweep = 0; sweep < 2; sweep++)
+    for (int i = 0; i < g->nnodes; i++) {
+      Node *n = &g->nodes[i];
+      if (n->dead)
+        continue;
+      bool moved = false; /* the uses changed */
+      if (n->op == OP_GEMM)
+        gemm_to_linear(g, n, verbose);
+      else if (n->op == OP_TRANSPOSE && !unit_transpose_to_reshape(g, n, verbose))
+        moved = add_after_transpose(g, n, verbose) || compose_transposes(g, n, verbose);
+      else if (n->op == OP_RESHAPE)
+        moved = drop_before_transpose(g, n, verbose) || mask_add_at_rank(g, n, verbose) ||
+                scale_after_reshape(g, n, verbose);
+      if (moved)
+        graph_count_uses(g);
+    }
   graph_compact(g);
   return true;
 }

@@ -8,7 +8,7 @@ set(KILN_HF_FUSED_gpt2 Attention=2 Softmax=0 Linear=8 Gelu=2 AddLayerNorm=5 Cast
 set(KILN_HF_FUSED_gptneo Attention=2 Softmax=0 Linear=6 AddLayerNorm=5 Cast=0 Pow=0 Where=0)
 set(KILN_HF_FUSED_t5enc Attention=2 Softmax=0 RMSNormalization=5 Pow=0 ReduceMean=0 Sqrt=0)
 set(KILN_HF_FUSED_llama Attention=2 Softmax=0 Max=0 RMSNormalization=5 Pow=0 ReduceMean=0 Sqrt=0)
-set(KILN_HF_FUSED_bart Attention=3 Softmax=0 Transpose=0 Linear=16 AddLayerNorm=7 Pow=0)
+set(KILN_HF_FUSED_bart Attention=3 Softmax=0 Transpose=0 Mul=2 Linear=16 AddLayerNorm=7 Pow=0)
 foreach(arch gpt2 gptneo t5enc llama bart)
   set(dir ${T}/hf/${arch})
   add_test(NAME hf_${arch}_c COMMAND ${KILN_BIN} check -q ${dir})
