@@ -5,7 +5,7 @@
  *   [Slice q_slice] [Transpose q_perm] Q,
  *   [Slice k_slice] [repeat the shared heads] [Transpose k_perm] Kᵀ
  *   -> MatMul -> Mul scale
- *   -> Add mask | Where(mask, mask_fill, s)
+ *   -> Add mask | Where(mask, mask_fill, s) -> [Max(s, score_min)]
  *   -> [TopK(k) -> Slice k-1 -> Less -> Where(less, topk_fill, s)]
  *   -> Softmax(last axis) -> MatMul [Slice v_slice] [repeat] [Transpose v_perm] V
  *   -> [Transpose y_perm]
@@ -16,6 +16,7 @@
  * (TopK's k and Slice's bounds as inputs). Built with build.h's Lowering: new nodes are named
  * NAME/Op and keep the node's origin; the last one writes the Attention's
  * output value. */
+#include <math.h>
 #include <string.h>
 
 #include "../build.h"
@@ -120,6 +121,8 @@ bool attention_lower(Graph *g, int node, Diag *d) {
     s = lw_op(&c, OP_WHERE, (int[]){mask, lw_scalar(&c, "mask_fill", sp.mask_fill), s}, 3);
   else if (mask >= 0)
     s = lw_op(&c, OP_ADD, (int[]){s, mask}, 2);
+  if (!isinf(sp.score_min)) /* Llama's clamp of the masked scores */
+    s = lw_op(&c, OP_MAX, (int[]){s, lw_scalar(&c, "score_min", sp.score_min)}, 2);
   if (sp.topk)
     s = ch_topk(&c, s, sp.topk, sp.topk_fill);
   int y = lw_op(&c, OP_MATMUL, (int[]){ch_softmax(&c, s), ch_layout(&c, vp, v)}, 2);

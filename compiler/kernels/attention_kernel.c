@@ -665,6 +665,24 @@ static double kernel_ns(const Plan *p) {
   return scores * (double)(p->ge.dh + p->ge.dv) * 2 / 50 + scores * 0.5;
 }
 
+/* Row r of Y from o and l; with a finite score_min, a row whose every
+ * score is at or below it (m[r] <= score_min: the clamp made them all
+ * equal) is the mean of V's T rows instead. */
+static const char *row_out(Emit *e, const Plan *p, const char *T) {
+  const AttnGeom *ge = &p->ge;
+  const char *div = arena_printf(ar(e), "for (int e = 0; e < %lld; e++)\n  yr[e] = o[r][e] / l[r];", (long long)ge->dv);
+  if (isinf(p->sp.score_min))
+    return div;
+  DType ut = strcmp(T, "float") ? ge->dt : DT_F32;
+  return arena_printf(ar(e),
+                      "if (m[r] > %s) {\n%s\n} else { /* every score <= score_min: a uniform softmax */\n"
+                      "  for (int e = 0; e < %lld; e++) {\n    %s acc = 0;\n"
+                      "    for (int j = 0; j < %lld; j++)\n      acc += vh[j * %lld + e];\n"
+                      "    yr[e] = acc / %s;\n  }\n}",
+                      emit_double_literal(e, ut, p->sp.score_min), div, (long long)ge->dv, T, (long long)ge->t,
+                      (long long)ge->vst[ge->rank - 2], emit_double_literal(e, ut, (double)ge->t));
+}
+
 /* One path: the skeleton with its tile. */
 static void emit_path(Emit *e, const Plan *p, const View *v) {
   const char *T = v ? "float" : p->ty;
@@ -690,7 +708,7 @@ static void emit_path(Emit *e, const Plan *p, const View *v) {
   emit_tmpl(e, "attention", "NWORK", I(e, p->ge.nb * p->nqb), "WORK", work, "QTLOOP", qtloop, "MR", I(e, p->mr),
             "HEADS", heads(e, p, v != NULL), "STATE", state(e, p, v != NULL), "KEYLOOP", keyloop(e, p), "TILE",
             v ? vec_tile(e, p, v) : scalar_tile(e, p), "T", T, "S", I(e, p->ge.s), "YRS", I(e, p->ge.yst[r - 2]),
-            "DV", I(e, p->ge.dv), NULL);
+            "ROW_OUT", row_out(e, p, T), NULL);
 }
 
 /* What a mixed tile does, and how tiles are visited. */

@@ -178,6 +178,7 @@ static void read_spec(const Node *n, const AttnGeom *ge, AttnSpec *sp) {
   sp->mask_fill = attr_float(n, "mask_fill", -INFINITY);
   sp->topk = attr_int(n, "topk", 0);
   sp->topk_fill = attr_float(n, "topk_fill", -INFINITY);
+  sp->score_min = attr_float(n, "score_min", -INFINITY);
 }
 
 void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge) {
@@ -195,14 +196,18 @@ void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge) {
 
 /* ---- the causal test ----------------------------------------------------------- */
 
-/* Element i of a mask: masked with -inf (1), not masked (0), or else (-1). */
+/* Element i of a mask: masked with -inf (1), masked with a finite value
+ * <= ATTN_MASKED_BELOW (2: Hugging Face's finfo.min), not masked (0), or
+ * else (-1). */
 static int causal_el(DType dt, const void *data, int64_t i, double fill) {
-  if (dt == DT_BOOL)
-    return !el_get_u(dt, data, i) ? 0 : isinf(fill) && fill < 0 ? 1 : -1;
-  double x = el_get_f(dt, data, i);
-  return x == 0 ? 0 : isinf(x) && x < 0 ? 1 : -1;
+  double x = dt == DT_BOOL ? (el_get_u(dt, data, i) ? fill : 0) : el_get_f(dt, data, i);
+  return x == 0 ? 0 : isinf(x) && x < 0 ? 1 : x <= ATTN_MASKED_BELOW ? 2 : -1;
 }
 
+/* A finite masked value is -inf to the kernel (it skips those keys) only
+ * where the row keeps some key: exp(finfo.min - max) is 0 then, but a row
+ * masked entirely by finite values has a uniform softmax, not NaN. So
+ * those need off >= 0 (row 0 sees key 0). */
 bool attn_mask_is_causal(const Type *mt, const void *data, double fill, int64_t s, int64_t t, int64_t *off) {
   if (!data || mt->rank < 2 || mt->dims[mt->rank - 2] != s || mt->dims[mt->rank - 1] != t || s * t == 0)
     return false;
@@ -212,7 +217,8 @@ bool attn_mask_is_causal(const Type *mt, const void *data, double fill, int64_t 
   *off = visible - 1;
   for (int64_t e = 0, n = type_numel(mt); e < n; e++) {
     int64_t j = e % t, i = e / t % s;
-    if (causal_el(mt->dt, data, e, fill) != (j > i + *off))
+    int c = causal_el(mt->dt, data, e, fill);
+    if (c < 0 || (c != 0) != (j > i + *off) || (c == 2 && *off < 0))
       return false;
   }
   return true;
@@ -245,8 +251,9 @@ static bool check_mask(Graph *g, Node *n, const AttnGeom *ge, const AttnSpec *sp
                      mask_attr(n), m->name);
   if (sp->mask == ATTN_MASK_CAUSAL &&
       !attn_mask_is_causal(&m->type, m->data, sp->mask_fill, ge->s, ge->t, &off))
-    return diag_node(d, g, n, "mask is \"causal\" but '%s' is not -inf exactly above a diagonal and 0 "
-                     "elsewhere; expected a causal mask, or mask=\"static\"", m->name);
+    return diag_node(d, g, n, "mask is \"causal\" but '%s' is not -inf (or a finite fill <= -1e30, with "
+                     "every row keeping a key) exactly above a diagonal and 0 elsewhere; expected a causal "
+                     "mask, or mask=\"static\"", m->name);
   if (sp->mask == ATTN_MASK_PADDING && mst[ge->nlead] != 0)
     return diag_node(d, g, n, "mask is \"padding\" but '%s' %s varies along the query axis; expected "
                      "its query dim to be 1", m->name, type_str(&m->type, ts, sizeof ts));
@@ -283,6 +290,10 @@ bool attention_infer(Graph *g, Node *n, Diag *d) {
                      (long long)ge.t, (long long)ge.t);
   if (!check_mask(g, n, &ge, &sp, d))
     return false;
+  if (!(sp.score_min <= ATTN_MASKED_BELOW) || (!isinf(sp.score_min) && sp.topk))
+    return diag_node(d, g, n, "score_min is %g%s; expected -inf or a finite value <= -1e30 (it then changes "
+                     "only rows whose every score is masked), without topk", sp.score_min,
+                     sp.topk ? " with topk" : "");
   node_out(g, n, 0)->type = yt;
   return true;
 }
@@ -319,7 +330,7 @@ static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in,
       s = el_get_u(DT_BOOL, in[3].data, mo + j * ge->mst[r - 1]) ? round_dt(dt, sp->mask_fill) : s;
     else if (ge->has_mask)
       s = round_dt(dt, s + el_get_f(dt, in[3].data, mo + j * ge->mst[r - 1]));
-    sc[j] = s;
+    sc[j] = s < sp->score_min ? round_dt(dt, sp->score_min) : s; /* Max(s, score_min): NaN stays */
   }
 }
 

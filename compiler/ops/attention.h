@@ -29,14 +29,21 @@
  * become `mask_fill` (PyTorch's masked_fill / Where(mask, fill, scores)).
  * `mask` records what is known about it at compile time:
  *   none      no mask input
- *   causal    a constant whose masked entries (-inf) are exactly those
- *             with key j > query i + offset
+ *   causal    a constant whose masked entries (-inf, or a finite value
+ *             <= ATTN_MASKED_BELOW such as Hugging Face's finfo.min when
+ *             every row keeps a key, offset >= 0) are exactly those with
+ *             key j > query i + offset
  *   padding   a runtime mask that does not depend on the query (S axis 1)
  *   static    any other constant: the kernel skips its all-masked blocks
  *   additive  a runtime float mask
  *   bool      a runtime bool mask
  * `topk` > 0 keeps, per query row, the scores >= its topk-th largest (the
- * Explicit Sparse Transformer); the others become `topk_fill`. */
+ * Explicit Sparse Transformer); the others become `topk_fill`.
+ * `score_min` (default -inf: none) clamps the masked scores from below,
+ * Max(scores, score_min), as Hugging Face's Llama does with finfo.min: it
+ * must be <= -1e30 (ATTN_MASKED_BELOW), where the clamp changes only a row
+ * whose every score is masked — its softmax is then uniform (Y is the mean
+ * of V's rows) instead of NaN; not with topk. */
 #ifndef KILN_ATTENTION_H
 #define KILN_ATTENTION_H
 

@@ -10,6 +10,8 @@
  *           Where(keep, scores, fill) with a constant keep (inverted) or
  *           keep = Not(mask); recorded as causal / static (constant),
  *           padding (runtime, the same for every query) or additive / bool;
+ *   clamp   Max(scores, c) after the mask, c <= ATTN_MASKED_BELOW (Llama's
+ *           finfo.min): score_min;
  *   top-k   TopK(x, k) -> the k-th value (Gather -1 or k-1, or Slice) ->
  *           Unsqueeze [-> Expand] -> Less(x, kth) [-> Cast] -> Where(less,
  *           fill, x), the Explicit Sparse Transformer's masked_fill;
@@ -48,6 +50,7 @@ typedef struct Attn {
   double fill;                /* bool masks */
   int64_t topk;
   double topk_fill;
+  double score_min;           /* a clamp of the masked scores (-inf: none) */
   int64_t groups;             /* query heads per K/V head (1: one to one) */
   Node *last;
   const char *why;            /* set when it does not fuse */
@@ -384,7 +387,8 @@ static bool fed_by_matmul(const Fuser *f, int v, int depth) {
     return false;
   if (p->op == OP_MATMUL)
     return true;
-  if (p->op != OP_ADD && p->op != OP_MUL && p->op != OP_DIV && p->op != OP_WHERE && p->op != OP_SUB)
+  if (p->op != OP_ADD && p->op != OP_MUL && p->op != OP_DIV && p->op != OP_WHERE && p->op != OP_SUB &&
+      p->op != OP_MAX)
     return false;
   for (int i = 0; i < p->nin; i++)
     if (p->in[i] >= 0 && fed_by_matmul(f, p->in[i], depth + 1))
@@ -405,9 +409,27 @@ static int peel_topk(Fuser *f, Attn *a, int x) {
   return x;
 }
 
-/* From the Softmax's input back to the MatMul: top-k, mask, scale. */
+/* x = Max(y, c) (either order) with c a scalar constant <= ATTN_MASKED_BELOW,
+ * Hugging Face Llama's torch.max(scores, finfo.min) after its mask: y, the
+ * clamp in a->score_min. It changes only rows whose every score is masked
+ * (uniform instead of NaN), which the kernel gives (score_min). */
+static int peel_clamp(Fuser *f, Attn *a, int x) {
+  Graph *g = f->g;
+  Node *mx = fm_sole(f, x) ? fm_def(f, x, OP_MAX) : NULL;
+  double c;
+  for (int i = 0; mx && mx->nin == 2 && i < 2; i++)
+    if (fm_scalar_const(g, mx->in[1 - i], &c) && c <= ATTN_MASKED_BELOW &&
+        type_equal(&gval(g, mx->in[i])->type, &gval(g, x)->type) && take(a, g, mx)) {
+      a->score_min = c;
+      return mx->in[i];
+    }
+  return x;
+}
+
+/* From the Softmax's input back to the MatMul: clamp, top-k, mask, scale. */
 static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
   Graph *g = f->g;
+  x = peel_clamp(f, a, x);
   x = peel_topk(f, a, x);
   int readers = a->topk ? 3 : 1;
   Node *mm = scores_matmul(f, a, x, readers);
@@ -495,6 +517,7 @@ static bool match_attention(Fuser *f, Attn *a, Node *sm) {
   a->sm = (int)(sm - g->nodes);
   a->scale = 1;
   a->mask = -1;
+  a->score_min = -INFINITY;
   identity_perms(a);
   if (!softmax_on_last_axis(g, sm))
     return no(a, "softmax axis is not the key axis");
@@ -549,6 +572,8 @@ static void rewrite(Fuser *f, Attn *a) {
   fm_set_str(g, n, "mask", attn_mask_name(a->kind));
   if (is_bool)
     node_add_attr(g, n, "mask_fill", ATTR_FLOAT)->f = a->fill;
+  if (!isinf(a->score_min))
+    node_add_attr(g, n, "score_min", ATTR_FLOAT)->f = a->score_min;
   if (a->topk) {
     node_add_attr(g, n, "topk", ATTR_INT)->i = a->topk;
     node_add_attr(g, n, "topk_fill", ATTR_FLOAT)->f = a->topk_fill;

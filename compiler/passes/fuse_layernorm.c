@@ -11,47 +11,11 @@
 #include "../passes.h"
 #include "fuse_match.h"
 
-/* r is ReduceMean over exactly the last axis of a rank-`rank` input,
- * keeping dims (axes as the attribute, or as a constant input). */
-static bool mean_last_axis(const Graph *g, const Node *r, int rank) {
-  if (r->op != OP_REDUCEMEAN || attr_int(r, "keepdims", 1) != 1)
-    return false;
-  int64_t axis;
-  const Attr *a = attr_get(r, "axes");
-  const Value *av = node_in(g, r, 1);
-  if (a && a->kind == ATTR_INTS && a->n == 1)
-    axis = a->ints[0];
-  else if (!a && av && av->data && dt_is_int(av->type.dt) && type_numel(&av->type) == 1)
-    axis = el_get_i(av->type.dt, av->data, 0);
-  else
-    return false;
-  int k;
-  return axis_norm(axis, rank, &k) && k == rank - 1;
-}
-
-/* The node that turns d = x - mean into d / √(var + eps) given sd = the
- * Sqrt's output: Div(d, sd), or Mul(d, r) with r = Reciprocal(sd) or 1/sd
- * (taken into m). NULL if none. */
-static Node *match_normalize(Fuser *f, Match *m, int d, int sd) {
-  Graph *g = f->g;
-  Node *u = fm_sole_user(f, sd, -1);
-  if (!u)
-    return NULL;
-  if (u->op == OP_DIV && u->in[0] == d && u->in[1] == sd)
-    return u;
-  bool recip = u->op == OP_RECIPROCAL || (u->op == OP_DIV && u->in[1] == sd && fm_const_is(g, u->in[0], 1, 0));
-  Node *nm = recip ? fm_sole_user(f, u->out[0], OP_MUL) : NULL;
-  if (!nm || fm_other(nm, u->out[0]) != d)
-    return NULL;
-  fm_take(m, g, u);
-  return nm;
-}
-
 static bool fuse_layernorm(Fuser *f, Node *r1) {
   Graph *g = f->g;
   int x = r1->in[0];
   const Type *xt = &g->vals[x].type;
-  if (!fm_float_value(g, x) || xt->rank < 1 || !mean_last_axis(g, r1, xt->rank))
+  if (!fm_float_value(g, x) || xt->rank < 1 || !fm_mean_last_axis(g, r1, xt->rank))
     return false;
   Type rt = *xt; /* the statistics' shape: x with the last dim 1 */
   rt.dims[rt.rank - 1] = 1;
@@ -75,7 +39,7 @@ static bool fuse_layernorm(Fuser *f, Node *r1) {
     return false;
   fm_take(&m, g, sq);
   Node *r2 = fm_sole_user(f, sq->out[0], OP_REDUCEMEAN);
-  if (!r2 || !mean_last_axis(g, r2, xt->rank))
+  if (!r2 || !fm_mean_last_axis(g, r2, xt->rank))
     return false;
   fm_take(&mr, g, r2);
   Node *ae = fm_sole_user(f, r2->out[0], OP_ADD);
@@ -87,7 +51,7 @@ static bool fuse_layernorm(Fuser *f, Node *r1) {
   if (!sqrt_n)
     return false;
   fm_take(&mr, g, sqrt_n);
-  Node *norm = match_normalize(f, &mr, d, sqrt_n->out[0]);
+  Node *norm = fm_match_normalize(f, &mr, d, sqrt_n->out[0]);
   if (!norm)
     return false;
   fm_take(&m, g, norm);

@@ -98,6 +98,39 @@ void fm_take(Match *m, const Graph *g, const Node *n) {
   m->idx[m->n++] = (int)(n - g->nodes);
 }
 
+/* The axes as the attribute, or as a constant input. */
+bool fm_mean_last_axis(const Graph *g, const Node *r, int rank) {
+  if (r->op != OP_REDUCEMEAN || attr_int(r, "keepdims", 1) != 1)
+    return false;
+  int64_t axis;
+  const Attr *a = attr_get(r, "axes");
+  const Value *av = node_in(g, r, 1);
+  if (a && a->kind == ATTR_INTS && a->n == 1)
+    axis = a->ints[0];
+  else if (!a && av && av->data && dt_is_int(av->type.dt) && type_numel(&av->type) == 1)
+    axis = el_get_i(av->type.dt, av->data, 0);
+  else
+    return false;
+  int k;
+  return axis_norm(axis, rank, &k) && k == rank - 1;
+}
+
+/* LayerNorm's d = x - mean over √(var + eps); RMSNorm's x over √(ms + eps). */
+Node *fm_match_normalize(Fuser *f, Match *m, int d, int sd) {
+  Graph *g = f->g;
+  Node *u = fm_sole_user(f, sd, -1);
+  if (!u)
+    return NULL;
+  if (u->op == OP_DIV && u->in[0] == d && u->in[1] == sd)
+    return u;
+  bool recip = u->op == OP_RECIPROCAL || (u->op == OP_DIV && u->in[1] == sd && fm_const_is(g, u->in[0], 1, 0));
+  Node *nm = recip ? fm_sole_user(f, u->out[0], OP_MUL) : NULL;
+  if (!nm || fm_other(nm, u->out[0]) != d)
+    return NULL;
+  fm_take(m, g, u);
+  return nm;
+}
+
 /* Every matched node's output has type t (no broadcast grew a shape). */
 bool fm_outputs_are(const Graph *g, const Match *m, const Type *t) {
   for (int i = 0; i < m->n; i++)

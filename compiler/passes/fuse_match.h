@@ -66,6 +66,13 @@ Node *fm_fuse_into(Fuser *f, Match *m, const Node *last, int op, const int *in, 
  * under -v and refresh the reader lists. */
 void fm_fuse_done(Fuser *f, Node *n, const char *what);
 void fm_set_str(Graph *g, Node *n, const char *name, const char *s);
+/* r is ReduceMean over exactly the last axis of a rank-`rank` input,
+ * keeping dims (the LayerNorm and RMSNorm statistics). */
+bool fm_mean_last_axis(const Graph *g, const Node *r, int rank);
+/* The node that divides d by sd (the Sqrt of the statistic): Div(d, sd),
+ * or Mul(d, r) with r = Reciprocal(sd) or 1/sd (taken into m); NULL if
+ * none. */
+Node *fm_match_normalize(Fuser *f, Match *m, int d, int sd);
 /* v is a [dim] tensor of dtype dt (a LayerNorm's scale or bias, a bias). */
 bool fm_is_param(const Graph *g, int v, DType dt, int64_t dim);
 

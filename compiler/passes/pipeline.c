@@ -8,7 +8,7 @@ const Pass pass_list[] = {
     {"bind", pass_bind, "give symbolic input dims their --shape values"},
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
-    {"simplify", pass_simplify, "remove Identity/Dropout, make Reshape-like ops free aliases"},
+    {"simplify", pass_simplify, "remove Identity/Dropout and same-dtype Casts, Pow 1 and 2 to x and x·x, make Reshape-like ops free aliases"},
     {"fuse_blocks", pass_fuse_blocks, "x·Wᵀ and Gather of ggml block-quantized W to BlockLinear/BlockGather, "
                                       "reading the blocks"},
     {"fuse_normalize", pass_fuse_normalize, "Gemm by a constant to Linear, Transposes that move only dims of 1 to views"},
@@ -16,6 +16,7 @@ const Pass pass_list[] = {
                                             "Attention, reading sliced Q, K, V in place"},
     {"fuse_gelu", pass_fuse_gelu, "the erf and tanh GELU decompositions to Gelu"},
     {"fuse_layernorm", pass_fuse_layernorm, "the LayerNorm decomposition (ReduceMean .. Sqrt .. Div) to LayerNormalization"},
+    {"fuse_rmsnorm", pass_fuse_rmsnorm, "the RMSNorm decomposition (x·x .. ReduceMean .. Sqrt .. Div) to RMSNormalization"},
     {"fuse_linear", pass_fuse_linear, "MatMul by a constant weight [+ bias] [+ Relu/Gelu] to Linear"},
     {"fuse_addnorm", pass_fuse_addnorm, "Add then LayerNormalization to AddLayerNorm"},
     {"fuse_residual", pass_fuse_residual, "Linear [-> views] + residual Add to Linear with a residual input"},

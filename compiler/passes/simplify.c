@@ -1,11 +1,16 @@
-/* simplify.c — remove what costs nothing to remove: Identity and
- * inference-mode Dropout vanish (their users read the input directly), and
- * the ops flagged OPF_VIEW (Reshape, Squeeze, Unsqueeze, Flatten) become
- * aliases: the output shares the input's storage, so no copy is emitted. */
+/* simplify.c — remove what costs nothing to remove: Identity,
+ * inference-mode Dropout and a Cast to the dtype its input already has
+ * (Hugging Face's T5 and Llama write `.to(torch.float32)` of an f32) vanish
+ * (their users read the input directly), and the ops flagged OPF_VIEW
+ * (Reshape, Squeeze, Unsqueeze, Flatten) become aliases: the output shares
+ * the input's storage, so no copy is emitted. Pow by a constant exponent
+ * is spelled the cheaper way where the result is the same bits:
+ * Pow(x, 1) is x, and an f32 Pow(x, 2) is Mul(x, x) (see square_pow). */
 #include <string.h>
 
 #include "../ops.h"
 #include "../passes.h"
+#include "fuse_match.h"
 
 /* "y = op(x)" where y should become x. A graph output keeps its name: when
  * x comes from a node whose only user is this one, that node writes y
@@ -28,6 +33,29 @@ static void forward_value(Graph *g, Node *n, int x, int y) {
   n->dead = true;
 }
 
+/* Pow(x, c) whose output is x's type, c a one-element constant: Pow(x, 1)
+ * forwards x (pow(x, 1) is x for every x, -0, ±inf and NaN included); an
+ * f32 Pow(x, 2) becomes Mul(x, x): x·x is exact in the double Pow's _eval
+ * computes in, so both round the same product once to f32, where a
+ * generated powf(x, 2) may be 1 ulp off. Pow(x, 0.5) stays: Sqrt differs
+ * at -0 (sqrt gives -0, pow +0) and -inf (NaN, pow +inf). Returns true
+ * when n was forwarded (the uses changed). */
+static bool simplify_pow(Graph *g, Node *n) {
+  const Value *x = node_in(g, n, 0), *y = node_out(g, n, 0);
+  double c;
+  if (x->type.rank < 0 || !type_equal(&x->type, &y->type) || !fm_scalar_const(g, n->in[1], &c))
+    return false;
+  if (c == 1) {
+    forward_value(g, n, n->in[0], n->out[0]);
+    return true;
+  }
+  if (c == 2 && x->type.dt == DT_F32) {
+    n->op = OP_MUL;
+    n->in[1] = n->in[0];
+  }
+  return false;
+}
+
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
   (void)o;
   graph_count_uses(g);
@@ -44,6 +72,17 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
     case OP_IDENTITY:
       forward_value(g, n, n->in[0], n->out[0]);
       graph_count_uses(g);
+      break;
+    case OP_CAST: /* to the dtype x already has: a copy */
+      if (node_in(g, n, 0)->type.rank >= 0 && node_out(g, n, 0)->type.rank >= 0 &&
+          node_in(g, n, 0)->type.dt == node_out(g, n, 0)->type.dt) {
+        forward_value(g, n, n->in[0], n->out[0]);
+        graph_count_uses(g);
+      }
+      break;
+    case OP_POW:
+      if (simplify_pow(g, n))
+        graph_count_uses(g);
       break;
     default:
       if ((op_table[n->op].flags & OPF_VIEW) && !node_out(g, n, 0)->is_output)
