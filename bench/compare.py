@@ -56,6 +56,8 @@ import peers
 
 RTOL, ATOL = 1e-4, 1e-5
 CHUNK_S = 10  # s: a peer slower than this per round runs fewer inferences (at least 3)
+SETTLE_S = 0.2  # s of pause before each timed batch: the engine before it (ORT's and OpenVINO's
+#              thread pools spin a while after a call, in this process) lets go of the cores
 UNFUSED = "bind,infer,fold,simplify,dce,plan"
 
 
@@ -318,10 +320,12 @@ def compare(a, name):
         for k in range(a.rounds):
             order = engines if k % 2 == 0 else engines[::-1]
             for label, t, runner in order:
+                time.sleep(SETTLE_S)
                 quiet[label, t] += runner.times(count[label, t])
             if a.contended:
                 with Hog():
                     for label, t, runner in order:
+                        time.sleep(SETTLE_S)
                         busy[label, t] += runner.times(count[label, t])
         r["runs"] = len(quiet["kiln", 1])
         r["ms"] = {e: float(np.median(t)) for e, t in quiet.items()}
@@ -453,7 +457,8 @@ def notes(rows, a):
     return "\n".join([
         "",
         f"- {rows[0]['runs'] if rows else 0} timed inferences per engine and model (median), "
-        f"in {a.rounds} interleaved rounds after warm-up; ORT {ort.__version__} "
+        f"in {a.rounds} interleaved rounds after warm-up, each batch after a {SETTLE_S:g} s pause "
+        f"(the engine before lets its spinning threads go idle); ORT {ort.__version__} "
         f"(CPUExecutionProvider, all graph optimisations, timed around Python "
         f"`run_with_iobinding` with inputs and outputs bound once).",
         "- ratio = ORT ms / kiln ms: above 1 means kiln is faster.",
