@@ -42,25 +42,12 @@ static bool fuse_layernorm(Fuser *f, Node *r1) {
   if (!r2 || !fm_mean_last_axis(g, r2, xt->rank))
     return false;
   fm_take(&mr, g, r2);
-  Node *ae = fm_sole_user(f, r2->out[0], OP_ADD);
   double epsilon;
-  if (!ae || !fm_scalar_const(g, fm_other(ae, r2->out[0]), &epsilon))
+  int gamma;
+  Node *gm = fm_match_norm_tail(f, &m, &mr, r2, d, xt, &epsilon, &gamma);
+  if (!gm)
     return false;
-  fm_take(&mr, g, ae);
-  Node *sqrt_n = fm_sole_user(f, ae->out[0], OP_SQRT);
-  if (!sqrt_n)
-    return false;
-  fm_take(&mr, g, sqrt_n);
-  Node *norm = fm_match_normalize(f, &mr, d, sqrt_n->out[0]);
-  if (!norm)
-    return false;
-  fm_take(&m, g, norm);
-  Node *gm = fm_sole_user(f, norm->out[0], OP_MUL);
-  int gamma = gm ? fm_other(gm, norm->out[0]) : -1;
   int64_t dim = xt->dims[xt->rank - 1];
-  if (!gm || !fm_is_param(g, gamma, xt->dt, dim))
-    return false;
-  fm_take(&m, g, gm);
   Node *bb = fm_sole_user(f, gm->out[0], OP_ADD);
   int beta = bb ? fm_other(bb, gm->out[0]) : -1;
   if (bb && fm_is_param(g, beta, xt->dt, dim))

@@ -131,6 +131,29 @@ Node *fm_match_normalize(Fuser *f, Match *m, int d, int sd) {
   return nm;
 }
 
+Node *fm_match_norm_tail(Fuser *f, Match *m, Match *mr, const Node *r, int d, const Type *xt, double *eps,
+                         int *w) {
+  Graph *g = f->g;
+  Node *ae = fm_sole_user(f, r->out[0], OP_ADD);
+  if (!ae || !fm_scalar_const(g, fm_other(ae, r->out[0]), eps))
+    return NULL;
+  fm_take(mr, g, ae);
+  Node *sqrt_n = fm_sole_user(f, ae->out[0], OP_SQRT);
+  if (!sqrt_n)
+    return NULL;
+  fm_take(mr, g, sqrt_n);
+  Node *norm = fm_match_normalize(f, mr, d, sqrt_n->out[0]);
+  if (!norm)
+    return NULL;
+  fm_take(m, g, norm);
+  Node *gm = fm_sole_user(f, norm->out[0], OP_MUL);
+  *w = gm ? fm_other(gm, norm->out[0]) : -1;
+  if (!gm || !fm_is_param(g, *w, xt->dt, xt->dims[xt->rank - 1]))
+    return NULL;
+  fm_take(m, g, gm);
+  return gm;
+}
+
 /* Every matched node's output has type t (no broadcast grew a shape). */
 bool fm_outputs_are(const Graph *g, const Match *m, const Type *t) {
   for (int i = 0; i < m->n; i++)

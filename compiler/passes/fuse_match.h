@@ -73,6 +73,13 @@ bool fm_mean_last_axis(const Graph *g, const Node *r, int rank);
  * or Mul(d, r) with r = Reciprocal(sd) or 1/sd (taken into m); NULL if
  * none. */
 Node *fm_match_normalize(Fuser *f, Match *m, int d, int sd);
+/* The tail both norms share, from r, the ReduceMean of the statistic:
+ * Add of a scalar epsilon (*eps), Sqrt, d divided by it
+ * (fm_match_normalize), then Mul by a [last dim of xt] parameter of xt's
+ * dtype (*w). The nodes of the statistic's shape go into mr, the others
+ * into m. Returns the Mul, or NULL. */
+Node *fm_match_norm_tail(Fuser *f, Match *m, Match *mr, const Node *r, int d, const Type *xt, double *eps,
+                         int *w);
 /* v is a [dim] tensor of dtype dt (a LayerNorm's scale or bias, a bias). */
 bool fm_is_param(const Graph *g, int v, DType dt, int64_t dim);
 

@@ -36,25 +36,10 @@ static bool fuse_rmsnorm(Fuser *f, Node *r) {
   Match m = {0}, mr = {0}; /* mr: nodes of the reduced shape rt */
   fm_take(&m, g, sq);
   fm_take(&mr, g, r);
-  Node *ae = fm_sole_user(f, r->out[0], OP_ADD);
   double epsilon;
-  if (!ae || !fm_scalar_const(g, fm_other(ae, r->out[0]), &epsilon))
-    return false;
-  fm_take(&mr, g, ae);
-  Node *sqrt_n = fm_sole_user(f, ae->out[0], OP_SQRT);
-  if (!sqrt_n)
-    return false;
-  fm_take(&mr, g, sqrt_n);
-  Node *norm = fm_match_normalize(f, &mr, x, sqrt_n->out[0]);
-  if (!norm)
-    return false;
-  fm_take(&m, g, norm);
-  Node *gm = fm_sole_user(f, norm->out[0], OP_MUL);
-  int w = gm ? fm_other(gm, norm->out[0]) : -1;
-  if (!gm || !fm_is_param(g, w, xt->dt, xt->dims[xt->rank - 1]))
-    return false;
-  fm_take(&m, g, gm);
-  if (!fm_outputs_are(g, &m, xt) || !fm_outputs_are(g, &mr, &rt))
+  int w;
+  Node *gm = fm_match_norm_tail(f, &m, &mr, r, x, xt, &epsilon, &w);
+  if (!gm || !fm_outputs_are(g, &m, xt) || !fm_outputs_are(g, &mr, &rt))
     return false;
   for (int i = 0; i < mr.n; i++)
     fm_take(&m, g, &g->nodes[mr.idx[i]]);
