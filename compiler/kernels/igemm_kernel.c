@@ -173,6 +173,27 @@ static void emit_rotate_row(Emit *e, const IGeo *g, int b) {
   emit_line(e, "ar = xr;");
 }
 
+/* The vector part of emit_row_range for vw floats a vector (16: __m512,
+ * 8: __m256), over the row's first kv elements. */
+static void emit_row_range_vec(Emit *e, int vw, long long kv) {
+  const char *ty = vw == 16 ? "__m512" : "__m256", *fn = vw == 16 ? "_mm512" : "_mm256";
+  emit_line(e, "{");
+  emit_line(e, "  %s vmn = %s_setzero_ps(), vmx = vmn;", ty, fn);
+  emit_line(e, "  for (; t < %lld; t += %d) {", kv, vw);
+  emit_line(e, "    const %s x = %s_loadu_ps(ar + t);", ty, fn);
+  emit_line(e, "    vmn = %s_min_ps(x, vmn);", fn);
+  emit_line(e, "    vmx = %s_max_ps(x, vmx);", fn);
+  emit_line(e, "  }");
+  emit_line(e, "  float l[%d];", 2 * vw);
+  emit_line(e, "  %s_storeu_ps(l, vmn);", fn);
+  emit_line(e, "  %s_storeu_ps(l + %d, vmx);", fn, vw);
+  emit_line(e, "  for (int j = 0; j < %d; j++) {", vw);
+  emit_line(e, "    mn = l[j] < mn ? l[j] : mn;");
+  emit_line(e, "    mx = l[%d + j] > mx ? l[%d + j] : mx;", vw, vw);
+  emit_line(e, "  }");
+  emit_line(e, "}");
+}
+
 /* mn, mx = the row ar's min and max with 0 included (t counts the
  * elements done: the vector loops, then the rest). */
 static void emit_row_range(Emit *e, const IGeo *g) {
@@ -180,41 +201,11 @@ static void emit_row_range(Emit *e, const IGeo *g) {
   emit_line(e, "float mn = 0, mx = 0;");
   emit_line(e, "int t = 0;");
   emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
-  if (k16) {
-    emit_line(e, "{");
-    emit_line(e, "  __m512 vmn = _mm512_setzero_ps(), vmx = vmn;");
-    emit_line(e, "  for (; t < %lld; t += 16) {", k16);
-    emit_line(e, "    const __m512 x = _mm512_loadu_ps(ar + t);");
-    emit_line(e, "    vmn = _mm512_min_ps(x, vmn);");
-    emit_line(e, "    vmx = _mm512_max_ps(x, vmx);");
-    emit_line(e, "  }");
-    emit_line(e, "  float l[32];");
-    emit_line(e, "  _mm512_storeu_ps(l, vmn);");
-    emit_line(e, "  _mm512_storeu_ps(l + 16, vmx);");
-    emit_line(e, "  for (int j = 0; j < 16; j++) {");
-    emit_line(e, "    mn = l[j] < mn ? l[j] : mn;");
-    emit_line(e, "    mx = l[16 + j] > mx ? l[16 + j] : mx;");
-    emit_line(e, "  }");
-    emit_line(e, "}");
-  }
+  if (k16)
+    emit_row_range_vec(e, 16, k16);
   emit_line(e, "#elif defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)");
-  if (k8) {
-    emit_line(e, "{");
-    emit_line(e, "  __m256 vmn = _mm256_setzero_ps(), vmx = vmn;");
-    emit_line(e, "  for (; t < %lld; t += 8) {", k8);
-    emit_line(e, "    const __m256 x = _mm256_loadu_ps(ar + t);");
-    emit_line(e, "    vmn = _mm256_min_ps(x, vmn);");
-    emit_line(e, "    vmx = _mm256_max_ps(x, vmx);");
-    emit_line(e, "  }");
-    emit_line(e, "  float l[16];");
-    emit_line(e, "  _mm256_storeu_ps(l, vmn);");
-    emit_line(e, "  _mm256_storeu_ps(l + 8, vmx);");
-    emit_line(e, "  for (int j = 0; j < 8; j++) {");
-    emit_line(e, "    mn = l[j] < mn ? l[j] : mn;");
-    emit_line(e, "    mx = l[8 + j] > mx ? l[8 + j] : mx;");
-    emit_line(e, "  }");
-    emit_line(e, "}");
-  }
+  if (k8)
+    emit_row_range_vec(e, 8, k8);
   emit_line(e, "#endif");
   emit_line(e, "for (; t < %lld; t++) {", k);
   emit_line(e, "  mn = ar[t] < mn ? ar[t] : mn;");
