@@ -485,7 +485,7 @@ static const struct {
     {"end", ATTR_INT}, {"exclusive", ATTR_INT}, {"fmod", ATTR_INT}, {"group", ATTR_INT},
     {"ignore_index", ATTR_INT}, {"interleaved", ATTR_INT}, {"is_packed_batching", ATTR_INT},
     {"is_test", ATTR_INT}, {"k", ATTR_INT}, {"keepdims", ATTR_INT}, {"largest", ATTR_INT},
-    {"noop_with_empty_axes", ATTR_INT}, {"num_heads", ATTR_INT}, {"reverse", ATTR_INT},
+    {"noop_with_empty_axes", ATTR_INT}, {"num_heads", ATTR_INT}, {"num_outputs", ATTR_INT}, {"reverse", ATTR_INT},
     {"rotary_embedding_dim", ATTR_INT}, {"select_last_index", ATTR_INT}, {"size", ATTR_INT},
     {"sorted", ATTR_INT}, {"spatial", ATTR_INT}, {"start", ATTR_INT}, {"stash_type", ATTR_INT},
     {"storage_order", ATTR_INT}, {"to", ATTR_INT}, {"training_mode", ATTR_INT}, {"transA", ATTR_INT},

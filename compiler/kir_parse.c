@@ -512,6 +512,12 @@ static bool parse_node(Parser *p) {
     p->line = line, p->col = col + 1;
     return perr(p, "unknown op '%s'; expected one of the ops `kiln ops` lists", opname ? opname : "");
   }
+  int beyond = op_version_beyond(op, p->g->opset);
+  if (beyond) {
+    p->line = line, p->col = col + 1;
+    return perr(p, "%s at opset %d is its version %d, which kiln does not implement yet; expected "
+                "version %d or older", opname, p->g->opset, beyond, op_table[op].upto);
+  }
   skip_ws(p, false);
   if (peek(p) == '%' || peek(p) == '_') {
     do {
@@ -753,8 +759,8 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
     int64_t v;
     if (!parse_int(p, &v))
       return false;
-    if (v < 1 || v > 17)
-      return perr(p, "opset %lld; expected 1 to 17", (long long)v);
+    if (v < 1 || v > onnx_opset_newest())
+      return perr(p, "opset %lld; expected 1 to %d", (long long)v, onnx_opset_newest());
     p->g->opset = (int)v;
   }
   if (!expect(p, '(', "before the graph's inputs"))

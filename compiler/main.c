@@ -661,11 +661,12 @@ static int cmd_ops(void) {
   int onnx = 0;
   for (int i = 0; i < OP_COUNT_; i++)
     onnx += op_table[i].since > 0;
-  printf("kiln supports these %d ONNX ops (default domain, up to opset 17):\n", onnx);
+  printf("kiln supports these %d ONNX ops (default domain, opsets 1 to %d), from the version\n"
+         "that brought them up to the newest version whose semantics kiln implements:\n", onnx,
+         onnx_opset_newest());
   for (int i = 0; i < OP_COUNT_; i++)
     if (op_table[i].since > 0)
-      printf("  %-20s since opset %d%s\n", op_table[i].name, op_table[i].since,
-             op_table[i].since > 17 ? " (newer than kiln reads: from Lua, .kir or another spelling)" : "");
+      printf("  %-24s versions %d to %d\n", op_table[i].name, op_table[i].since, op_table[i].upto);
   if (onnx < OP_COUNT_)
     printf("and these kiln ops, made by fusion (not read from ONNX files):\n");
   for (int i = 0; i < OP_COUNT_; i++)

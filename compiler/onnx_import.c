@@ -15,8 +15,6 @@
 #include "onnx.pb-c.h"
 #include "ops.h"
 
-#define MAX_OPSET 17
-
 typedef struct Importer {
   Arena *a;
   Graph *g;
@@ -364,9 +362,8 @@ static int default_opset(const Onnx__ModelProto *m, Importer *im, bool *ok) {
   if (v < 0) {
     *ok = diag_error(im->d, "the model imports no version of the default ONNX domain; expected an "
                      "opset_import entry with domain \"\"");
-  } else if (v < 1 || v > MAX_OPSET) {
-    *ok = diag_error(im->d, "the model uses ONNX opset %d; expected an opset from 1 to %d", v,
-                     MAX_OPSET);
+  } else if (v < 1) {
+    *ok = diag_error(im->d, "the model uses ONNX opset %d; expected an opset from 1 on", v);
   }
   return v;
 }
@@ -460,6 +457,35 @@ static bool check_opset_arity(Importer *im, const char *op_type, const char *nna
   return true;
 }
 
+/* The op's version at the model's opset (compiler/onnx_versions.def) must
+ * exist and be one whose semantics kiln implements (ops.def's upto). An
+ * opset newer than the table knows leaves the version unknown: refused at
+ * the first node, naming its op, since any op may have changed there. */
+static int next_change(const char *op_type, int ver) {
+  int o = ver + 1;
+  while (o <= onnx_opset_newest() && onnx_op_version(op_type, o) == ver)
+    o++;
+  return o;
+}
+
+static bool check_op_version(Importer *im, const OpInfo *oi, const char *op_type, const char *nname) {
+  int opset = im->g->opset, newest = onnx_opset_newest();
+  if (opset > newest)
+    return diag_error(im->d, "node '%s' (%s): the model imports ONNX opset %d, newer than the newest "
+                      "kiln knows (%d), so the version of %s it means is unknown; expected opset %d or "
+                      "older", nname, op_type, opset, newest, op_type, newest);
+  int ver = onnx_op_version(op_type, opset);
+  if (ver <= 0)
+    return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
+                      nname, op_type, op_type, oi->since, opset);
+  if (ver > oi->upto)
+    return diag_error(im->d, "node '%s' (%s): opset %d means %s version %d, which kiln does not "
+                      "implement yet; expected a model whose opset gives %s version %d or older "
+                      "(opsets up to %d)", nname, op_type, opset, op_type, ver, op_type, oi->upto,
+                      next_change(op_type, oi->upto) - 1);
+  return true;
+}
+
 /* The name of a node's first graph-valued attribute (If's then_branch,
  * Loop's body), or NULL. */
 static const char *subgraph_attr(const Onnx__NodeProto *np) {
@@ -490,9 +516,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     return diag_error(im->d, "node '%s' (%s): unsupported op '%s'; expected one of the ops "
                       "`kiln ops` lists", nname, op_type, op_type);
   const OpInfo *oi = &op_table[op];
-  if (im->g->opset < oi->since && !ort_rms && !ort_rope)
-    return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
-                      nname, op_type, op_type, oi->since, im->g->opset);
+  if (!ort_rms && !ort_rope && !check_op_version(im, oi, op_type, nname))
+    return false;
   int nin = (int)np->n_input, nout = (int)np->n_output;
   /* trailing empty outputs are the same as absent ones */
   while (nout > 0 && (!np->output[nout - 1] || !*np->output[nout - 1]))

@@ -7,8 +7,8 @@
 const OpInfo op_table[OP_COUNT_] = {
 /* An op whose lower column says `none` has no lowering. */
 #define none_lower NULL
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo) \
-  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k, since, flags, fl##_flops, lo##_lower},
+#define OP(id, name, fn, a, b, c, d, k, since, upto, flags, fl, lo) \
+  [OP_##id] = {name, fn##_infer, fn##_eval, fn##_emit, a, b, c, d, k, since, upto, flags, fl##_flops, lo##_lower},
 #include "ops.def"
 #undef OP
 #undef none_lower
@@ -19,6 +19,39 @@ int op_lookup(const char *onnx_name) {
     if (strcmp(op_table[i].name, onnx_name) == 0)
       return i;
   return -1;
+}
+
+/* ---- ONNX op versions (compiler/onnx_versions.def, which also defines
+ * ONNX_OPSET_NEWEST) ---------------------------------------------------------- */
+
+static const struct {
+  const char *name;
+  short v[16]; /* opsets at which the op changed, oldest first, 0-terminated */
+} onnx_ops[] = {
+#define ONNX_OP(name, ...) {name, {__VA_ARGS__, 0}},
+#include "onnx_versions.def"
+#undef ONNX_OP
+};
+
+int onnx_op_version(const char *onnx_name, int opset) {
+  for (int i = 0; i < KILN_COUNT(onnx_ops); i++) {
+    if (strcmp(onnx_ops[i].name, onnx_name) != 0)
+      continue;
+    int ver = 0;
+    for (int k = 0; onnx_ops[i].v[k] && onnx_ops[i].v[k] <= opset; k++)
+      ver = onnx_ops[i].v[k];
+    return ver;
+  }
+  return -1;
+}
+
+int onnx_opset_newest(void) { return ONNX_OPSET_NEWEST; }
+
+int op_version_beyond(int op, int opset) {
+  if (op_table[op].since == 0)
+    return 0;
+  int ver = onnx_op_version(op_table[op].name, opset);
+  return ver > op_table[op].upto ? ver : 0;
 }
 
 /* ---- default FLOP counts ------------------------------------------------------ */

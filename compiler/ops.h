@@ -15,7 +15,7 @@
 #include "ir.h"
 
 typedef enum OpId {
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo) OP_##id,
+#define OP(id, name, fn, a, b, c, d, k, since, upto, flags, fl, lo) OP_##id,
 #include "ops.def"
 #undef OP
   OP_COUNT_
@@ -72,6 +72,7 @@ typedef struct OpInfo {
   int min_in, max_in, min_out, max_out;
   unsigned const_in;
   int since;          /* first opset defining the op */
+  int upto;           /* newest ONNX version of the op whose semantics kiln implements */
   unsigned flags;     /* OPF_* */
   FlopsFn flops;      /* floating-point (or integer) operations of one run of n */
   LowerFn lower;      /* kiln export's lowering to standard ops, or NULL */
@@ -80,6 +81,17 @@ typedef struct OpInfo {
 extern const OpInfo op_table[OP_COUNT_];
 
 int op_lookup(const char *onnx_name); /* -1 if kiln does not support it */
+
+/* The version of default-domain ONNX op `onnx_name` at `opset`: the newest
+ * opset <= `opset` at which its definition changed (compiler/
+ * onnx_versions.def, generated from the onnx release named there); 0 when
+ * the op does not exist yet at that opset, -1 when ONNX has no such op. */
+int onnx_op_version(const char *onnx_name, int opset);
+/* The newest opset that table knows (25 for onnx 1.20). */
+int onnx_opset_newest(void);
+/* The version ONNX op `op` has at `opset` when kiln does not implement it
+ * (newer than its row's upto), else 0; 0 for kiln ops. */
+int op_version_beyond(int op, int opset);
 
 /* f16 and bf16 tensors are computed in f32 by the elementwise kernels
  * (emit_elementwise reads them through kiln_f16_to_f32 and friends) and
@@ -92,7 +104,7 @@ bool op_check_half(const Graph *g, const Node *n, Diag *d);
 bool op_state_in_place(const Graph *g, int vid);
 
 /* Multiply-adds count 2; a family's count says what else it counts. */
-#define OP(id, name, fn, a, b, c, d, k, since, flags, fl, lo)              \
+#define OP(id, name, fn, a, b, c, d, k, since, upto, flags, fl, lo)        \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \
   bool fn##_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d_); \
   bool fn##_emit(struct Emit *e, const Node *n);                           \

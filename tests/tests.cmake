@@ -49,6 +49,17 @@ endif()
 add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
 add_test(NAME node_interp COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} interp)
 set_tests_properties(node_c node_interp PROPERTIES TIMEOUT 1200)
+# onnx 1.20.0's node tests (1,653, opsets to 25), fetched once per build
+# folder from the onnx wheel on PyPI (tools/fetch_onnx_node_tests.py; a skip
+# offline). Release suite only: the sanitizer suite runs Debian's set above,
+# and the new ops' own tests, which cover the same kernels.
+if(NOT KILN_SANITIZE)
+  foreach(mode c interp)
+    add_test(NAME node_onnx120_${mode}
+             COMMAND ${T}/node/run_onnx120.sh ${KILN_BIN} ${mode} ${CMAKE_BINARY_DIR}/onnx-1.20)
+    set_tests_properties(node_onnx120_${mode} PROPERTIES TIMEOUT 1800 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
 
 # transformer fixtures (PyTorch exports, tools/export_fixtures.py)
 file(GLOB KILN_FIXTURES LIST_DIRECTORIES true ${T}/models/*)

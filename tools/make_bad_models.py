@@ -113,6 +113,25 @@ def _():
     return m
 
 
+@case("opset_26", expect="node 'relu' (Relu): the model imports ONNX opset 26, newer than the newest kiln knows (25)")
+def _():
+    m = relu_model()
+    m.opset_import[0].version = 26
+    return m
+
+
+@case("split_num_outputs_mismatch", expect="num_outputs is 3 with 2 outputs at opset 18")
+def _():
+    n = helper.make_node("Split", ["X"], ["A", "B"], name="split", axis=1, num_outputs=3)
+    return model([n], [vi("X", shape=(2, 4))], [vi("A", shape=(2, 2)), vi("B", shape=(2, 2))], opset=18)
+
+
+@case("split_num_outputs_before_18", expect="num_outputs is 2 with 2 outputs at opset 17")
+def _():
+    n = helper.make_node("Split", ["X"], ["A", "B"], name="split", axis=1, num_outputs=2)
+    return model([n], [vi("X", shape=(2, 4))], [vi("A", shape=(2, 2)), vi("B", shape=(2, 2))], opset=17)
+
+
 @case("no_default_opset", expect="imports no version of the default ONNX domain")
 def _():
     m = relu_model()

@@ -8,18 +8,27 @@
 #include "../build.h"
 #include "../ops.h"
 
-/* Mean over axes [a, rank) keeping dims: ReduceMean with the axes attribute
- * (an input only from opset 18, which kiln does not read). */
-static int reduce_mean_tail(Lowering *l, int x, int a, int rank) {
-  if (x < 0 || l->failed)
-    return -1;
+/* ReduceMean over axes [a, rank) keeping dims, in the form of the graph's
+ * opset: axes an input from opset 18, the attribute before. The node is
+ * made (ir_op), not finished. */
+static int reduce_mean_node(Graph *g, Lowering *l, const char *origin, int x, int a, int rank) {
   int64_t axes[MAX_RANK];
   for (int i = a; i < rank; i++)
     axes[i - a] = i;
-  int idx = lw_node(l, OP_REDUCEMEAN, &x, 1, 1);
-  ir_attr_ints(l->g, idx, "axes", axes, rank - a);
-  ir_attr_int(l->g, idx, "keepdims", 1);
-  return lw_finish(l, idx);
+  bool as_input = g->opset >= 18;
+  int in[2] = {x, as_input ? ir_const_i64(g, "axes", axes, rank - a) : -1};
+  int idx = l ? lw_node(l, OP_REDUCEMEAN, in, as_input ? 2 : 1, 1) : ir_op(g, OP_REDUCEMEAN, origin, in, as_input ? 2 : 1, 1);
+  if (!as_input)
+    ir_attr_ints(g, idx, "axes", axes, rank - a);
+  ir_attr_int(g, idx, "keepdims", 1);
+  return idx;
+}
+
+/* Mean over axes [a, rank) keeping dims. */
+static int reduce_mean_tail(Lowering *l, int x, int a, int rank) {
+  if (x < 0 || l->failed)
+    return -1;
+  return lw_finish(l, reduce_mean_node(l->g, l, NULL, x, a, rank));
 }
 
 /* The statistics of x over axes [a, rank), as PyTorch's opset-14 export
@@ -130,8 +139,7 @@ static int rl_cast(RmsLower *l, int x, DType to) {
 }
 
 /* RMSNormalization below opset 23: Cast to the stash type,
- * Mul(x, x), ReduceMean over the dims from axis (the axes attribute, as
- * opsets up to 17 have it), Add epsilon, Sqrt, Div, Cast back, Mul by the
+ * Mul(x, x), ReduceMean over the dims from axis, Add epsilon, Sqrt, Div, Cast back, Mul by the
  * scale (reshaped to the normalised dims when it has their element count
  * in another shape: kiln reads it flat). The last node writes the node's
  * own output. */
@@ -148,14 +156,8 @@ bool rmsnorm_lower(Graph *g, int node, Diag *d) {
   RmsLower l = {g, n->origin, d, true};
   int xs = rl_cast(&l, x, ut);
   int sq = rl_op(&l, OP_MUL, (int[]){xs, xs}, 2);
-  int mean = rl_begin(&l, OP_REDUCEMEAN, &sq, 1);
-  if (mean >= 0) {
-    int64_t axes[MAX_RANK];
-    for (int i = a; i < xt.rank; i++)
-      axes[i - a] = i;
-    ir_attr_ints(g, mean, "axes", axes, xt.rank - a);
-    ir_attr_int(g, mean, "keepdims", 1);
-  }
+  l.ok = l.ok && sq >= 0;
+  int mean = l.ok ? reduce_mean_node(g, NULL, l.origin, sq, a, xt.rank) : -1;
   int ms = rl_end(&l, mean);
   int eps_c = ir_const_scalar(g, "epsilon", ut, eps);
   int root = rl_op(&l, OP_SQRT, (int[]){rl_op(&l, OP_ADD, (int[]){ms, eps_c}, 2)}, 1);

@@ -143,8 +143,9 @@ static void assign_names(Exporter *ex) {
 /* Every node's op must be a standard one at the graph's opset. */
 static bool check_ops(Exporter *ex) {
   Graph *g = ex->g;
-  if (g->opset < 1 || g->opset > 17)
-    return diag_error(ex->d, "export: the graph imports opset %d; expected 1 to 17", g->opset);
+  if (g->opset < 1 || g->opset > onnx_opset_newest())
+    return diag_error(ex->d, "export: the graph imports opset %d; expected 1 to %d", g->opset,
+                      onnx_opset_newest());
   for (int i = 0; i < g->nnodes; i++) {
     const Node *n = &g->nodes[i];
     int since = op_table[n->op].since;
@@ -344,9 +345,10 @@ static Onnx__GraphProto *graph_proto(Exporter *ex) {
  * docs/Versioning.md), but at least 4: from IR 4 on, initializers need not
  * be repeated as graph inputs. */
 static int64_t ir_version_for(int opset) {
-  static const int64_t by_opset[18] = {[10] = 5, [11] = 6, [12] = 7, [13] = 7, [14] = 7,
-                                       [15] = 8, [16] = 8, [17] = 8};
-  return opset < 10 || opset > 17 ? 4 : by_opset[opset];
+  static const int64_t by_opset[26] = {[10] = 5, [11] = 6, [12] = 7, [13] = 7, [14] = 7, [15] = 8,
+                                       [16] = 8, [17] = 8, [18] = 8, [19] = 9, [20] = 9, [21] = 10,
+                                       [22] = 10, [23] = 11, [24] = 12, [25] = 13};
+  return opset < 10 || opset >= KILN_COUNT(by_opset) ? 4 : by_opset[opset];
 }
 
 static Onnx__ModelProto *model_proto(Exporter *ex) {

@@ -499,12 +499,17 @@ bool concat_emit(Emit *e, const Node *n) {
 
 /* Sizes of the parts: from the 'split' input (opset 13+, and opset 1's
  * optional input) or attribute, else equal parts (opset 18: the last part
- * may be smaller). */
+ * may be smaller, and num_outputs, when given, must be the output count). */
 static bool split_sizes(Graph *g, Node *n, int64_t dim, int64_t *sizes, Diag *d) {
   int64_t *s;
   int len;
   if (!ints_attr_or_input(g, n, 13, "split", &s, &len, d))
     return false;
+  const Attr *num = attr_get(n, "num_outputs");
+  if (num && (n->opset < 18 || len >= 0 || num->i != n->nout))
+    return diag_node(d, g, n, "num_outputs is %lld with %d outputs%s at opset %d; expected it only from "
+                     "opset 18, without a 'split' input, equal to the number of outputs", (long long)num->i,
+                     n->nout, len >= 0 ? " and a 'split' input" : "", n->opset);
   if (len < 0) {
     int64_t part = n->nout ? (dim + n->nout - 1) / n->nout : 0;
     if (dim % n->nout && (n->opset < 18 || part * (n->nout - 1) > dim))

@@ -120,8 +120,33 @@ static void test_cycle_is_an_error(void) {
   arena_free(a);
 }
 
+/* Every ONNX op of the table: its row's since is the table's first version
+ * for it, upto one of its versions (since <= upto), and op_version_beyond
+ * refuses exactly the versions past upto. */
+static void test_op_versions(void) {
+  CHECK(onnx_opset_newest() >= 25);
+  CHECK(onnx_op_version("Split", 17) == 13 && onnx_op_version("Split", 18) == 18);
+  CHECK(onnx_op_version("Gelu", 19) == 0 && onnx_op_version("NoSuchOp", 17) == -1);
+  for (int op = 0; op < OP_COUNT_; op++) {
+    const OpInfo *oi = &op_table[op];
+    if (oi->since == 0) {
+      CHECK(oi->upto == 0 && op_version_beyond(op, onnx_opset_newest()) == 0);
+      continue;
+    }
+    bool ok = onnx_op_version(oi->name, oi->since) == oi->since && onnx_op_version(oi->name, oi->since - 1) == 0 &&
+              onnx_op_version(oi->name, oi->upto) == oi->upto && oi->upto >= oi->since &&
+              op_version_beyond(op, oi->upto) == 0;
+    int newest = onnx_op_version(oi->name, onnx_opset_newest());
+    ok = ok && op_version_beyond(op, onnx_opset_newest()) == (newest > oi->upto ? newest : 0);
+    if (!ok)
+      fprintf(stderr, "op %s: since %d, upto %d against onnx_versions.def\n", oi->name, oi->since, oi->upto);
+    CHECK(ok);
+  }
+}
+
 int main(void) {
   test_arena_and_buf();
+  test_op_versions();
   test_dtypes();
   test_broadcast();
   test_toposort_and_plan();
