@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "c_text.h"
 #include "driver.h"
 #include "tokenizer.h"
 #include "info.h"
@@ -415,6 +416,12 @@ static int fail(Diag *d, Arena *a) {
   return 1;
 }
 
+/* The file name after path's last '/'. */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 /* True when path names the same file as the model (an existing one). */
 static bool same_file(const char *path, const char *model) {
   struct stat a, b;
@@ -444,6 +451,11 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   check_outputs(a, out, c->model);
+  const char *hname = arena_printf(a, "%.*s.h", (int)(n - 2 - (size_t)(base_name(out) - out)), base_name(out));
+  if (c_text_header_flaw(hname)) /* C has no escapes in a #include name */
+    die("%s", arena_printf(a, "-o %s: the header's name %s holds %s, which the .c's #include line cannot "
+                              "spell; expected another name", c_text(a, CT_STRING, out), c_text(a, CT_STRING, hname),
+                              c_text_header_flaw(hname)));
   const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
   c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);

@@ -10,6 +10,8 @@
  * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
 #include "tokenizer.h"
 
+#include "c_text.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,7 +311,9 @@ static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
   size_t n = (size_t)v->ntokens, nm = (size_t)v->nmerges;
   int64_t *x = calloc((n + 1 > 3 * nm ? n + 1 : 3 * nm) + 256, sizeof *x);
   KILN_ASSERT(x);
-  buf_printf(c, "\n/* ---- the tokenizer (byte-level BPE, from %s) ---- */\n\n", v->path);
+  buf_puts(c, "\n/* ---- the tokenizer (byte-level BPE, from ");
+  c_text_put(c, CT_COMMENT, v->path);
+  buf_puts(c, ") ---- */\n\n");
   put_text(c, t, p, P);
   for (size_t i = 0; i <= n; i++)
     x[i] = t->offset[i];
@@ -337,21 +341,6 @@ static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
   free(x);
 }
 
-/* a C string literal of s (ASCII, escaped), for the header's macros */
-static void put_c_string(Buf *h, const char *s) {
-  buf_puts(h, "\"");
-  for (; s && *s; s++) {
-    unsigned char b = (unsigned char)*s;
-    if (b == '\\' || b == '"' || b == '?')
-      buf_printf(h, "\\%c", b);
-    else if (b >= 0x20 && b < 0x7f)
-      buf_put(h, s, 1);
-    else
-      buf_printf(h, "\\%03o", b);
-  }
-  buf_puts(h, "\"");
-}
-
 static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
   const TokVocab *v = t->v;
   buf_printf(h, "\n/* The tokenizer: byte-level BPE (tokenizer.ggml.model \"gpt2\"), as tables\n"
@@ -362,7 +351,7 @@ static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
              P, (long long)v->bos, P, (long long)v->eos, P, (long long)v->unk, P, (long long)v->pad);
   buf_printf(h, "#define %s_ADD_BOS %d /* put BOS first in a prompt */\n#define %s_TOKENIZER_PRE ", P,
              v->add_bos, P);
-  put_c_string(h, v->pre);
+  c_text_put(h, CT_STRING, v->pre);
   buf_printf(h, " /* the pre-tokenizer's name */\n");
   static const char *const names[] = {"NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE"};
   for (int i = 0; i < 6; i++)

@@ -765,3 +765,8 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# ---- issue 21: hostile input (tests/hostile) --------------------------------
+# the weights hash: every single bit flip of a blob, and every pair of
+# words with the same high bit flipped, is refused
+add_test(NAME hostile_hash_flips COMMAND ${T}/hostile/check_flips.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/flips)
