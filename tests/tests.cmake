@@ -770,3 +770,12 @@ include(${T}/hf/tests.cmake OPTIONAL)
 # the weights hash: every single bit flip of a blob, and every pair of
 # words with the same high bit flipped, is refused
 add_test(NAME hostile_hash_flips COMMAND ${T}/hostile/check_flips.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/flips)
+# no user string becomes code: 7 hostile strings (comment ends and starts,
+# quotes, backslashes, line breaks, trigraphs, bytes that are not UTF-8)
+# through every route into the C (ONNX node, tensor and graph names, doc
+# strings, model, script and GGUF paths, Lua names, -o folder and name);
+# built with gcc and clang -Werror, equal to a clean build's C but for
+# comments and literals
+add_test(NAME hostile_injection COMMAND /usr/bin/python3 ${T}/hostile/run_injection.py ${KILN_BIN}
+         ${CMAKE_BINARY_DIR}/hostile/injection)
+set_tests_properties(hostile_injection PROPERTIES TIMEOUT 600)
