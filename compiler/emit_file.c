@@ -172,7 +172,9 @@ static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **p
  * constant array. */
 static void put_state_init(Buf *c, Emit *e, const char **pn) {
   Graph *g = e->g;
-  buf_printf(c, "\nvoid %s_state_init(%s_state *state) {\n", e->prefix, e->prefix);
+  /* a decoder's returns its codes (KILN_E_ARG for NULL); a stateful run's has none */
+  buf_printf(c, "\n%s %s_state_init(%s_state *state) {\n  if (!state)\n    return%s;\n",
+             g->decoder ? "int" : "void", e->prefix, e->prefix, g->decoder ? " KILN_E_ARG" : "");
   if (e->blob)
     buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n  (void)weights;\n", e->prefix);
   for (int i = 0; i < g->ninputs; i++) {
@@ -193,7 +195,7 @@ static void put_state_init(Buf *c, Emit *e, const char **pn) {
                  pn[i]);
   }
   if (g->decoder)
-    buf_puts(c, "  state->kiln_length = 0;\n");
+    buf_puts(c, "  state->kiln_length = 0;\n  return KILN_OK;\n");
   buf_puts(c, "}\n");
 }
 

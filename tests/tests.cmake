@@ -779,3 +779,12 @@ add_test(NAME hostile_hash_flips COMMAND ${T}/hostile/check_flips.sh ${KILN_BIN}
 add_test(NAME hostile_injection COMMAND /usr/bin/python3 ${T}/hostile/run_injection.py ${KILN_BIN}
          ${CMAKE_BINARY_DIR}/hostile/injection)
 set_tests_properties(hostile_injection PROPERTIES TIMEOUT 600)
+# the generated API's error paths under ASan and UBSan (gcc and clang): NULL
+# anywhere (the _ws workspace, state_init, length), counts, token ids outside
+# the vocabulary, lengths no state_init makes, a full cache; refused calls
+# write nothing; a Llama-shaped decoder and an encoder-decoder (encode)
+add_test(NAME decoder_api_asan COMMAND ${T}/hostile/check_decoder_api.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/api)
+# examples/embed.c --weights: a folder, a 1 GiB file (refused before it is
+# read: < 64 MB RSS), a flipped bit (minilm_verify_weights), the blob itself
+add_test(NAME hostile_embed_weights COMMAND ${T}/hostile/check_embed_weights.sh ${KILN_BIN}
+         ${CMAKE_BINARY_DIR}/hostile/embed)
