@@ -788,3 +788,12 @@ add_test(NAME decoder_api_asan COMMAND ${T}/hostile/check_decoder_api.sh ${KILN_
 # read: < 64 MB RSS), a flipped bit (minilm_verify_weights), the blob itself
 add_test(NAME hostile_embed_weights COMMAND ${T}/hostile/check_embed_weights.sh ${KILN_BIN}
          ${CMAKE_BINARY_DIR}/hostile/embed)
+# --dump-before without --dump-after (it read past the end of the list of
+# dump flags; the ASan build sees it) prints the IR before infer and compiles
+add_test(NAME hostile_dump_before_alone
+         COMMAND sh -c "\"$0\" compile \"$1\" --dump-before=infer -o \"$2/dump_before.c\" | grep -q '^graph '"
+                 ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx ${CMAKE_BINARY_DIR})
+# -DKILN_ADAPT_PROBE=0 (always N threads, kiln_rt.h) builds under -Werror:
+# the probe's `c % KILN_ADAPT_PROBE` was a division by zero in dead code
+add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--cflags=-O2 -DKILN_ADAPT_PROBE=0"
+         ${T}/threads/cases/linear_relu_edge)
