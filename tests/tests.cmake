@@ -784,6 +784,7 @@ set_tests_properties(hostile_injection PROPERTIES TIMEOUT 600)
 # the vocabulary, lengths no state_init makes, a full cache; refused calls
 # write nothing; a Llama-shaped decoder and an encoder-decoder (encode)
 add_test(NAME decoder_api_asan COMMAND ${T}/hostile/check_decoder_api.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/api)
+set_tests_properties(decoder_api_asan PROPERTIES TIMEOUT 600)
 # examples/embed.c --weights: a folder, a 1 GiB file (refused before it is
 # read: < 64 MB RSS), a flipped bit (minilm_verify_weights), the blob itself
 add_test(NAME hostile_embed_weights COMMAND ${T}/hostile/check_embed_weights.sh ${KILN_BIN}
