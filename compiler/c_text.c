@@ -3,98 +3,114 @@
 
 #include <string.h>
 
-/* The length of the valid UTF-8 sequence at s (shortest form, no
- * surrogates, at most U+10FFFF), or 0. */
-static int utf8_len(const unsigned char *s) {
-  int n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-  if (n == 0 || s[0] > 0xf4)
+/* The length of the valid UTF-8 sequence of a printable character at s
+ * (n bytes left): shortest form, no surrogates, at most U+10FFFF, not a C1
+ * control (U+0080..U+009F); else 0. */
+static int utf8_len(const unsigned char *s, size_t n) {
+  int k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+  if (k == 0 || s[0] > 0xf4 || (size_t)k > n)
     return 0;
-  for (int i = 1; i < n; i++)
+  for (int i = 1; i < k; i++)
     if ((s[i] & 0xc0) != 0x80)
       return 0;
   if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
-      (s[0] == 0xf4 && s[1] >= 0x90))
+      (s[0] == 0xf4 && s[1] >= 0x90) || (s[0] == 0xc2 && s[1] < 0xa0))
     return 0;
-  return n;
+  return k;
 }
 
 /* "??" followed by the third character of a trigraph */
 static bool trigraph_at(const char *p) { return p[0] == '?' && p[1] == '?' && p[2] && strchr("=(/)'<!>-", p[2]); }
 
-static void put_comment(Buf *b, const unsigned char *s) {
-  while (*s) {
-    int n = *s >= 0x80 ? utf8_len(s) : 0;
-    if (n) {
-      buf_put(b, (const char *)s, (size_t)n);
-      s += n;
-    } else if (*s >= 0x80) {
-      buf_printf(b, "\\x%02X", *s++);
-    } else if (*s < 0x20 || *s == 0x7f) {
-      buf_put(b, " ", 1);
-      s++;
-    } else if ((s[0] == '*' && s[1] == '/') || (s[0] == '/' && s[1] == '*')) {
-      buf_put(b, (const char *)s, 1); /* "* /", "/ *" */
-      buf_put(b, " ", 1);
-      s++;
-    } else if (s[0] == '?' && s[1] == '?') { /* no trigraph, here or with what follows */
-      buf_put(b, "? ", 2);
-      s++;
-    } else {
-      buf_put(b, (const char *)s++, 1);
+static void put_comment(Buf *b, const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    int k = s[i] >= 0x80 ? utf8_len(s + i, n - i) : 0;
+    unsigned char c = s[i], d = i + 1 < n ? s[i + 1] : 0;
+    if (k) {
+      buf_put(b, (const char *)s + i, (size_t)k);
+      i += (size_t)k;
+      continue;
     }
+    if (c >= 0x80)
+      buf_printf(b, "\\x%02X", c);
+    else if (c < 0x20 || c == 0x7f)
+      buf_put(b, " ", 1);
+    else if ((c == '*' && d == '/') || (c == '/' && d == '*') || (c == '?' && d == '?'))
+      buf_printf(b, "%c ", c); /* "* /", "/ *", "? ?": no comment end or start, no trigraph */
+    else
+      buf_put(b, (const char *)&c, 1);
+    i++;
   }
 }
 
-static void put_string(Buf *b, const unsigned char *s) {
-  buf_put(b, "\"", 1);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\' || *s == '?')
-      buf_printf(b, "\\%c", *s);
-    else if (*s >= 0x20 && *s < 0x7f)
-      buf_put(b, (const char *)s, 1);
+/* The inside of a string literal: valid UTF-8 of printable characters as
+ * it is, printable ASCII as it is but for \ " and ? (no trigraphs), the
+ * rest in octal, 3 digits when an octal digit follows (which would extend
+ * a shorter escape). */
+static void put_literal(Buf *b, const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    int k = s[i] >= 0x80 ? utf8_len(s + i, n - i) : 0;
+    if (k) {
+      buf_put(b, (const char *)s + i, (size_t)k);
+      i += (size_t)k;
+      continue;
+    }
+    unsigned char c = s[i++];
+    if (c == '\\' || c == '"' || c == '?')
+      buf_printf(b, "\\%c", c);
+    else if (c >= 0x20 && c < 0x7f)
+      buf_put(b, (const char *)&c, 1);
+    else if (i < n && s[i] >= '0' && s[i] <= '7')
+      buf_printf(b, "\\%03o", c);
     else
-      buf_printf(b, "\\%03o", *s);
+      buf_printf(b, "\\%o", c);
   }
-  buf_put(b, "\"", 1);
 }
 
 static bool ident_byte(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-static void put_asm(Buf *b, const unsigned char *s) {
+static void put_asm(Buf *b, const unsigned char *s, size_t n) {
   buf_put(b, "\"", 1);
-  for (; *s; s++) {
-    if (ident_byte(*s) || (*s && strchr(".+-/", *s)))
-      buf_put(b, (const char *)s, 1);
+  for (size_t i = 0; i < n; i++) {
+    if (ident_byte(s[i]) || (s[i] && strchr(".+-/", s[i])))
+      buf_put(b, (const char *)s + i, 1);
     else
-      buf_printf(b, "\\%03o", *s);
+      buf_printf(b, "\\%03o", s[i]);
   }
   buf_put(b, "\"", 1);
 }
 
-void c_text_put(Buf *b, CText kind, const char *s) {
-  const unsigned char *u = (const unsigned char *)(s ? s : "");
+void c_text_put_n(Buf *b, CText kind, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
   switch (kind) {
   case CT_COMMENT:
-    put_comment(b, u);
+    put_comment(b, u, n);
     break;
   case CT_STRING:
-    put_string(b, u);
+    buf_put(b, "\"", 1);
+    put_literal(b, u, n);
+    buf_put(b, "\"", 1);
+    break;
+  case CT_STRING_BYTES:
+    put_literal(b, u, n);
     break;
   case CT_IDENT:
-    for (; *u; u++)
-      buf_put(b, ident_byte(*u) ? (const char *)u : "_", 1);
+    for (size_t i = 0; i < n; i++)
+      buf_put(b, ident_byte(u[i]) ? (const char *)u + i : "_", 1);
     break;
   case CT_ASM:
-    put_asm(b, u);
+    put_asm(b, u, n);
     break;
   case CT_HEADER:
-    KILN_ASSERT(c_text_header_flaw((const char *)u) == NULL);
-    buf_puts(b, (const char *)u);
+    KILN_ASSERT(memchr(s, 0, n) == NULL && c_text_header_flaw(s) == NULL);
+    buf_put(b, s, n);
     break;
   }
 }
+
+void c_text_put(Buf *b, CText kind, const char *s) { c_text_put_n(b, kind, s ? s : "", s ? strlen(s) : 0); }
 
 const char *c_text(Arena *a, CText kind, const char *s) {
   Buf b = {0};

@@ -14,8 +14,11 @@ typedef enum CText {
   CT_COMMENT, /* inside a block comment: no comment end or start, no line
                  break or control byte, no "??"; valid UTF-8 is kept and
                  each other byte shown as \xNN */
-  CT_STRING,  /* a C string literal, quotes included: printable ASCII as is,
-                 '"', '\\' and '?' escaped, every other byte as \ooo */
+  CT_STRING,  /* a C string literal, quotes included: printable ASCII and
+                 valid UTF-8 as they are, '"', '\\' and '?' escaped, every
+                 other byte in octal */
+  CT_STRING_BYTES, /* the same without the quotes, for a literal built of
+                 several strings (the tokenizer's table, NULs included) */
   CT_IDENT,   /* identifier characters: each byte but [A-Za-z0-9_] becomes '_' */
   CT_ASM,     /* an assembler string (.incbin "..."), quotes included: the
                  bytes of [A-Za-z0-9._+-/] as they are, every other as \ooo,
@@ -24,7 +27,9 @@ typedef enum CText {
                  there; c_text_header_flaw says what would break it */
 } CText;
 
-/* Append s (NULL: "") to b as kind spells it. */
+/* Append the n bytes at s to b as kind spells them. */
+void c_text_put_n(Buf *b, CText kind, const char *s, size_t n);
+/* The same for the string s (NULL: ""). */
 void c_text_put(Buf *b, CText kind, const char *s);
 /* The same into an arena string. */
 const char *c_text(Arena *a, CText kind, const char *s);

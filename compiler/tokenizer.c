@@ -249,31 +249,6 @@ static bool resolve_merges(Tok *t) {
 
 /* ---- printing ---------------------------------------------------------------- */
 
-/* The bytes of one token into a string literal: valid UTF-8 beyond ASCII
- * as it is, printable ASCII as it is but for \ " and ? (no trigraphs), the
- * rest in octal, 3 digits when an octal digit follows (which would extend
- * a shorter escape). */
-static void put_literal_bytes(Buf *c, const unsigned char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint32_t cp;
-    int k = s[i] >= 0x80 ? utf8_next(s + i, n - i, &cp) : 0;
-    if (k > 0 && cp >= 0xa0) {
-      buf_put(c, (const char *)s + i, (size_t)k);
-      i += (size_t)k;
-      continue;
-    }
-    unsigned char b = s[i++];
-    if (b == '\\' || b == '"' || b == '?')
-      buf_printf(c, "\\%c", b);
-    else if (b >= 0x20 && b < 0x7f)
-      buf_put(c, (const char *)&b, 1);
-    else if (i < n && s[i] >= '0' && s[i] <= '7')
-      buf_printf(c, "\\%03o", b);
-    else
-      buf_printf(c, "\\%o", b);
-  }
-}
-
 static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
   int n = t->v->ntokens;
   buf_printf(c, "/* every token's bytes, each followed by a NUL (the last one's is the literal's);\n"
@@ -284,7 +259,7 @@ static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
   size_t line = 0;
   for (int i = 0; i < n; i++) {
     size_t before = c->len;
-    put_literal_bytes(c, t->bytes + t->offset[i], t->offset[i + 1] - t->offset[i] - 1);
+    c_text_put_n(c, CT_STRING_BYTES, (const char *)t->bytes + t->offset[i], t->offset[i + 1] - t->offset[i] - 1);
     if (i + 1 < n) { /* "\\0", or "\\000" when an octal digit follows */
       unsigned char next = t->bytes[t->offset[i + 1]];
       buf_puts(c, next >= '0' && next <= '7' && t->offset[i + 2] - t->offset[i + 1] > 1 ? "\\000" : "\\0");
