@@ -1,6 +1,8 @@
 /* cnames.c — readable unique C identifiers from model names (cnames.h). */
 #include "cnames.h"
 
+#include "c_text.h"
+
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -112,11 +114,12 @@ bool cname_reserved(const char *s) {
 }
 
 const char *cname_sanitize(Arena *a, const char *s, const char *prefix) {
-  size_t n = strlen(s ? s : "");
+  s = c_text(a, CT_IDENT, s); /* then runs of '_' become one */
+  size_t n = strlen(s);
   char *r = arena_alloc(a, n + strlen(prefix) + 2);
   size_t len = 0;
-  for (const char *p = s ? s : ""; *p; p++) {
-    if (isalnum((unsigned char)*p))
+  for (const char *p = s; *p; p++) {
+    if (*p != '_')
       r[len++] = *p;
     else if (len && r[len - 1] != '_')
       r[len++] = '_';

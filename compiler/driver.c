@@ -140,10 +140,10 @@ static bool check_pass_list(const Graph *g, const char *list, Diag *d) {
 bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
   if (o->passes && !check_pass_list(g, o->passes, d))
     return false;
-  for (const char *const *w = (const char *const[]){o->dump_after, o->dump_before, NULL}; *w || w[1]; w++)
-    if (*w && strcmp(*w, "all") && !pass_find(*w))
-      return diag_error(d, "--dump-after/--dump-before: unknown pass '%s'; expected a name from "
-                        "`kiln passes` or 'all'", *w);
+  const char *const dumps[2] = {o->dump_after, o->dump_before}, *const flags[2] = {"--dump-after", "--dump-before"};
+  for (int k = 0; k < 2; k++)
+    if (dumps[k] && strcmp(dumps[k], "all") && !pass_find(dumps[k]))
+      return diag_error(d, "%s=%s: unknown pass; expected a name from `kiln passes` or 'all'", flags[k], dumps[k]);
   int step = 0, nrun = 0, total = 0; /* passes run, and to run (progress) */
   for (int i = 0; i < pass_count && !(o->stop_before_plan && !strcmp(pass_list[i].name, "plan")); i++)
     total += wanted(o->passes, pass_list[i].name);

@@ -118,7 +118,7 @@ static void put_encode_entry(Buf *c, Emit *e, const char **pn, const DecoderEntr
   const char *p = e->prefix;
   buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state", p, en->name, p);
   put_encode_params(c, g, pn, en);
-  buf_puts(c, ") {\n  if (!state");
+  buf_puts(c, ") {\n  if (!workspace || !state");
   put_encode_names(c, g, pn, en, " || !");
   buf_printf(c, ")\n    return KILN_E_ARG;\n  %s_%s_forward((unsigned char *)workspace, %sstate", p, en->name,
              e->blob ? "bound_weights, " : "");
@@ -138,8 +138,11 @@ void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
   const char *p = e->prefix, *P = emit_upper(g->arena, p);
   buf_printf(c, "/* The workspace of the entry points (not re-entrant; the _ws variants\n"
                 " * take the caller's): one for all, they never run together. */\n"
-                "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n",
-             p, (long long)(g->ws_size ? g->ws_size : 1));
+                "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld];\n\n"
+                "/* a length state_init and the entry points can have made */\n"
+                "static bool %s_state_ok(const %s_state *state) {\n"
+                "  return state->kiln_length >= 0 && state->kiln_length <= %s_CTX;\n}\n\n",
+             p, (long long)(g->ws_size ? g->ws_size : 1), p, p, P);
   for (int k = 0; k < dec->nentries; k++) {
     const DecoderEntry *en = &dec->entries[k];
     if (!en->tokens) {
@@ -149,19 +152,23 @@ void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
     bool step = en->tokens == 1 && !strcmp(en->name, "step");
     if (step)
       buf_printf(c, "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
-                    "  if (!state || !logits)\n    return KILN_E_ARG;\n"
+                    "  if (!workspace || !state || !logits || !%s_state_ok(state) || token < 0 || token >= %s_VOCAB)\n"
+                    "    return KILN_E_ARG;\n"
                     "  if (state->kiln_length >= %s_CTX)\n    return KILN_E_CACHE_FULL;\n"
                     "  const int64_t tokens[1] = {token}, start[1] = {state->kiln_length}, count[1] = {1};\n",
-                 p, p, P, P);
+                 p, p, P, p, P, P);
     else
       buf_printf(c, "int %s_%s_ws(void *workspace, %s_state *state, const int64_t tokens[%lld], int n,\n"
                     "    float logits[%s_VOCAB]) {\n"
-                    "  if (!state || !tokens || !logits || n < 1 || n > %lld)\n    return KILN_E_ARG;\n"
+                    "  if (!workspace || !state || !tokens || !logits || n < 1 || n > %lld || !%s_state_ok(state))\n"
+                    "    return KILN_E_ARG;\n"
+                    "  for (int i = 0; i < n; i++)\n"
+                    "    if (tokens[i] < 0 || tokens[i] >= %s_VOCAB)\n      return KILN_E_ARG;\n"
                     "  if (state->kiln_length > %s_CTX - n)\n    return KILN_E_CACHE_FULL;\n"
                     "  int64_t chunk[%lld] = {0}; /* the real tokens, then zeros: every id read is defined */\n"
                     "  memcpy(chunk, tokens, (size_t)n * sizeof *chunk);\n"
                     "  const int64_t start[1] = {state->kiln_length}, count[1] = {n};\n",
-                 p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, P, (long long)en->tokens);
+                 p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, p, P, P, (long long)en->tokens);
     buf_printf(c, "  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
                   "  state->kiln_length += %s;\n  return KILN_OK;\n}\n\n",
                p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
@@ -174,7 +181,8 @@ void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
                     "  return %s_%s_ws(%s_workspace, state, tokens, n, logits);\n}\n\n",
                  p, en->name, p, (long long)en->tokens, P, p, en->name, p);
   }
-  buf_printf(c, "int64_t %s_length(const %s_state *state) { return state->kiln_length; }\n", p, p);
+  buf_printf(c, "int64_t %s_length(const %s_state *state) {\n"
+                "  return state && %s_state_ok(state) ? state->kiln_length : -KILN_E_ARG;\n}\n", p, p, p);
 }
 
 /* Per value: is it a state the encode entry writes (e:set), not a cache? */
@@ -214,13 +222,15 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
                 " * Both entry points write logits[%s_VOCAB], the next-token logits after\n"
                 " * the last token given, and return KILN_OK, KILN_E_CACHE_FULL (the tokens\n"
                 " * do not fit: nothing is written, the state is unchanged) or KILN_E_ARG\n"
-                " * (n outside 1..%s_PREFILL, or a NULL pointer). Token ids outside the\n"
-                " * vocabulary read its nearest row (they are clamped, never out of bounds).\n"
+                " * (nothing is written either: n outside 1..%s_PREFILL, a token id outside\n"
+                " * 0..%s_VOCAB-1, a NULL pointer, workspace included, or a state whose\n"
+                " * length is outside 0..%s_CTX, which state_init and the entry points never\n"
+                " * make). %s_state_init(NULL) returns KILN_E_ARG, %s_length(NULL) -KILN_E_ARG.\n"
                 " * Each call's cost grows with the positions the cache holds, not with\n"
                 " * its capacity: attention reads rows 0 .. length-1 only.\n *\n",
              P, p, p, enc ? arena_printf(a, " *   %s_encode(&s, src...);                  a new source: stores what the decoder\n"
                                          " *                                          reads from it, empties the cache\n", p) : "",
-             p, P, p, p, P, P);
+             p, P, p, p, P, P, P, P, p, p);
   buf_puts(h, " * State layout: one field per cache, [position][...] row-major (row i is\n"
               " * position i; rows at or past the length are unused),");
   buf_puts(h, enc ? " one per value encode\n * stores, then the length:\n" : " then the length:\n");
@@ -253,7 +263,8 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
     buf_puts(h, emit_weights_codes);
   buf_puts(h, "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
               "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
-              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, or a NULL pointer */\n};\n#endif\n");
+              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
+              "                            a NULL pointer, or a length outside 0..CTX */\n};\n#endif\n");
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   buf_printf(h, "typedef struct %s_state {\n", p);
   for (int i = 0; i < g->ninputs; i++) {
@@ -271,7 +282,7 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
     put_encode_params(h, g, pn, enc);
     buf_puts(h, ");\n");
   }
-  buf_printf(h, "void %s_state_init(%s_state *state);\n"
+  buf_printf(h, "int %s_state_init(%s_state *state);\n"
                 "int %s_prefill(%s_state *state, const int64_t tokens[%s_PREFILL], int n, float logits[%s_VOCAB]);\n"
                 "int %s_prefill_ws(void *workspace, %s_state *state, const int64_t tokens[%s_PREFILL], int n,\n"
                 "    float logits[%s_VOCAB]);\n"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_text.h"
 #include "cnames.h"
 #include "emit.h"
 #include "emit_api.h"
@@ -49,28 +50,12 @@ static void put_parallel_macro(Buf *c, const Graph *g, int threads) {
               "#endif\n\n");
 }
 
-/* Text from the model made safe inside a C comment: no comment end, no
- * line breaks, no other control characters. */
-const char *emit_cm(Arena *a, const char *s) {
-  char *r = arena_strdup(a, s ? s : "");
-  for (char *p = r; *p; p++) {
-    if ((unsigned char)*p < 0x20 || *p == 0x7f)
-      *p = ' ';
-    if (p[0] == '*' && p[1] == '/')
-      p[1] = '_';
-  }
-  return r;
-}
+/* Text from the model made safe inside a C comment (c_text.h). */
+const char *emit_cm(Arena *a, const char *s) { return c_text(a, CT_COMMENT, s); }
 
 /* C identifier from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
 static const char *c_ident(Arena *a, const char *prefix, const char *s) {
-  Buf b = {0};
-  buf_puts(&b, prefix);
-  for (const char *p = s; *p; p++)
-    buf_put(&b, isalnum((unsigned char)*p) ? p : "_", 1);
-  char *r = arena_strdup(a, b.s);
-  buf_free(&b);
-  return r;
+  return arena_printf(a, "%s%s", prefix, c_text(a, CT_IDENT, s));
 }
 
 const char *emit_upper(Arena *a, const char *s) {
@@ -187,7 +172,9 @@ static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **p
  * constant array. */
 static void put_state_init(Buf *c, Emit *e, const char **pn) {
   Graph *g = e->g;
-  buf_printf(c, "\nvoid %s_state_init(%s_state *state) {\n", e->prefix, e->prefix);
+  /* a decoder's returns its codes (KILN_E_ARG for NULL); a stateful run's has none */
+  buf_printf(c, "\n%s %s_state_init(%s_state *state) {\n  if (!state)\n    return%s;\n",
+             g->decoder ? "int" : "void", e->prefix, e->prefix, g->decoder ? " KILN_E_ARG" : "");
   if (e->blob)
     buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n  (void)weights;\n", e->prefix);
   for (int i = 0; i < g->ninputs; i++) {
@@ -208,7 +195,7 @@ static void put_state_init(Buf *c, Emit *e, const char **pn) {
                  pn[i]);
   }
   if (g->decoder)
-    buf_puts(c, "  state->kiln_length = 0;\n");
+    buf_puts(c, "  state->kiln_length = 0;\n  return KILN_OK;\n");
   buf_puts(c, "}\n");
 }
 
@@ -328,12 +315,17 @@ void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *b
   buf_puts(h, emit_weights_codes);
   buf_printf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
                 "int %s_bind_weights(const void *blob, size_t size);\n"
+                "/* Optional: the checks of %s_bind_weights(), then a hash of every byte of\n"
+                " * the blob against %s_WEIGHTS_HASH, so that a damaged copy (a flipped\n"
+                " * bit, a zeroed page) is KILN_E_WEIGHTS_MODEL; binds nothing. A 90 MB\n"
+                " * blob takes about 0.1 s. */\n"
+                "int %s_verify_weights(const void *blob, size_t size);\n"
                 "const char *%s_weights_error(int code);\n"
                 "extern const unsigned char %s_weights_blob[]; /* defined by %s_weights.S */\n"
                 "static inline int %s_bind_linked_weights(void) {\n"
                 "  return %s_bind_weights(%s_weights_blob, %s_WEIGHTS_SIZE);\n}\n"
                 "#ifdef __cplusplus\n}\n#endif\n",
-             p, p, p, p, p, p, p, P);
+             p, p, p, p, p, p, p, p, p, p, P);
 }
 
 static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
@@ -497,19 +489,41 @@ static void emit_bind_weights(Buf *c, Emit *e) {
     "static uint64_t %s_blob_u64(const unsigned char *b) { /* little-endian */\n"
     "  uint64_t v = 0;\n"
     "  for (int i = 7; i >= 0; i--)\n    v = v << 8 | b[i];\n  return v;\n}\n\n"
-    "int %s_bind_weights(const void *blob, size_t size) {\n"
-    "  const unsigned char *b = (const unsigned char *)blob;\n"
+    "/* the header's checks (size, alignment, magic, version, byte order, hash) */\n"
+    "static int %s_check_blob(const unsigned char *b, size_t size) {\n"
     "  uint32_t order = 0x01020304;\n"
     "  if (!b || size != %s_WEIGHTS_SIZE)\n    return KILN_E_WEIGHTS_SIZE;\n"
     "  if ((uintptr_t)b %% 64 != 0)\n    return KILN_E_WEIGHTS_ALIGN;\n"
     "  if (memcmp(b, \"KILNWTS\", 8) != 0)\n    return KILN_E_WEIGHTS_MAGIC;\n"
-    "  if ((%s_blob_u64(b + 8) & 0xffffffffu) != %d || memcmp(b + 36, &order, 4) != 0)\n"
+    "  if (%s_blob_u64(b + 8) != (UINT64_C(64) << 32 | %du) || memcmp(b + 36, &order, 4) != 0)\n"
     "    return KILN_E_WEIGHTS_VERSION;\n"
-    "  if (%s_blob_u64(b + 16) != %s_WEIGHTS_SIZE || %s_blob_u64(b + 24) != %s_WEIGHTS_HASH)\n"
+    "  if (%s_blob_u64(b + 16) != %s_WEIGHTS_SIZE || %s_blob_u64(b + 24) != %s_WEIGHTS_HASH ||\n"
+    "      (%s_blob_u64(b + 32) & 0xffffffffu) != %du)\n"
     "    return KILN_E_WEIGHTS_MODEL;\n"
-    "  bound_weights = (const struct %s_weights *)blob;\n"
-    "  return KILN_OK;\n}\n\n",
-    p, p, P, p, WEIGHTS_BLOB_VERSION, p, P, p, P, p);
+    "  for (int i = 40; i < 64; i++) /* the header's zeros */\n"
+    "    if (b[i])\n      return KILN_E_WEIGHTS_MODEL;\n"
+    "  return KILN_OK;\n}\n\n"
+    "int %s_bind_weights(const void *blob, size_t size) {\n"
+    "  int rc = %s_check_blob((const unsigned char *)blob, size);\n"
+    "  if (rc == KILN_OK)\n    bound_weights = (const struct %s_weights *)blob;\n"
+    "  return rc;\n}\n\n",
+    p, p, P, p, WEIGHTS_BLOB_VERSION, p, P, p, P, p, e->blob->n, p, p, p);
+  /* the model hash of weights_blob.c (blob_finish), over the whole body */
+  buf_printf(c,
+    "static uint64_t %s_blob_mix(uint64_t k) { /* murmur3's finalizer */\n"
+    "  k ^= k >> 33;\n  k *= UINT64_C(0xff51afd7ed558ccd);\n  k ^= k >> 33;\n"
+    "  k *= UINT64_C(0xc4ceb9fe1a85ec53);\n  return k ^ (k >> 33);\n}\n\n"
+    "int %s_verify_weights(const void *blob, size_t size) {\n"
+    "  const unsigned char *b = (const unsigned char *)blob;\n"
+    "  int rc = %s_check_blob(b, size);\n"
+    "  if (rc != KILN_OK)\n    return rc;\n"
+    "  uint64_t h = UINT64_C(0x%016llx); /* the layout's hash */\n"
+    "  for (size_t i = 64; i < size; i += 8) {\n"
+    "    uint64_t w;\n    memcpy(&w, b + i, 8);\n"
+    "    h ^= %s_blob_mix(w);\n"
+    "    h = (h << 29 | h >> 35) * UINT64_C(0x9e3779b97f4a7c15);\n  }\n"
+    "  return %s_blob_mix(h ^ (uint64_t)(size - 64)) == %s_WEIGHTS_HASH ? KILN_OK : KILN_E_WEIGHTS_MODEL;\n}\n\n",
+    p, p, p, (unsigned long long)e->blob->seed, p, p, P);
   buf_printf(c,
     "const char *%s_weights_error(int code) {\n"
     "  switch (code) {\n"
@@ -723,9 +737,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   }
 
   buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
-             o->prefix, KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"), o->header);
+             o->prefix, KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"), emit_cm(a, o->header));
   buf_printf(c, "#include \"%s\"\n\n#include <math.h>\n#include <string.h>\n\n"
-                "#include \"kiln_rt.h\"\n\n", o->header);
+                "#include \"kiln_rt.h\"\n\n", c_text(a, CT_HEADER, o->header));
   if (o->gemm == GEMM_OPENBLAS)
     buf_puts(c, "#include <cblas.h> /* --gemm=openblas: link with -lopenblas */\n\n");
   if (e.uses_bf16_dp)

@@ -20,6 +20,7 @@ typedef struct Parser {
   Diag *d;
   const char *file;
   const char *s;   /* whole text */
+  size_t len;      /* its length */
   size_t pos;
   int line, col;
   const unsigned char *bin;
@@ -317,8 +318,9 @@ static bool parse_data(Parser *p, const Type *t, void **out) {
       return perr(p, "a constant needs a known shape; dim %d is not a number", i);
   size_t bytes = type_bytes(t);
   int64_t n = type_numel(t);
-  void *data = arena_alloc(p->a, bytes + 1);
-  *out = data;
+  char ts[160];
+  /* the data must be in the files before it is given memory: a shape
+   * that claims 16 GiB is an error about the file, not out of memory */
   if (keyword(p, "bin")) {
     int64_t off;
     if (!expect(p, '(', "after bin") || !parse_int(p, &off) || !expect(p, ')', "after the offset"))
@@ -326,11 +328,18 @@ static bool parse_data(Parser *p, const Type *t, void **out) {
     if (!p->bin)
       return perr(p, "bin(%lld) refers to the sidecar .bin file, which is missing", (long long)off);
     if (off < 0 || (size_t)off > p->binlen || p->binlen - (size_t)off < bytes)
-      return perr(p, "bin(%lld): the sidecar has %zu bytes; expected %zu at that offset",
-                  (long long)off, p->binlen, bytes);
-    memcpy(data, p->bin + off, bytes);
+      return perr(p, "bin(%lld): the sidecar has %zu bytes; expected %zu at that offset for %s",
+                  (long long)off, p->binlen, bytes, type_str(t, ts, sizeof ts));
+    *out = arena_alloc(p->a, bytes + 1);
+    memcpy(*out, p->bin + off, bytes);
     return true;
   }
+  /* n values take at least 2n - 1 characters ("0,0,...") */
+  if (n > 0 && (uint64_t)n - 1 > (p->len - p->pos) / 2)
+    return perr(p, "a constant %s holds %lld values, more than the %zu bytes left in the file can spell",
+                type_str(t, ts, sizeof ts), (long long)n, p->len - p->pos);
+  void *data = arena_alloc(p->a, bytes + 1);
+  *out = data;
   if (keyword(p, "elided"))
     return perr(p, "this constant's data was elided in the dump; write the IR to a file "
                 "(--dump-all=DIR, kiln opt -o) to get a loadable .kir + .bin");
@@ -822,7 +831,7 @@ static bool parse_graph(Parser *p, const char ***outnames, int *nout) {
 
 Graph *kir_parse(Arena *a, const char *file, const char *text, const unsigned char *bin,
                  size_t binlen, Diag *d) {
-  Parser p = {.a = a, .d = d, .file = file, .s = text, .line = 1, .col = 1, .bin = bin,
+  Parser p = {.a = a, .d = d, .file = file, .s = text, .len = strlen(text), .line = 1, .col = 1, .bin = bin,
               .binlen = binlen};
   d->file = file;
   p.g = graph_new(a, file);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "c_text.h"
 #include "driver.h"
 #include "tokenizer.h"
 #include "info.h"
@@ -415,6 +416,12 @@ static int fail(Diag *d, Arena *a) {
   return 1;
 }
 
+/* The file name after path's last '/'. */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 /* True when path names the same file as the model (an existing one). */
 static bool same_file(const char *path, const char *model) {
   struct stat a, b;
@@ -444,6 +451,11 @@ static int cmd_compile(Cli *c) {
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
   check_outputs(a, out, c->model);
+  const char *hname = arena_printf(a, "%.*s.h", (int)(n - 2 - (size_t)(base_name(out) - out)), base_name(out));
+  if (c_text_header_flaw(hname)) /* C has no escapes in a #include name */
+    die("%s", arena_printf(a, "-o %s: the header's name %s holds %s, which the .c's #include line cannot "
+                              "spell; expected another name", c_text(a, CT_STRING, out), c_text(a, CT_STRING, hname),
+                              c_text_header_flaw(hname)));
   const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
   c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
@@ -573,15 +585,19 @@ static int cmd_info(Cli *c) {
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
   InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .quant = c->pipe.pass.quant_report};
-  if (!info_report(before, g, &io, &d))
-    return fail(&d, a);
-  if (c->memory_svg) {
+  if (c->memory_svg) { /* the file first: an error prints no report */
     Buf b = {0};
     info_memory_svg(&b, g);
     Diag wd = {0};
-    if (!write_file_atomic(c->memory_svg, b.s, b.len, &wd))
-      return fail(&wd, a);
+    bool ok = write_file_atomic(c->memory_svg, b.s, b.len, &wd);
     buf_free(&b);
+    if (!ok)
+      return fail(&wd, a);
+  }
+  if (!info_report(before, g, &io, &d)) {
+    if (c->memory_svg)
+      remove(c->memory_svg);
+    return fail(&d, a);
   }
   arena_free(a);
   return 0;
@@ -605,6 +621,11 @@ static void print_tensor(const char *name, const Tensor *t) {
       printf("%s%llu", i ? ", " : "", (unsigned long long)el_get_u(dt, t->data, i));
   }
   printf("]\n");
+}
+
+/* --out DIR's file for output k */
+static const char *out_path(Arena *a, const Cli *c, int k) {
+  return arena_printf(a, "%s/output_%d%s", c->outdir, k, c->out_ext ? c->out_ext : ".pb");
 }
 
 static int cmd_run(Cli *c) {
@@ -647,9 +668,11 @@ static int cmd_run(Cli *c) {
     return fail(&d, a);
   for (int k = 0; c->outdir && k < g->noutputs; k++) { /* the files first: an error prints nothing */
     Diag wd = {0};
-    if (!tensor_file_write(arena_printf(a, "%s/output_%d%s", c->outdir, k, c->out_ext ? c->out_ext : ".pb"),
-                           &out[k], g->vals[g->outputs[k]].name, &wd))
+    if (!tensor_file_write(out_path(a, c, k), &out[k], g->vals[g->outputs[k]].name, &wd)) {
+      while (k-- > 0) /* all or none: no output_0 of a run whose output_1 failed */
+        remove(out_path(a, c, k));
       return fail(&wd, a);
+    }
   }
   for (int k = 0; k < g->noutputs; k++)
     print_tensor(g->vals[g->outputs[k]].name, &out[k]);

@@ -616,6 +616,9 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
     if (vid < 0)
       return diag_error(im->d, "graph output '%s' is not produced by any node, input or "
                         "initializer", nm);
+    for (int k = 0; k < g->noutputs; k++)
+      if (g->outputs[k] == vid) /* the C would take two buffers for one tensor */
+        return diag_error(im->d, "graph output '%s' is listed twice; expected each output once", nm);
     graph_add_output(g, vid);
   }
   name_private_values(g);

@@ -386,6 +386,10 @@ bool safetensors_parse(Arena *a, const void *bytes, size_t len, const char *path
   if (n > len - 8)
     return st_error(&r, NULL, "header length %llu is more than the %zu bytes after it",
                     (unsigned long long)n, len - 8);
+  const unsigned char *nul = memchr(b + 8, 0, (size_t)n); /* the JSON parser would stop there */
+  if (nul)
+    return st_error(&r, NULL, "the header holds a NUL byte at offset %zu of its %llu; expected JSON text "
+                    "(padded with spaces, if at all)", (size_t)(nul - b - 8), (unsigned long long)n);
   r.data = b + 8 + n;
   r.data_len = len - 8 - n;
   json_error_t e;

@@ -10,6 +10,8 @@
  * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
 #include "tokenizer.h"
 
+#include "c_text.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,31 +249,6 @@ static bool resolve_merges(Tok *t) {
 
 /* ---- printing ---------------------------------------------------------------- */
 
-/* The bytes of one token into a string literal: valid UTF-8 beyond ASCII
- * as it is, printable ASCII as it is but for \ " and ? (no trigraphs), the
- * rest in octal, 3 digits when an octal digit follows (which would extend
- * a shorter escape). */
-static void put_literal_bytes(Buf *c, const unsigned char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    uint32_t cp;
-    int k = s[i] >= 0x80 ? utf8_next(s + i, n - i, &cp) : 0;
-    if (k > 0 && cp >= 0xa0) {
-      buf_put(c, (const char *)s + i, (size_t)k);
-      i += (size_t)k;
-      continue;
-    }
-    unsigned char b = s[i++];
-    if (b == '\\' || b == '"' || b == '?')
-      buf_printf(c, "\\%c", b);
-    else if (b >= 0x20 && b < 0x7f)
-      buf_put(c, (const char *)&b, 1);
-    else if (i < n && s[i] >= '0' && s[i] <= '7')
-      buf_printf(c, "\\%03o", b);
-    else
-      buf_printf(c, "\\%o", b);
-  }
-}
-
 static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
   int n = t->v->ntokens;
   buf_printf(c, "/* every token's bytes, each followed by a NUL (the last one's is the literal's);\n"
@@ -282,7 +259,7 @@ static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
   size_t line = 0;
   for (int i = 0; i < n; i++) {
     size_t before = c->len;
-    put_literal_bytes(c, t->bytes + t->offset[i], t->offset[i + 1] - t->offset[i] - 1);
+    c_text_put_n(c, CT_STRING_BYTES, (const char *)t->bytes + t->offset[i], t->offset[i + 1] - t->offset[i] - 1);
     if (i + 1 < n) { /* "\\0", or "\\000" when an octal digit follows */
       unsigned char next = t->bytes[t->offset[i + 1]];
       buf_puts(c, next >= '0' && next <= '7' && t->offset[i + 2] - t->offset[i + 1] > 1 ? "\\000" : "\\0");
@@ -309,7 +286,9 @@ static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
   size_t n = (size_t)v->ntokens, nm = (size_t)v->nmerges;
   int64_t *x = calloc((n + 1 > 3 * nm ? n + 1 : 3 * nm) + 256, sizeof *x);
   KILN_ASSERT(x);
-  buf_printf(c, "\n/* ---- the tokenizer (byte-level BPE, from %s) ---- */\n\n", v->path);
+  buf_puts(c, "\n/* ---- the tokenizer (byte-level BPE, from ");
+  c_text_put(c, CT_COMMENT, v->path);
+  buf_puts(c, ") ---- */\n\n");
   put_text(c, t, p, P);
   for (size_t i = 0; i <= n; i++)
     x[i] = t->offset[i];
@@ -337,21 +316,6 @@ static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
   free(x);
 }
 
-/* a C string literal of s (ASCII, escaped), for the header's macros */
-static void put_c_string(Buf *h, const char *s) {
-  buf_puts(h, "\"");
-  for (; s && *s; s++) {
-    unsigned char b = (unsigned char)*s;
-    if (b == '\\' || b == '"' || b == '?')
-      buf_printf(h, "\\%c", b);
-    else if (b >= 0x20 && b < 0x7f)
-      buf_put(h, s, 1);
-    else
-      buf_printf(h, "\\%03o", b);
-  }
-  buf_puts(h, "\"");
-}
-
 static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
   const TokVocab *v = t->v;
   buf_printf(h, "\n/* The tokenizer: byte-level BPE (tokenizer.ggml.model \"gpt2\"), as tables\n"
@@ -362,7 +326,7 @@ static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
              P, (long long)v->bos, P, (long long)v->eos, P, (long long)v->unk, P, (long long)v->pad);
   buf_printf(h, "#define %s_ADD_BOS %d /* put BOS first in a prompt */\n#define %s_TOKENIZER_PRE ", P,
              v->add_bos, P);
-  put_c_string(h, v->pre);
+  c_text_put(h, CT_STRING, v->pre);
   buf_printf(h, " /* the pre-tokenizer's name */\n");
   static const char *const names[] = {"NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE"};
   for (int i = 0; i < 6; i++)

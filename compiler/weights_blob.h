@@ -10,9 +10,12 @@
  *                8  u32 format version (WEIGHTS_BLOB_VERSION)
  *               12  u32 header size (64)
  *               16  u64 size of the whole file in bytes
- *               24  u64 model hash: FNV-1a 64 of every array's offset,
- *                   size and bytes (another model, or the same model with
- *                   other weights, has another hash)
+ *               24  u64 model hash: of the body's bytes (offset 64 to the
+ *                   end, padding included) as 64-bit words, each through
+ *                   a finalizer, seeded by the hash of the layout (each
+ *                   array's offset and size; weights_blob.c): another
+ *                   model, or the same model with other weights, has
+ *                   another hash
  *               32  u32 number of arrays
  *               36  u32 0x01020304 as the writer's CPU stores it (a blob
  *                   read on a CPU of the other byte order is refused)
@@ -44,6 +47,7 @@ typedef struct WeightsBlob {
   int n, cap;
   size_t size;      /* the file's size so far (a multiple of 64) */
   uint64_t hash;    /* set by blob_finish */
+  uint64_t seed;    /* the layout's hash, where the body's starts (blob_finish) */
 } WeightsBlob;
 
 /* Place an array of `bytes` bytes; returns its offset in the file. */

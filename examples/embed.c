@@ -32,11 +32,13 @@
  */
 #define _POSIX_C_SOURCE 200112L
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "minilm.h"
@@ -465,27 +467,36 @@ static double cosine(const float *a, const float *b) {
 
 /* The weights blob from a file (--weights), read straight into 64-byte-
  * aligned memory that the model reads from then on (an app may mmap the
- * file instead: mappings are page aligned). The size and header are
- * checked by minilm_bind_weights, which names what is wrong. */
+ * file instead: mappings are page aligned). A folder or a file of another
+ * size is refused before anything is allocated or read; then
+ * minilm_verify_weights hashes every byte against the compiled hash (a
+ * damaged copy is refused, not run) and minilm_bind_weights binds it. */
 static void bind_weights_file(const char *path) {
   FILE *f = fopen(path, "rb");
-  long size = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0)
-    size = ftell(f);
-  if (!f || size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+  struct stat st;
+  if (!f || fstat(fileno(f), &st) != 0) {
     fprintf(stderr, "embed: cannot read the weights %s: %s\n", path, strerror(errno));
     exit(1);
   }
+  if (!S_ISREG(st.st_mode))
+    die("--weights %s: not a regular file; expected the model's .weights.bin", path);
+  if ((uintmax_t)st.st_size != MINILM_WEIGHTS_SIZE) {
+    fprintf(stderr, "embed: --weights %s: %jd bytes; expected %ju (the blob minilm.c was compiled with)\n", path,
+            (intmax_t)st.st_size, (uintmax_t)MINILM_WEIGHTS_SIZE);
+    exit(1);
+  }
   void *blob = NULL;
-  if (posix_memalign(&blob, 64, size > 0 ? (size_t)size : 64) != 0)
+  if (posix_memalign(&blob, 64, MINILM_WEIGHTS_SIZE) != 0)
     die("out of memory for the weights %s", path);
-  if (fread(blob, 1, (size_t)size, f) != (size_t)size) {
+  if (fread(blob, 1, MINILM_WEIGHTS_SIZE, f) != MINILM_WEIGHTS_SIZE) {
     fprintf(stderr, "embed: cannot read the weights %s: %s\n", path,
             ferror(f) ? strerror(errno) : "the file is shorter than it was");
     exit(1);
   }
   fclose(f);
-  int rc = minilm_bind_weights(blob, (size_t)size);
+  int rc = minilm_verify_weights(blob, MINILM_WEIGHTS_SIZE);
+  if (rc == KILN_OK)
+    rc = minilm_bind_weights(blob, MINILM_WEIGHTS_SIZE);
   if (rc != KILN_OK) {
     fprintf(stderr, "embed: %s: %s\n", path, minilm_weights_error(rc));
     exit(1);
@@ -552,7 +563,9 @@ int main(int argc, char **argv) {
   if (weights_path) {
     bind_weights_file(weights_path);
   } else {
-    int rc = minilm_bind_linked_weights();
+    int rc = minilm_verify_weights(minilm_weights_blob, MINILM_WEIGHTS_SIZE);
+    if (rc == KILN_OK)
+      rc = minilm_bind_linked_weights();
     if (rc != KILN_OK)
       die("the linked-in weights: %s", minilm_weights_error(rc));
   }

@@ -436,7 +436,9 @@ static void check_rc(int rc, const char *what) {
 #endif
 static void bind_weights(void) {
 #if KILN_MODEL_BLOB
-  int rc = M(bind_linked_weights)();
+  int rc = M(verify_weights)(M(weights_blob), MU(WEIGHTS_SIZE)); /* every byte against the hash */
+  if (rc == KILN_OK)
+    rc = M(bind_linked_weights)();
   if (rc != KILN_OK)
     die("the linked weights: %s", M(weights_error)(rc));
 #endif

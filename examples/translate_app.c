@@ -146,7 +146,9 @@ static void print_ids(const char *label, const int64_t *ids, int n) {
 
 int main(int argc, char **argv) {
 #ifdef TRANSFORMER_WEIGHTS_SIZE /* the weights are in a blob: bind the linked-in one */
-  int rc = transformer_bind_linked_weights();
+  int rc = transformer_verify_weights(transformer_weights_blob, TRANSFORMER_WEIGHTS_SIZE); /* every byte against the hash */
+  if (rc == KILN_OK)
+    rc = transformer_bind_linked_weights();
   if (rc != KILN_OK) {
     fprintf(stderr, "translate: %s\n", transformer_weights_error(rc));
     return 1;

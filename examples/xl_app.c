@@ -51,7 +51,9 @@ static int read_ids(const char *path) {
 
 int main(int argc, char **argv) {
 #ifdef TRANSFORMER_XL_WEIGHTS_SIZE /* the weights are in a blob: bind the linked-in one */
-  int rc = transformer_xl_bind_linked_weights();
+  int rc = transformer_xl_verify_weights(transformer_xl_weights_blob, TRANSFORMER_XL_WEIGHTS_SIZE); /* every byte against the hash */
+  if (rc == KILN_OK)
+    rc = transformer_xl_bind_linked_weights();
   if (rc != KILN_OK) {
     fprintf(stderr, "xl_app: %s\n", transformer_xl_weights_error(rc));
     return 1;

@@ -381,10 +381,11 @@ static inline int kiln_adapt_begin(kiln_adapt *a, int *on) {
     const long long c = a->calls++;
     if (c == 0)
       a->best = 1;
-    if (KILN_ADAPT_PROBE > 0)
-      mode = c == 0 ? 1
-             : c <= 2 * KILN_ADAPT_SAMPLES ? (int)(c % 2 == 0)
-             : c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
+#if KILN_ADAPT_PROBE > 0 /* not an `if`: c % 0 would not compile (-Werror=div-by-zero) */
+    mode = c == 0 ? 1
+           : c <= 2 * KILN_ADAPT_SAMPLES ? (int)(c % 2 == 0)
+           : c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
+#endif
     _Pragma("omp atomic write")
     *on = mode;
   }

@@ -776,3 +776,36 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# ---- issue 21: hostile input (tests/hostile) --------------------------------
+# the weights hash: every single bit flip of a blob, and every pair of
+# words with the same high bit flipped, is refused
+add_test(NAME hostile_hash_flips COMMAND ${T}/hostile/check_flips.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/flips)
+# no user string becomes code: 7 hostile strings (comment ends and starts,
+# quotes, backslashes, line breaks, trigraphs, bytes that are not UTF-8)
+# through every route into the C (ONNX node, tensor and graph names, doc
+# strings, model, script and GGUF paths, Lua names, -o folder and name);
+# built with gcc and clang -Werror, equal to a clean build's C but for
+# comments and literals
+add_test(NAME hostile_injection COMMAND /usr/bin/python3 ${T}/hostile/run_injection.py ${KILN_BIN}
+         ${CMAKE_BINARY_DIR}/hostile/injection)
+set_tests_properties(hostile_injection PROPERTIES TIMEOUT 600)
+# the generated API's error paths under ASan and UBSan (gcc and clang): NULL
+# anywhere (the _ws workspace, state_init, length), counts, token ids outside
+# the vocabulary, lengths no state_init makes, a full cache; refused calls
+# write nothing; a Llama-shaped decoder and an encoder-decoder (encode)
+add_test(NAME decoder_api_asan COMMAND ${T}/hostile/check_decoder_api.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/hostile/api)
+set_tests_properties(decoder_api_asan PROPERTIES TIMEOUT 600)
+# examples/embed.c --weights: a folder, a 1 GiB file (refused before it is
+# read: < 64 MB RSS), a flipped bit (minilm_verify_weights), the blob itself
+add_test(NAME hostile_embed_weights COMMAND ${T}/hostile/check_embed_weights.sh ${KILN_BIN}
+         ${CMAKE_BINARY_DIR}/hostile/embed)
+# --dump-before without --dump-after (it read past the end of the list of
+# dump flags; the ASan build sees it) prints the IR before infer and compiles
+add_test(NAME hostile_dump_before_alone
+         COMMAND sh -c "\"$0\" compile \"$1\" --dump-before=infer -o \"$2/dump_before.c\" | grep -q '^graph '"
+                 ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx ${CMAKE_BINARY_DIR})
+# -DKILN_ADAPT_PROBE=0 (always N threads, kiln_rt.h) builds under -Werror:
+# the probe's `c % KILN_ADAPT_PROBE` was a division by zero in dead code
+add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--cflags=-O2 -DKILN_ADAPT_PROBE=0"
+         ${T}/threads/cases/linear_relu_edge)

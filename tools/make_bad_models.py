@@ -214,6 +214,13 @@ def _():
     return m
 
 
+@case("duplicate_graph_output", expect="graph output 'Y' is listed twice")
+def _():
+    m = relu_model()
+    m.graph.output.append(vi("Y"))
+    return m
+
+
 # ---- graph inputs --------------------------------------------------------------
 
 @case("float16_softmax", expect="'X' is f16, which Softmax does not compute; expected f32")

@@ -476,6 +476,42 @@ static int traceback_handler(lua_State *L) {
 }
 
 /* The error text for status, one line unless -v asked for the traceback. */
+/* The script for lua_load one line at a time, so that the lines handed
+ * out say where the parser is (Lua's own messages name the line, but not
+ * its "C stack overflow" from nesting too deep). */
+typedef struct LineReader {
+  const char *text;
+  size_t len, at;
+  int line; /* lines handed out so far */
+} LineReader;
+
+static const char *read_line(lua_State *L, void *data, size_t *size) {
+  (void)L;
+  LineReader *r = data;
+  if (r->at >= r->len)
+    return NULL;
+  const char *s = r->text + r->at, *nl = memchr(s, '\n', r->len - r->at);
+  *size = nl ? (size_t)(nl - s) + 1 : r->len - r->at;
+  r->at += *size;
+  r->line++;
+  return s;
+}
+
+/* A load error without Lua's "chunk:line:" gets the script and the line
+ * the parser had reached. */
+static void parse_error_position(const LuaCtx *c, lua_State *L, int line) {
+  const char *msg = lua_tostring(L, -1);
+  size_t n = strlen(c->script);
+  if (!msg || (!strncmp(msg, c->script, n) && msg[n] == ':'))
+    return;
+  if (!strcmp(msg, "C stack overflow"))
+    lua_pushfstring(L, "%s:%d: the script nests deeper than Lua's parser allows (about 200 levels of "
+                       "brackets, blocks and functions); expected shallower nesting", c->script, line);
+  else
+    lua_pushfstring(L, "%s:%d: %s", c->script, line, msg);
+  lua_remove(L, -2);
+}
+
 static void record_error(LuaCtx *c, lua_State *L, int status, Diag *d) {
   d->file = NULL; /* Lua messages carry their own "file:line:" */
   if (status == LUA_ERRMEM || c->mem_exceeded) {
@@ -542,8 +578,11 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   lua_sethook(L, count_hook, LUA_MASKCOUNT, HOOK_EVERY);
 
   lua_pushcfunction(L, traceback_handler);
-  int status = luaL_loadbufferx(L, text, len, c.chunkname, "t");
+  LineReader lr = {text, len, 0, 0};
+  int status = lua_load(L, read_line, &lr, c.chunkname, "t");
   free(text);
+  if (status != LUA_OK && lr.line)
+    parse_error_position(&c, L, lr.line);
   if (status == LUA_OK)
     status = lua_pcall(L, 0, 0, 1);
   bool ok = status == LUA_OK;

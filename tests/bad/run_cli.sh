@@ -34,6 +34,7 @@ case_() {
   [ -z "$why" ] && [[ "$err" != *"$want"* ]] && why="message lacks '$want': $err"
   [ -z "$why" ] && ! cmp -s "$model" "$dir/m.onnx" && why="the input model was changed"
   [ -z "$why" ] && [ "$before" != "$after" ] && why="files changed: $(echo $after)"
+  [ -z "$why" ] && [ -n "${NO_STDOUT:-}" ] && [ -s "$dir/stdout.txt" ] && why="printed on stdout before failing"
   if [ -z "$why" ]; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name: $why"; fail=$((fail + 1)); fi
 }
 
@@ -88,6 +89,14 @@ SETUP= case_ run_out_missing_folder "--out no/such: no such folder" run m.onnx -
 # a 16 GiB param{} made by a script: refused at its line, before any allocation
 SETUP="printf 'local x = input{\"x\", {2, 3}}\nlocal w = param{\"w\", {65536, 65536}}\noutput(x + w:sum(), \"y\")\n' > big.lua" \
   case_ lua_param_16gib "big.lua:2: param 'w': 16384 MiB of initial values; expected at most 512 MiB" compile big.lua -o o.c
+
+# issue 21: --dump-before alone read past the end of the list of dump
+# flags; kiln run --out writes all its files or none; kiln info writes
+# --memory-svg before it prints anything
+SETUP= case_ dump_before_unknown "--dump-before=nosuch: unknown pass" compile m.onnx --dump-before=nosuch -o o.c
+SETUP="mkdir output_1.pb && cp '$here/two_outputs.kir' t.kir && cp '$here/tensor_f32_2x3.pb' x.pb" \
+  case_ run_out_all_or_none "output_1.pb" run t.kir --input x=x.pb --out .
+NO_STDOUT=1 SETUP= case_ memory_svg_missing_folder "no/such/m.svg" info m.onnx --memory-svg no/such/m.svg
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -165,6 +165,8 @@ def bad_files(c):
           None, raw=struct.pack("<Q", 2**40) + b"{}")
     c.bad("header_past_end.safetensors", "header length 100 is more than the 2 bytes after it",
           None, raw=struct.pack("<Q", 100) + b"{}")
+    c.bad("nul_in_header.safetensors", "the header holds a NUL byte at offset 7 of its 10; expected JSON text",
+          None, raw=struct.pack("<Q", 10) + b'{"a": 1\0 }')
     c.bad("zero_header.safetensors", "the header is not valid JSON", None,
           raw=struct.pack("<Q", 0))
     c.bad("syntax.safetensors", "the header is not valid JSON: ",
