@@ -53,6 +53,7 @@ typedef struct EmitOptions {
   EmitWeights weights;  /* --weights=inline|blob */
   const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
                            tables (compiler/tokenizer.h), or NULL */
+  bool quiet;           /* driver_write_c: no notes on stderr (kiln compile -q) */
 } EmitOptions;
 
 struct WeightsBlob;

@@ -146,6 +146,9 @@ if(EXISTS ${T}/bad/run_bad.sh)
 # hostile command lines: -o onto the input model or a folder, Lua-only
 # options on ONNX, --shape twice, a negative --fold-limit, a keyword --name
 add_test(NAME bad_cli COMMAND ${T}/bad/run_cli.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+# a new user's first commands that must work (issue 26): help per command,
+# outputs named after the input, -o's folders made, stale blobs removed
+add_test(NAME cli_first_hour COMMAND ${T}/cli/first_hour.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
 endif()
 
 # model names that are C keywords, libm functions or comment terminators
