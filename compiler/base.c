@@ -293,3 +293,73 @@ bool write_file_parts_atomic(const char *path, const FilePart *parts, size_t npa
   free(tmp);
   return ok;
 }
+
+bool make_dirs(const char *dir, Diag *d) {
+  size_t n = strlen(dir);
+  char *p = xmalloc(n + 1);
+  memcpy(p, dir, n + 1);
+  bool ok = true;
+  for (size_t i = 1; i <= n && ok; i++) {
+    if (p[i] != '/' && p[i] != 0)
+      continue;
+    char c = p[i];
+    p[i] = 0;
+    struct stat st;
+    if (stat(p, &st) != 0 && mkdir(p, 0777) != 0 && errno != EEXIST)
+      ok = diag_error(d, "cannot create the folder '%s': %s", p, strerror(errno));
+    else if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+      ok = diag_error(d, "cannot create the folder '%s': a file of that name is in the way", p);
+    p[i] = c;
+  }
+  free(p);
+  return ok;
+}
+
+bool make_parent_dirs(const char *path, Diag *d) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path)
+    return true;
+  size_t n = (size_t)(slash - path);
+  char *dir = xmalloc(n + 1);
+  memcpy(dir, path, n);
+  dir[n] = 0;
+  bool ok = make_dirs(dir, d);
+  free(dir);
+  return ok;
+}
+
+/* Levenshtein distance of a and b, each at most 63 bytes (longer: far). */
+static int edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 63 || lb > 63)
+    return 1 << 20;
+  int row[64];
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+const char *closest_name(const char *s, const char *const *cands, int n) {
+  int limit = (int)strlen(s) / 3, best = 1 << 20;
+  limit = limit < 1 ? 1 : limit;
+  const char *pick = NULL;
+  for (int i = 0; i < n; i++) {
+    int dist = edit_distance(s, cands[i]);
+    if (dist < best && dist <= limit && strcmp(s, cands[i]) != 0)
+      best = dist, pick = cands[i];
+  }
+  return pick;
+}

@@ -98,5 +98,15 @@ typedef struct FilePart {
   size_t len;
 } FilePart;
 bool write_file_parts_atomic(const char *path, const FilePart *parts, size_t nparts, Diag *d);
+/* mkdir -p of the folder that holds path (nothing when path has no '/'),
+ * and of dir itself with make_dirs: an output flag's missing folders are
+ * created, as compilers do. False + diag naming the folder on failure. */
+bool make_parent_dirs(const char *path, Diag *d);
+bool make_dirs(const char *dir, Diag *d);
+
+/* The candidate closest to s by edit distance, when close enough to be a
+ * likely typo (at most a third of s's length, at least 1), else NULL:
+ * "did you mean" for options, commands and names. */
+const char *closest_name(const char *s, const char *const *cands, int n);
 
 #endif

@@ -226,25 +226,13 @@ static int64_t graph_flops(const Graph *g) {
 }
 
 /* Bytes of the constants the compiled nodes read: the weights in .rodata. */
-static int64_t weight_bytes(Arena *a, const Graph *g) {
-  bool *seen = arena_alloc(a, (size_t)g->nvals + 1);
-  int64_t b = 0;
-  for (int n = 0; n < g->nnodes; n++)
-    for (int j = 0; !g->nodes[n].dead && j < g->nodes[n].nin; j++) {
-      int v = g->nodes[n].in[j];
-      if (v >= 0 && g->vals[v].data && !g->vals[v].is_input && !seen[v]) {
-        seen[v] = true;
-        b += (int64_t)type_bytes(&g->vals[v].type);
-      }
-    }
-  return b;
-}
-
 /* Write model.c/.h and bench.c into tmp, build tmp/bench, run it. */
 static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tmp,
                             const BenchOptions *o, Diag *d) {
+  int64_t stored = 0; /* the weights' bytes as the files hold them (bf16, int8: fewer) */
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
-                    .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights};
+                    .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights,
+                    .weight_bytes = &stored};
   const char *extra = driver_extra_flags(a, o->threads, o->gemm);
   const char *cpath = arena_printf(a, "%s/model.c", tmp);
   const char *dpath = arena_printf(a, "%s/bench.c", tmp);
@@ -293,7 +281,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   printf("  build: emit %.2f s, %s %s%s: %.2f s; binary %lld bytes, linked %s\n", t1 - t0, o->cc,
          o->cflags, extra, t2 - t1, bin, linking);
   printf("  model: %.4f GFLOP, weights %lld bytes, workspace %lld bytes\n", (double)flops * 1e-9,
-         (long long)weight_bytes(a, g), (long long)g->ws_size);
+         (long long)stored, (long long)g->ws_size);
   printf("  runs: %d after %d warm-up\n", o->runs, warmup);
   if (o->keep) /* before the timings: the parseable line stays the last one */
     printf("  build folder kept: %s (rerun: %s)\n", tmp, run.s);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx.h"
 #include "ops.h"
@@ -148,7 +149,8 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
   for (int i = 0; i < pass_count && !(o->stop_before_plan && !strcmp(pass_list[i].name, "plan")); i++)
     total += wanted(o->passes, pass_list[i].name);
   if (o->dump_dir) {
-    mkdir(o->dump_dir, 0777); /* an existing folder is fine */
+    if (!make_dirs(o->dump_dir, d)) /* an existing folder is fine */
+      return false;
     if (!driver_write_kir(g, arena_printf(g->arena, "%s/00-import.kir", o->dump_dir), d))
       return false;
   }
@@ -206,6 +208,14 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
   }
   if (ok && blob.size)
     progress_wrote(binpath, blob.size);
+  /* weights inline now: a blob an earlier compile left for this stem would
+   * be linked by a build that globs the folder, so it goes */
+  for (int i = 0; ok && !blob.size && i < 2; i++) {
+    const char *stale = i ? spath : binpath;
+    if (access(stale, F_OK) == 0 && remove(stale) == 0 && !eo->quiet)
+      fprintf(stderr, "kiln: removed %s, left by an earlier compile with --weights=blob (the weights are "
+              "inline now)\n", stale);
+  }
   ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&
        write_file_atomic(out_c, c.s, c.len, &wd);
   if (ok)

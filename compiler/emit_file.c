@@ -828,5 +828,10 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     return false;
   emit_header(h, g, o, pn, e.blob, &tok);
   buf_free(&tok);
+  if (o->weight_bytes) { /* the weights as stored: packed, bf16 or int8 where the kernels read them so */
+    *o->weight_bytes = 0;
+    for (int i = 0; i < e.narrays; i++)
+      *o->weight_bytes += e.arrays[i].n * (int64_t)dt_size(e.arrays[i].dt);
+  }
   return true;
 }

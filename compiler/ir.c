@@ -244,6 +244,20 @@ bool type_equal(const Type *a, const Type *b) {
   return true;
 }
 
+/* "f32[batch,16]": the type with its symbolic dims by name */
+const char *value_type_str(const Value *v, char *buf, size_t n) {
+  int k = snprintf(buf, n, "%s[", dt_name(v->type.dt));
+  for (int i = 0; i < v->type.rank && k > 0 && (size_t)k < n; i++) {
+    if (v->type.dims[i] >= 0)
+      k += snprintf(buf + k, n - (size_t)k, "%s%lld", i ? "," : "", (long long)v->type.dims[i]);
+    else
+      k += snprintf(buf + k, n - (size_t)k, "%s%s", i ? "," : "", v->sym[i] ? v->sym[i] : "?");
+  }
+  if (k > 0 && (size_t)k < n)
+    snprintf(buf + k, n - (size_t)k, "]");
+  return buf;
+}
+
 const char *type_str(const Type *t, char *buf, size_t n) {
   size_t k = (size_t)snprintf(buf, n, "%s[", dt_name(t->dt));
   if (t->rank < 0)

@@ -99,6 +99,9 @@ typedef struct Value {
   int64_t ws_offset;         /* byte offset in the workspace (plan), or -1 */
   int live_first, live_last; /* steps (node indices) it is live (plan) */
 } Value;
+/* "f32[batch,16]": a value's type with its symbolic dims by name (before
+ * bind; type_str prints them as ?). */
+const char *value_type_str(const Value *v, char *buf, size_t n);
 
 typedef enum AttrKind {
   ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS, ATTR_FLOATS, ATTR_STRINGS,

@@ -2,6 +2,7 @@
  * load (onnx_import) -> lower (bind, infer, fold, simplify, dce, plan)
  * -> emit C | interpret | check. See `kiln --help`. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,10 @@ static const char *usage =
     "                             --passes=; kiln ops lowered to standard ones) for ONNX Runtime, Netron\n"
     "  ops                        list the supported ONNX ops\n"
     "  passes                     list the compiler passes\n"
-    "  --help, --version\n"
-    "\n"
+    "  help [COMMAND]             this text, or one command's (also kiln COMMAND --help)\n"
+    "  --help, --version (-V)\n";
+
+static const char *usage_lua =
     "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
     "  --set KEY=VALUE            override a config{} parameter of the script\n"
     "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
@@ -49,8 +52,9 @@ static const char *usage =
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
-    "  -v                         add the Lua traceback to script errors\n"
-    "\n"
+    "  -v                         add the Lua traceback to script errors\n";
+
+static const char *usage_compile =
     "compile and run options:\n"
     "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
     "  -o FILE                    output .c file (default: NAME.c in the current folder)\n"
@@ -99,22 +103,115 @@ static const char *usage =
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
     "  -q, --quiet                (compile) no progress on stderr; without it, when stderr is a\n"
     "                             terminal, compile shows each pass as it runs, then each file\n"
-    "                             written with its size in MB\n"
-    "\n"
+    "                             written with its size in MB\n";
+
+static const char *usage_check =
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
     "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
     "  --keep                     keep the build folder\n"
-    "  -q                         print only failures and the verdict\n"
-    "\n"
+    "  -q                         print only failures and the verdict\n";
+
+static const char *usage_bench =
     "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
     "  fixed-seed random data: floats in [-1,1), integers in [1,10), bools false.\n";
+
+/* Bad command line: one line "kiln: ..." on stderr, exit status 1. */
+KILN_NORETURN static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "kiln: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(1);
+}
+
+/* The commands, and the option groups each one's help shows (l: Lua
+ * models, c: compile and run, k: check, b: bench). */
+static const struct {
+  const char *name, *groups;
+} commands[] = {
+    {"compile", "lc"}, {"opt", "lc"}, {"run", "lc"}, {"check", "lck"}, {"bench", "lcb"},
+    {"info", "lc"},    {"dot", "lc"}, {"export", "lc"}, {"ops", ""},   {"passes", ""},
+    {"help", ""},
+};
+
+static int command_index(const char *name) {
+  for (int i = 0; i < KILN_COUNT(commands); i++)
+    if (!strcmp(commands[i].name, name))
+      return i;
+  return -1;
+}
+
+/* " (did you mean 'x'?)" for the command closest to name, or "". */
+static const char *command_hint(const char *name) {
+  static char hint[64];
+  const char *names[KILN_COUNT(commands)];
+  for (int i = 0; i < KILN_COUNT(commands); i++)
+    names[i] = commands[i].name;
+  const char *near = closest_name(name, names, KILN_COUNT(commands));
+  snprintf(hint, sizeof hint, near ? " (did you mean '%s'?)" : "%s", near ? near : "");
+  return hint;
+}
+
+/* " (did you mean '--shape'?)" for the option of the help texts closest
+ * to arg (its "=value" cut), or "": the help texts are the option list. */
+static const char *option_hint(const char *arg) {
+  static char hint[96], words[256][32];
+  const char *names[256];
+  int n = 0;
+  const char *texts[] = {usage, usage_lua, usage_compile, usage_check, usage_bench};
+  for (int t = 0; t < KILN_COUNT(texts); t++)
+    for (const char *p = texts[t]; (p = strchr(p, '-')) && n < 256; p++) {
+      if (p[-1] != ' ' || !((p[1] >= 'a' && p[1] <= 'z') || (p[1] >= 'A' && p[1] <= 'Z') || p[1] == '-'))
+        continue;
+      size_t k = strspn(p, "-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+      if (k < 2 || k >= sizeof words[0])
+        continue;
+      snprintf(words[n], sizeof words[0], "%.*s", (int)k, p);
+      names[n] = words[n];
+      n++;
+      p += k - 1;
+    }
+  char flag[64];
+  snprintf(flag, sizeof flag, "%.*s", (int)strcspn(arg, "="), arg);
+  const char *near = closest_name(flag, names, n);
+  snprintf(hint, sizeof hint, near ? " (did you mean '%s'?)" : "%s", near ? near : "");
+  return hint;
+}
+
+/* kiln help COMMAND: its lines of the command list, then its option groups. */
+static int command_help(const char *name) {
+  int ci = command_index(name);
+  if (ci < 0)
+    die("help %s: unknown command%s; see kiln --help", name, command_hint(name));
+  printf("usage: kiln %s [options]\n\n", name);
+  char key[32];
+  snprintf(key, sizeof key, "\n  %s ", name);
+  const char *p = strstr(usage, key);
+  while (p && *p) { /* the command's line and its indented continuation lines */
+    const char *eol = strchr(p + 1, '\n');
+    if (!eol)
+      break;
+    printf("%.*s", (int)(eol - p), p + 1);
+    printf("\n");
+    p = eol;
+    if (strncmp(p + 1, "                             ", 29) != 0)
+      break;
+  }
+  const char *groups = commands[ci].groups;
+  const char *texts[] = {usage_lua, usage_compile, usage_check, usage_bench};
+  for (int i = 0; groups[i]; i++)
+    printf("\n%s", texts[strchr("lckb", groups[i]) - "lckb"]);
+  return 0;
+}
 
 typedef struct Cli {
   const char *cmd, *model, *out, *name, *outdir, *after, *memory_svg;
@@ -150,13 +247,6 @@ static EmitIsa host_isa(void) {
   return ISA_GENERIC;
 }
 
-KILN_NORETURN static void die(const char *fmt, const char *arg) {
-  fprintf(stderr, "kiln: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n");
-  exit(1);
-}
-
 static bool is_c_ident(const char *s) {
   if (!*s || (*s >= '0' && *s <= '9'))
     return false;
@@ -179,6 +269,7 @@ static bool is_c_keyword(const char *s) {
   return false;
 }
 
+/* "1x16x64" or "1,16,64": each dim at least 1 ("" is a scalar). */
 static bool parse_dims(const char *s, ShapeBinding *b) {
   b->rank = 0;
   if (!*s)
@@ -189,7 +280,7 @@ static bool parse_dims(const char *s, ShapeBinding *b) {
     if (*p < '0' || *p > '9') /* strtoll would take " 2", "+2" and, after a separator, nothing */
       return false;
     long long v = strtoll(p, &end, 10);
-    if (errno || b->rank >= MAX_RANK)
+    if (errno || b->rank >= MAX_RANK || v < 1)
       return false;
     b->dims[b->rank++] = v;
     if (!*end)
@@ -246,7 +337,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       ShapeBinding *b = &c->shapes[c->nshapes];
       b->name = c->shape_names[c->nshapes++];
       if (!parse_dims(eq + 1, b))
-        die("--shape %s: expected dims like 1x16x64", v);
+        die("--shape %s: expected dims like 1x16x64 (each at least 1)", v);
       for (int k = 0; k < c->nshapes - 1; k++) /* the same binding twice is fine, two different ones not */
         if (!strcmp(c->shapes[k].name, b->name) &&
             (c->shapes[k].rank != b->rank || memcmp(c->shapes[k].dims, b->dims, sizeof b->dims[0] * (size_t)b->rank)))
@@ -367,7 +458,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->pipe.pass.verbose = true;
       c->lua.traceback = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      die("unknown option '%s'; see kiln --help", argv[i]);
+      die("unknown option '%s'%s; see kiln %s --help", argv[i], option_hint(argv[i]), c->cmd);
     } else if (!c->model) {
       c->model = argv[i];
     } else {
@@ -428,6 +519,16 @@ static bool same_file(const char *path, const char *model) {
   return stat(path, &a) == 0 && stat(model, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* "dir/encoder.onnx" -> "encoder": the file name without folder and
+ * extension ("model" when nothing is left). */
+static const char *model_stem(Arena *a, const char *model) {
+  const char *slash = strrchr(model, '/');
+  const char *base = slash ? slash + 1 : model;
+  const char *dot = strrchr(base, '.');
+  size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+  return n ? arena_printf(a, "%.*s", (int)n, base) : "model";
+}
+
 /* The files compile writes must be new files or kiln's own, never the
  * model itself or a folder: a typo in -o must not destroy the input. */
 static void check_outputs(Arena *a, const char *out, const char *model) {
@@ -446,10 +547,15 @@ static void check_outputs(Arena *a, const char *out, const char *model) {
 static int cmd_compile(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
-  const char *out = c->out ? c->out : arena_printf(a, "%s.c", c->name);
+  /* without -o: the input's stem in the current folder (encoder.onnx ->
+   * ./encoder.c), as C compilers name their outputs */
+  const char *out = c->out ? c->out : arena_printf(a, "%s.c", model_stem(a, c->model));
   size_t n = strlen(out);
   if (n < 3 || strcmp(out + n - 2, ".c") != 0)
     die("-o %s: expected a file name ending in .c", out);
+  /* --dump-after/--dump-before print IR to stdout: without -o that is the
+   * whole job, no C files */
+  bool dump_only = !c->out && (c->pipe.dump_after || c->pipe.dump_before);
   check_outputs(a, out, c->model);
   const char *hname = arena_printf(a, "%.*s.h", (int)(n - 2 - (size_t)(base_name(out) - out)), base_name(out));
   if (c_text_header_flaw(hname)) /* C has no escapes in a #include name */
@@ -477,6 +583,10 @@ static int cmd_compile(Cli *c) {
     fputs(b.s, stderr);
     buf_free(&b);
   }
+  if (dump_only) {
+    arena_free(a);
+    return 0;
+  }
   if (!g->planned)
     die("--passes=%s: C needs a planned graph; expected a pass list that ends with the plan pass "
         "(see kiln passes)", c->pipe.passes ? c->pipe.passes : "");
@@ -489,11 +599,11 @@ static int cmd_compile(Cli *c) {
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
                     .threads = c->check.threads, .gemm = c->check.gemm, .precision = c->check.precision,
                     .weights = c->check.weights,
-                    .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL};
+                    .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL, .quiet = c->check.quiet};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
   d.file = c->model;
-  if (!driver_write_c(g, &eo, out, &d))
+  if (!make_parent_dirs(out, &d) || !driver_write_c(g, &eo, out, &d))
     return fail(&d, a);
   arena_free(a);
   return 0;
@@ -511,7 +621,7 @@ static int cmd_opt(Cli *c) {
     if (n < 5 || strcmp(c->out + n - 4, ".kir") != 0)
       die("-o %s: expected a file name ending in .kir", c->out);
     Diag wd = {0};
-    if (!driver_write_kir(g, c->out, &wd))
+    if (!make_parent_dirs(c->out, &wd) || !driver_write_kir(g, c->out, &wd))
       return fail(&wd, a);
   } else {
     Buf b = {0};
@@ -547,7 +657,8 @@ static int cmd_dot(Cli *c) {
   Buf b = {0};
   dot_print(&b, g);
   Diag wd = {0};
-  if (c->out ? !write_file_atomic(c->out, b.s, b.len, &wd) : fputs(b.s, stdout) < 0)
+  if (c->out ? !make_parent_dirs(c->out, &wd) || !write_file_atomic(c->out, b.s, b.len, &wd)
+             : fputs(b.s, stdout) < 0)
     return fail(&wd, a);
   buf_free(&b);
   arena_free(a);
@@ -568,10 +679,38 @@ static int cmd_export(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
-  if (!g || !driver_lower(g, &c->pipe, &d) || !decompose_kiln_ops(g, &d) || !onnx_export(g, c->out, &d))
+  if (!g || !driver_lower(g, &c->pipe, &d) || !decompose_kiln_ops(g, &d) || !make_parent_dirs(c->out, &d) ||
+      !onnx_export(g, c->out, &d))
     return fail(&d, a);
   arena_free(a);
   return 0;
+}
+
+/* info on a model with symbolic dims not bound by --shape: each is taken
+ * as 1, said in one note, so a first look needs no flags. */
+static void bind_symbols_to_one(Cli *c, const Graph *g) {
+  Buf names = {0};
+  for (int k = 0; k < g->ninputs; k++) {
+    const Value *v = &g->vals[g->inputs[k]];
+    bool whole = false;
+    for (int s = 0; s < c->nshapes; s++)
+      whole = whole || !strcmp(c->shapes[s].name, v->name);
+    for (int i = 0; i < v->type.rank && !whole; i++) {
+      bool bound = v->type.dims[i] >= 0 || !v->sym[i];
+      for (int s = 0; s < c->nshapes && !bound; s++)
+        bound = !strcmp(c->shapes[s].name, v->sym[i]);
+      if (bound || c->nshapes >= 64 || strlen(v->sym[i]) >= sizeof c->shape_names[0])
+        continue;
+      snprintf(c->shape_names[c->nshapes], sizeof c->shape_names[0], "%s", v->sym[i]);
+      c->shapes[c->nshapes] = (ShapeBinding){.name = c->shape_names[c->nshapes], .rank = 1, .dims = {1}};
+      c->nshapes++;
+      buf_printf(&names, "%s'%s'", names.len ? ", " : "", v->sym[i]);
+    }
+  }
+  c->pipe.pass.nshapes = c->nshapes;
+  if (names.len)
+    fprintf(stderr, "kiln: note: symbolic dims %s are taken as 1 here; set them with --shape NAME=N\n", names.s);
+  buf_free(&names);
 }
 
 /* kiln info MODEL [--json] [--memory-svg FILE] */
@@ -579,6 +718,8 @@ static int cmd_info(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
+  if (before)
+    bind_symbols_to_one(c, before);
   Graph *g = before ? driver_load_opts(a, c->model, &c->lua, &d) : NULL;
   QuantReport qr = {0};
   c->pipe.pass.quant_report = c->pipe.pass.quantize ? &qr : NULL;
@@ -710,14 +851,23 @@ static int cmd_passes(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-    fputs(usage, argc < 2 ? stderr : stdout);
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+      (!strcmp(argv[1], "help") && argc == 2)) {
+    FILE *f = argc < 2 ? stderr : stdout;
+    fprintf(f, "%s\n%s\n%s\n%s\n%s", usage, usage_lua, usage_compile, usage_check, usage_bench);
     return argc < 2 ? 1 : 0;
   }
-  if (!strcmp(argv[1], "--version")) {
+  if (!strcmp(argv[1], "help"))
+    return command_help(argv[2]);
+  for (int i = 2; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+      return command_help(argv[1]);
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
     printf("kiln %s\n", KILN_VERSION);
     return 0;
   }
+  if (command_index(argv[1]) < 0)
+    die("unknown command '%s'%s; see kiln --help", argv[1], command_hint(argv[1]));
   Cli c = {0};
   parse_args(argc, argv, &c);
   /* kiln compile says what it does, on a terminal (progress.h) */
@@ -726,10 +876,6 @@ int main(int argc, char **argv) {
     return cmd_ops();
   if (!strcmp(c.cmd, "passes"))
     return cmd_passes();
-  if (strcmp(c.cmd, "compile") && strcmp(c.cmd, "run") && strcmp(c.cmd, "check") &&
-      strcmp(c.cmd, "opt") && strcmp(c.cmd, "dot") && strcmp(c.cmd, "info") && strcmp(c.cmd, "bench") &&
-      strcmp(c.cmd, "export"))
-    die("unknown command '%s'; see kiln --help", c.cmd);
   if (!c.model)
     die("%s: no input given; see kiln --help", c.cmd);
   /* check DIR finds its model inside DIR (maybe a .lua): judge --model, or nothing */

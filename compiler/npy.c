@@ -305,20 +305,6 @@ bool tensor_file_write(const char *path, const Tensor *t, const char *name, Diag
 
 /* ---- --input NAME=FILE ------------------------------------------------------- */
 
-/* "f32[batch,16]": the type with its symbolic dims by name */
-static const char *input_type_str(const Value *v, char *buf, size_t n) {
-  int k = snprintf(buf, n, "%s[", dt_name(v->type.dt));
-  for (int i = 0; i < v->type.rank && k > 0 && (size_t)k < n; i++) {
-    if (v->type.dims[i] >= 0)
-      k += snprintf(buf + k, n - (size_t)k, "%s%lld", i ? "," : "", (long long)v->type.dims[i]);
-    else
-      k += snprintf(buf + k, n - (size_t)k, "%s%s", i ? "," : "", v->sym[i] ? v->sym[i] : "?");
-  }
-  if (k > 0 && (size_t)k < n)
-    snprintf(buf + k, n - (size_t)k, "]");
-  return buf;
-}
-
 bool tensor_file_fits_input(const char *path, const Tensor *t, const Value *v, Diag *d) {
   bool fits = t->type.dt == v->type.dt && (v->type.rank < 0 || t->type.rank == v->type.rank);
   for (int i = 0; fits && i < v->type.rank; i++)
@@ -326,7 +312,7 @@ bool tensor_file_fits_input(const char *path, const Tensor *t, const Value *v, D
   char x[160], y[320];
   if (!fits)
     return FAIL("%s for input '%s'; expected %s", type_str(&t->type, x, sizeof x), v->name,
-                v->type.rank < 0 ? dt_name(v->type.dt) : input_type_str(v, y, sizeof y));
+                v->type.rank < 0 ? dt_name(v->type.dt) : value_type_str(v, y, sizeof y));
   return true;
 }
 
@@ -340,8 +326,20 @@ bool tensor_file_read_input(Arena *a, const Graph *g, const char *flag, Tensor *
   for (int i = 0; i < g->ninputs; i++)
     if (!strcmp(g->vals[g->inputs[i]].name, name))
       idx = i;
-  if (idx < 0)
-    return diag_error(d, "--input %s: the model has no input of that name", name);
+  if (idx < 0) {
+    const char **names = arena_alloc(a, sizeof(char *) * (size_t)(g->ninputs + 1));
+    Buf list = {0};
+    for (int i = 0; i < g->ninputs; i++) {
+      names[i] = g->vals[g->inputs[i]].name;
+      buf_printf(&list, "%s'%s'", i ? ", " : "", names[i]);
+    }
+    const char *near = closest_name(name, names, g->ninputs);
+    diag_error(d, "--input %s: the model has no input of that name%s%s%s; expected one of %s", name,
+               near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
+               list.len ? list.s : "(none: the model has no inputs)");
+    buf_free(&list);
+    return false;
+  }
   if (given[idx])
     return diag_error(d, "--input %s: given twice; expected one file per input", name);
   if (!tensor_file_read(a, path, &in[idx], d) || !tensor_file_fits_input(path, &in[idx], gval(g, g->inputs[idx]), d))

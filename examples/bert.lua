@@ -23,7 +23,9 @@ encoder.layer.0.attention.self.query.weight, ...,
 encoder.layer.0.output.LayerNorm.bias, pooler.dense.weight), so a
 model.safetensors loads unchanged:
 
-  kiln compile examples/bert.lua --set seq=128 --weights model.safetensors -o out/minilm.c
+  $ export PATH=$PWD/build:$PATH
+  $ /usr/bin/python3 tools/minilm.py fetch      # build/minilm/model/ (docs-test: network)
+  $ kiln compile examples/bert.lua --set seq=128 --weights build/minilm/model/model.safetensors -o out/minilm.c
 
 (examples/embed.c turns all-MiniLM-L6-v2's last_hidden_state into sentence
 embeddings; tools/minilm.py fetches the checkpoint. README, "Real models".)

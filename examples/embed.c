@@ -4,12 +4,13 @@
  * pooling (the mean of the real tokens' rows, scaled to unit length), and
  * the cosine similarity of every pair of sentences given.
  *
- *   python3 tools/minilm.py fetch       # build/minilm/model/{model.safetensors,vocab.txt}
- *   kiln compile examples/bert.lua --set seq=128 --set pooler=false \
+ *   $ export PATH=$PWD/build:$PATH
+ *   $ /usr/bin/python3 tools/minilm.py fetch    # build/minilm/model/{model.safetensors,vocab.txt} (docs-test: network)
+ *   $ kiln compile examples/bert.lua --set seq=128 --set pooler=false \
  *       --weights build/minilm/model/model.safetensors -o out/minilm.c
- *   cc -O2 -march=native -ffp-contract=fast -Iout -c out/minilm.c out/minilm_weights.S
- *   cc -O2 -std=c99 -Iout examples/embed.c minilm.o minilm_weights.o -lm -o out/embed
- *   out/embed --vocab build/minilm/model/vocab.txt "A man is eating food." \
+ *   $ cc -O2 -march=native -ffp-contract=fast -Iout -c out/minilm.c out/minilm_weights.S
+ *   $ cc -O2 -std=c99 -Iout examples/embed.c minilm.o minilm_weights.o -lm -o out/embed
+ *   $ out/embed --vocab build/minilm/model/vocab.txt "A man is eating food." \
  *       "A man is eating a piece of bread." "A man is riding a horse."
  *
  * The weights are linked in (minilm_weights.S .incbin's minilm.weights.bin);

@@ -4,8 +4,9 @@
  * the mean latency. Everything about the model is fixed at compile time,
  * so the app just declares arrays of the shapes in encoder.h.
  *
- *   kiln compile tests/models/encoder_2l_op14/model.onnx -o out/encoder.c
- *   cc -O2 -Iout examples/encoder_app.c out/encoder.c -lm -o out/encoder_app
+ *   $ export PATH=$PWD/build:$PATH
+ *   $ kiln compile tests/models/encoder_2l_op14/model.onnx -o out/encoder.c
+ *   $ cc -O2 -Iout examples/encoder_app.c out/encoder.c -lm -o out/encoder_app && out/encoder_app
  */
 #include <math.h>
 #include <stdio.h>

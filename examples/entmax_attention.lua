@@ -23,7 +23,8 @@
 
 Without weights the params are random (deterministic).
 
-  kiln compile examples/entmax_attention.lua --set normalizer=sparsemax -o out/sparsemax.c
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/entmax_attention.lua --set normalizer=sparsemax -o out/sparsemax.c
 ]]
 local nn = require "nn"
 

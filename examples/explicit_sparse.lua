@@ -18,7 +18,8 @@ highest scores.
 
 Without weights the params are random (deterministic).
 
-  kiln compile examples/explicit_sparse.lua --set k=4 -o out/explicit_sparse.c
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/explicit_sparse.lua --set k=4 -o out/explicit_sparse.c
 ]]
 local nn = require "nn"
 

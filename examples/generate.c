@@ -4,12 +4,13 @@
  * wrote into the model's C), prefill the KV cache, then pick the most
  * likely token step by step (greedy) and print the text as it comes.
  *
- *   kiln compile examples/llama.lua --weights SmolLM2-135M-Instruct.Q4_1.gguf \
- *       --set ctx=512 -o out/smol.c
- *   cc -O2 -march=native -ffp-contract=fast -Iout -c out/smol.c out/smol_weights.S
- *   cc -O2 -std=c11 -Iout examples/generate.c smol.o smol_weights.o -lm -o out/generate
- *   out/generate --tokens 32 "The capital of France is"
- *   out/generate --chat "What is the capital of France?"
+ *   $ export PATH=$PWD/build:$PATH
+ *   $ gguf=$(bash tests/gguf/fetch_smollm.sh build/smollm)   # SmolLM2-135M-Instruct.Q4_1.gguf (docs-test: network)
+ *   $ kiln compile examples/llama.lua --weights "$gguf" --set ctx=512 -o out/smol.c
+ *   $ cc -O2 -march=native -ffp-contract=fast -Iout -c out/smol.c out/smol_weights.S
+ *   $ cc -O2 -std=c11 -Iout examples/generate.c smol.o smol_weights.o -lm -o out/generate
+ *   $ out/generate --tokens 32 "The capital of France is"
+ *   $ out/generate --chat "What is the capital of France?"
  *
  * The model is chosen when this file is compiled: -DKILN_MODEL=NAME
  * includes NAME.h and calls NAME_prefill, NAME_step, ... (default smol);

@@ -2,8 +2,11 @@
 and Efficient Foundation Language Models", 2023) that generates token by
 token with a KV cache, built from a GGUF file's own metadata:
 
-  kiln compile examples/llama.lua --weights SmolLM2-135M-Instruct.Q4_1.gguf --set ctx=512 -o out/smol.c
-  cc -O2 -march=native -Iout -c out/smol.c out/smol_weights.S && cc examples/generate.c smol.o smol_weights.o -lm
+  $ export PATH=$PWD/build:$PATH
+  $ gguf=$(bash tests/gguf/fetch_smollm.sh build/smollm)   # the GGUF, fetched once (docs-test: network)
+  $ kiln compile examples/llama.lua --weights "$gguf" --set ctx=512 -o out/smol.c
+  $ cc -O2 -march=native -Iout -c out/smol.c out/smol_weights.S
+  $ cc -O2 -Iout examples/generate.c smol.o smol_weights.o -lm -o out/generate
 
   tokens [T] ──token_embd──> N blocks ──RMSNorm──> last token ──> logits [vocab]
 

@@ -24,10 +24,12 @@ position attends to O(√n) others instead of all n before it.
   embedding.
 
 Without weights the params are random (deterministic). Try
---set pattern=fixed stride=4 c=2, or --set seq=64 stride=8.
+--set pattern=fixed --set stride=4 --set c=2, or --set seq=64 --set stride=8.
 
-  kiln compile examples/sparse_transformer.lua -o out/sparse_transformer.c
-  kiln export examples/sparse_transformer.lua --set pattern=fixed -o sparse_fixed.onnx
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/sparse_transformer.lua -o out/sparse_transformer.c
+  $ kiln compile examples/sparse_transformer.lua --set pattern=fixed --set stride=4 --set c=2 -o out/sparse_fixed.c
+  $ kiln export examples/sparse_transformer.lua --set pattern=fixed -o sparse_fixed.onnx
 ]]
 local nn = require "nn"
 

@@ -3,11 +3,13 @@ in PyTorch on a toy task (reverse a sequence of tokens) and save its
 weights as .safetensors under the script's names, so the whole path can be
 seen working: PyTorch training -> weights file -> Lua model -> C -> app.
 
-    python3 examples/train_reverse.py out/reverse.safetensors      # 600 steps, a minute or two on a CPU
-    kiln compile examples/transformer.lua --set vocab=16 --weights out/reverse.safetensors \
+    $ export PATH=$PWD/build:$PATH
+    $ mkdir -p out
+    $ /usr/bin/python3 examples/train_reverse.py out/reverse.safetensors   # 600 steps, a minute or two on a CPU
+    $ kiln compile examples/transformer.lua --set vocab=16 --weights out/reverse.safetensors \
         -o out/transformer.c
-    cc -O2 -Iout examples/translate_app.c out/transformer.c -lm -o out/translate
-    out/translate 5 9 12 3 7                                        # output: 7 3 12 9 5 2
+    $ cc -O2 -Iout examples/translate_app.c out/transformer.c -lm -o out/translate
+    $ out/translate 5 9 12 3 7 | grep "7 3 12 9 5 2"                # the source reversed
 
 The model is torch.nn.Transformer (post-norm, final LayerNorms, ReLU) with
 the script's wrapping: one embedding matrix shared by source, target and

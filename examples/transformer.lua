@@ -34,12 +34,13 @@ al., "Attention Is All You Need", 2017), as kiln compiles it.
   build.
 
 Without weights the params are random (deterministic); the defaults are a
-small model. The paper's base model: --set d=512 heads=8 d_ff=2048 layers=6
-vocab=37000.
+small model. The paper's base model: --set d=512 --set heads=8 --set d_ff=2048
+--set layers=6 --set vocab=37000.
 
-  kiln compile examples/transformer.lua -o out/transformer.c
-  kiln compile examples/transformer.lua --set cache=true -o out/transformer.c
-  kiln export examples/transformer.lua -o transformer.onnx
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/transformer.lua -o out/transformer.c
+  $ kiln compile examples/transformer.lua --set cache=true -o out/transformer_cached.c
+  $ kiln export examples/transformer.lua -o transformer.onnx
 ]]
 -- test-pad: src=0
 

@@ -40,9 +40,10 @@ Language Modeling", 2019).
 
 examples/xl_app.c runs the compiled model over a stream of tokens:
 
-  kiln compile examples/transformer_xl.lua -o out/transformer_xl.c
-  cc -O2 -Iout examples/xl_app.c out/transformer_xl.c -lm -o out/xl_app
-  kiln export examples/transformer_xl.lua -o xl.onnx     # memory: inputs mems.N, outputs mems.N.next
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/transformer_xl.lua --weights=inline -o out/transformer_xl.c
+  $ cc -O2 -Iout examples/xl_app.c out/transformer_xl.c -lm -o out/xl_app && out/xl_app
+  $ kiln export examples/transformer_xl.lua -o xl.onnx     # memory: inputs mems.N, outputs mems.N.next
 ]]
 -- test-range: ids=0..255
 -- test-range: mem_filled=0..8

@@ -20,20 +20,21 @@
  * (tests/generate/seq2seq_match.c checks the logits agree at every
  * position).
  *
- *   kiln compile examples/transformer.lua --set cache=true -o out/transformer.c
- *   cc -O2 -Iout examples/translate_app.c out/transformer.c out/transformer_weights.S -lm -o out/translate
+ *   $ export PATH=$PWD/build:$PATH
+ *   $ kiln compile examples/transformer.lua --set cache=true -o out/transformer.c
+ *   $ cc -O2 -Iout examples/translate_app.c out/transformer.c out/transformer_weights.S -lm -o out/translate
+ *   $ out/translate 5 17 42 8 99 3      # source token ids (default: these)
  *
  * (The model's 2 MB of weights go to out/transformer.weights.bin, which
  * transformer_weights.S links in; with --weights=inline they are C
  * literals in transformer.c and the .S is not made: leave it out.)
- *   out/translate 5 17 42 8 99 3        # source token ids (default: these)
  *
  * With the script's random weights the output is a deterministic but
  * meaningless sequence; with trained weights (--weights) it is the
  * translation. examples/train_reverse.py trains the same model in PyTorch
  * on a toy task, reversing the source, and saves its weights:
  *
- *   python3 examples/train_reverse.py out/reverse.safetensors
+ *   /usr/bin/python3 examples/train_reverse.py out/reverse.safetensors
  *   kiln compile examples/transformer.lua --set vocab=16 --weights out/reverse.safetensors \
  *       -o out/transformer.c                  # then build as above
  *   out/translate 5 9 12 3 7                  # output: 7 3 12 9 5 2

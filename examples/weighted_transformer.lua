@@ -24,10 +24,12 @@ encoder whose multi-head attention becomes *branched* attention.
   attn.ffn.linear1 / linear2 (per branch), layers.N.norm.
 
 Without weights the params are random (deterministic); the defaults are a
-small model. The paper's base model: --set d=512 branches=8 d_ff=2048 layers=6.
+small model. The paper's base model: --set d=512 --set branches=8
+--set d_ff=2048 --set layers=6.
 
-  kiln compile examples/weighted_transformer.lua -o out/weighted_transformer.c
-  kiln export examples/weighted_transformer.lua -o weighted_transformer.onnx
+  $ export PATH=$PWD/build:$PATH
+  $ kiln compile examples/weighted_transformer.lua -o out/weighted_transformer.c
+  $ kiln export examples/weighted_transformer.lua -o weighted_transformer.onnx
 ]]
 local nn = require "nn"
 

@@ -146,6 +146,19 @@ if(EXISTS ${T}/bad/run_bad.sh)
 # hostile command lines: -o onto the input model or a folder, Lua-only
 # options on ONNX, --shape twice, a negative --fold-limit, a keyword --name
 add_test(NAME bad_cli COMMAND ${T}/bad/run_cli.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+# a new user's first commands that must work (issue 26): help per command,
+# outputs named after the input, -o's folders made, stale blobs removed
+add_test(NAME cli_first_hour COMMAND ${T}/cli/first_hour.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
+# every shell block of README.md, docs/*.md and bench/README.md and every
+# `$ ` command of the examples' headers, run as written in a fresh folder
+# (tests/docs/run_docs.py; blocks that fetch skip offline), and README's
+# command 1's demo. Release suite only: they use build/'s kiln, as a user
+# does after command 1 (a few minutes, most of it gcc and one training run).
+if(NOT KILN_SANITIZE)
+  add_test(NAME docs_commands COMMAND /usr/bin/python3 ${T}/docs/run_docs.py ${CMAKE_SOURCE_DIR})
+  set_tests_properties(docs_commands PROPERTIES TIMEOUT 2400)
+  add_test(NAME readme_demo COMMAND bash ${CMAKE_SOURCE_DIR}/tools/demo.sh)
+endif()
 endif()
 
 # model names that are C keywords, libm functions or comment terminators

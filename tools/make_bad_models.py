@@ -256,10 +256,53 @@ def _():
     return model([n], [x], [vi("Y")])
 
 
-@case("unbound_dim", expect="dim 0 ('batch') is symbolic")
+@case("unbound_dim", expect="symbolic dims need values: input 'X' f32[batch,3] (--shape batch=N, or --shape X=1x3)")
 def _():
     n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
     return model([n], [vi("X", F32, ["batch", 3])], [vi("Y", F32, ["batch", 3])])
+
+
+@case("unbound_dims_all", expect="symbolic dims need values: input 'A' f32[batch,seq,4] (--shape batch=N, "
+      "--shape seq=N, or --shape A=1x1x4); input 'B' f32[batch,seq] (--shape batch=N, --shape seq=N, or --shape B=1x1)")
+def _():
+    n = helper.make_node("Mul", ["A", "B3"], ["Y"], name="mul")
+    u = helper.make_node("Unsqueeze", ["B", "ax"], ["B3"], name="unsq")
+    return model([u, n], [vi("A", F32, ["batch", "seq", 4]), vi("B", F32, ["batch", "seq"])],
+                 [vi("Y", F32, ["batch", "seq", 4])], inits=[const("ax", np.array([2], np.int64))])
+
+
+@case("shape_symbol_conflict", args="compile @ -o @OUT --shape X=2x3 --shape batch=4",
+      expect="--shape batch=4: input 'X' f32[2,3] has 2 for it (dim 0); expected one value per symbol")
+def _():
+    n = helper.make_node("Relu", ["X"], ["Y"], name="relu")
+    return model([n], [vi("X", F32, ["batch", 3])], [vi("Y", F32, ["batch", 3])])
+
+
+@case("shape_zero_dim", args="compile @ -o @OUT --shape X=0x3", expect="--shape X=0x3: expected dims like 1x16x64 (each at least 1)")
+def _():
+    return relu_model()
+
+
+@case("shape_typo", args="compile @ -o @OUT --shape x=2x3",
+      expect="--shape x: no graph input or symbolic dim has that name (did you mean 'X'?); expected one of 'X'")
+def _():
+    return relu_model()
+
+
+@case("run_input_typo", args="run @ --input x=@", expect="no input of that name (did you mean 'X'?); expected one of 'X'")
+def _():
+    return relu_model()
+
+
+@case("option_typo", args="compile @ -o @OUT --shap X=2x3",
+      expect="unknown option '--shap' (did you mean '--shape'?); see kiln compile --help")
+def _():
+    return relu_model()
+
+
+@case("command_typo", args="comple @", expect="unknown command 'comple' (did you mean 'compile'?)")
+def _():
+    return None
 
 
 @case("shape_unknown_name", args="compile @ -o @OUT --shape nosuch=4",
@@ -511,7 +554,7 @@ def _():
     return relu_model()
 
 
-@case("output_dir_missing", args="compile @ -o @OUT/../no/such/dir/out.c", expect="cannot write")
+@case("output_dir_blocked", args="compile @ -o @/sub/out.c", expect="cannot create the folder")
 def _():
     return relu_model()
 

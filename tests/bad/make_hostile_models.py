@@ -211,7 +211,7 @@ def _():
     return relu_model()
 
 
-@case("output_dir_is_file", "cannot write", "compile @ -o @/out.c")
+@case("output_dir_is_file", "a file of that name is in the way", "compile @ -o @/out.c")
 def _():
     return relu_model()
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# first_hour.sh KILN ROOT — what a new user meets first (issue 26), the
+# good paths run_cli.sh's refusals leave out: help per command and the
+# version; outputs named after the input and into folders -o names (made
+# when missing); --dump-after alone writes no C; a stale blob from an
+# earlier --weights=blob compile is removed; a symbol bound twice
+# consistently is accepted; kiln info on a model with symbolic dims.
+# Prints one line per case and "N passed, N failed".
+set -u
+kiln=$(realpath "$1") root=$(realpath "$2")
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-first-hour.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+model=$root/tests/models/encoder_2l_op14/model.onnx
+symbolic=$root/tests/bad/unbound_dim.onnx
+check() { # NAME CONDITION...: the condition, run in $work, must hold
+  local name=$1
+  shift
+  if (cd "$work" && eval "$*") >/dev/null 2>&1; then echo "ok   $name"; pass=$((pass + 1));
+  else echo "FAIL $name: $*"; fail=$((fail + 1)); fi
+}
+run() { (cd "$work" && "$kiln" "$@" >out.txt 2>err.txt); rc=$?; }
+
+run compile --help; check compile_help 'test $rc = 0 && grep -q "compile MODEL" out.txt && grep -q -- "--shape" out.txt && ! grep -q "check options" out.txt'
+run help check; check help_check 'test $rc = 0 && grep -q "check options" out.txt && grep -q -- "--rtol" out.txt'
+run check -h; check check_dash_h 'grep -q "usage: kiln check" out.txt'
+run -V; check version_short 'grep -q "^kiln [0-9]" out.txt'
+run --version; check version_long 'grep -q "^kiln [0-9]" out.txt'
+
+cp "$model" "$work/enc.onnx"
+run compile enc.onnx -q; check default_output_stem 'test -f enc.c && test -f enc.h && test -f kiln_rt.h && grep -q "enc_run" enc.h && ! test -e model.c'
+run compile enc.onnx -q -o out/sub/net.c; check o_makes_folders 'test -f out/sub/net.c && test -f out/sub/net.h && test -f out/sub/kiln_rt.h'
+rm -f "$work"/*.c "$work"/*.h
+run compile enc.onnx --dump-after=fold; check dump_after_only_stdout 'grep -q "^graph @" out.txt && ! ls *.c *.h 2>/dev/null | grep -q .'
+run compile enc.onnx -q --weights=blob -o s.c
+check blob_written 'test -f s.weights.bin && test -f s_weights.S'
+run compile enc.onnx --weights=inline -o s.c
+check stale_blob_removed '! test -e s.weights.bin && ! test -e s_weights.S && grep -q "removed s.weights.bin" err.txt'
+run compile "$symbolic" -q -o sym.c --shape X=2x3 --shape batch=2; check symbol_bound_twice 'test $rc = 0 && test -f sym.c'
+run info "$symbolic"; check info_symbolic 'test $rc = 0 && grep -q "f32\[1,3\]" out.txt && grep -q "symbolic dims .batch. are taken as 1" err.txt'
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
