@@ -1,0 +1,146 @@
+"""make_recurrent_cases.py — RNN, GRU and LSTM cases for kiln check, with
+ONNX Runtime's outputs as the reference (backend-test layout under
+tests/generated/recurrent/). Run with the venv that has onnx and
+onnxruntime:
+
+    /tmp/venv/bin/python tools/make_recurrent_cases.py tests/generated/recurrent
+
+ONNX's node tests (test_lstm_*, test_gru_*, test_rnn_*, test_simple_rnn_*)
+feed W, R and B as graph inputs and cover forward defaults only; here W, R,
+B and P are initializers, so kiln takes its packed-GEMM path, and the cases
+cover what those tests leave out: reverse and bidirectional, every
+activation the spec lists with activation_alpha/beta, clip, GRU's
+linear_before_reset, LSTM's input_forget and peepholes, sequence_lens
+(rows shorter than X), initial states, every optional output, and layout 1.
+ONNX Runtime runs layout 0 only, so a layout-1 case's reference is the same
+model at layout 0 on transposed inputs, its outputs transposed back.
+
+Shapes are small (S <= 5, B <= 3, H <= 6) and odd, so that no dim is a
+multiple of a vector width by chance."""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+
+
+def save(folder, model, feeds, outs):
+    os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    for k, (name, arr) in enumerate(feeds):
+        with open(os.path.join(folder, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(arr, name).SerializeToString())
+    for k, (name, arr) in enumerate(outs):
+        with open(os.path.join(folder, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(arr, name).SerializeToString())
+
+
+def build(op, s, b, i, h, direction="forward", layout=0, bias=True, seq=None, init_h=False, init_c=False,
+          peep=False, outs=("Y", "Y_h", "Y_c"), seed=0, **attrs):
+    """A one-node model (weights as initializers) and its feeds, at `layout`."""
+    rng = np.random.default_rng(seed)
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    d = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    f32 = lambda *shape: rng.uniform(-0.8, 0.8, shape).astype(np.float32)
+    inits = [numpy_helper.from_array(f32(d, g * h, i), "W"), numpy_helper.from_array(f32(d, g * h, h), "R")]
+    names = ["X", "W", "R"]
+    feeds = [("X", (f32(b, s, i) if layout else f32(s, b, i)) * 2)]
+    inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(feeds[0][1].shape))]
+    names.append("B" if bias else "")
+    if bias:
+        inits.append(numpy_helper.from_array(f32(d, 2 * g * h), "B"))
+    names.append("sequence_lens" if seq is not None else "")
+    if seq is not None:
+        feeds.append(("sequence_lens", np.array(seq, np.int32)))
+        inputs.append(helper.make_tensor_value_info("sequence_lens", TensorProto.INT32, [b]))
+    st = [b, d, h] if layout else [d, b, h]
+    for flag, name in ((init_h, "initial_h"), (init_c, "initial_c")):
+        if op == "LSTM" or name == "initial_h":
+            names.append(name if flag else "")
+            if flag:
+                feeds.append((name, f32(*st)))
+                inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, st))
+    if op == "LSTM":
+        names.append("P" if peep else "")
+        if peep:
+            inits.append(numpy_helper.from_array(f32(d, 3 * h), "P"))
+    while names[-1] == "":
+        names.pop()
+    allouts = ["Y", "Y_h", "Y_c"][: 3 if op == "LSTM" else 2]
+    onames = [o if o in outs else "" for o in allouts]
+    while onames[-1] == "":
+        onames.pop()
+    yshape = [b, s, d, h] if layout else [s, d, b, h]
+    oinfo = [helper.make_tensor_value_info(o, TensorProto.FLOAT, yshape if o == "Y" else st) for o in onames if o]
+    node = helper.make_node(op, names, onames, name=f"{op}_0", direction=direction, hidden_size=h, **attrs)
+    if layout:
+        node.attribute.append(helper.make_attribute("layout", 1))
+    graph = helper.make_graph([node], "recurrent", inputs, oinfo, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14 if layout else 7)])
+    model.ir_version = 7
+    onnx.checker.check_model(model)
+    return model, feeds
+
+
+def run_ort(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return list(zip(names, sess.run(None, dict(feeds))))
+
+
+def case(out, name, op, s, b, i, h, **kw):
+    model, feeds = build(op, s, b, i, h, **kw)
+    if kw.get("layout"):
+        kw0 = dict(kw, layout=0)
+        model0, _ = build(op, s, b, i, h, **kw0)
+        tf = {"X": (1, 0, 2), "initial_h": (1, 0, 2), "initial_c": (1, 0, 2)}
+        feeds0 = [(n, a.transpose(tf[n]) if n in tf else a) for n, a in feeds]
+        outs = [(n, a.transpose((2, 0, 1, 3)) if n == "Y" else a.transpose(1, 0, 2)) for n, a in run_ort(model0, feeds0)]
+    else:
+        outs = run_ort(model, feeds)
+    save(os.path.join(out, name), model, feeds, outs)
+    print(name, [(n, a.shape) for n, a in outs])
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/generated/recurrent"
+    # LSTM: both directions, peepholes, per-row lengths, initial states, all outputs
+    case(out, "lstm_bidir_peep_seq", "LSTM", 5, 3, 4, 6, direction="bidirectional", seq=[5, 2, 4], init_h=True,
+         init_c=True, peep=True, seed=1)
+    # LSTM reverse: clip, input_forget, three other gate functions with alpha/beta
+    case(out, "lstm_reverse_clip_forget", "LSTM", 4, 2, 3, 5, direction="reverse", clip=0.9, input_forget=1,
+         activations=["HardSigmoid", "Elu", "Softsign"], activation_alpha=[0.3, 0.7], activation_beta=[0.4],
+         init_c=True, seed=2)
+    # LSTM forward without B, only Y_h and Y_c
+    case(out, "lstm_nobias_states", "LSTM", 3, 2, 5, 4, bias=False, outs=("Y_h", "Y_c"), init_h=True, seed=3)
+    # GRU as PyTorch exports it: linear_before_reset, both directions, lengths
+    case(out, "gru_bidir_lbr_seq", "GRU", 5, 3, 4, 6, direction="bidirectional", linear_before_reset=1,
+         seq=[3, 5, 1], init_h=True, seed=4)
+    # GRU reverse without linear_before_reset: LeakyRelu and ScaledTanh, clip
+    case(out, "gru_reverse_acts_clip", "GRU", 4, 2, 3, 5, direction="reverse", clip=1.5,
+         activations=["LeakyRelu", "ScaledTanh"], activation_alpha=[0.2, 0.9], activation_beta=[1.3], seed=5)
+    # GRU forward, linear_before_reset, lengths, no B, only Y
+    case(out, "gru_lbr_nobias_y", "GRU", 4, 3, 2, 3, linear_before_reset=1, bias=False, seq=[4, 1, 3],
+         outs=("Y",), seed=6)
+    # RNN: a different function per direction
+    case(out, "rnn_bidir_relu_affine", "RNN", 5, 2, 3, 4, direction="bidirectional",
+         activations=["Relu", "Affine"], activation_alpha=[0.8], activation_beta=[0.1], init_h=True, seed=7)
+    # RNN: the remaining functions, one per case
+    for k, act in enumerate(["Sigmoid", "ThresholdedRelu", "Softplus", "Tanh"]):
+        kw = {"activation_alpha": [0.1]} if act == "ThresholdedRelu" else {}
+        case(out, f"rnn_{act.lower()}", "RNN", 3, 2, 3, 4, direction="reverse" if k % 2 else "forward",
+             activations=[act], seq=[3, 2] if k == 3 else None, clip=2.0 if k == 2 else None, seed=8 + k, **kw)
+    # layout 1 (batch first): bidirectional LSTM with lengths and states, GRU lbr
+    case(out, "lstm_layout1_bidir_seq", "LSTM", 4, 3, 3, 5, direction="bidirectional", layout=1, seq=[2, 4, 3],
+         init_h=True, init_c=True, peep=True, seed=20)
+    case(out, "gru_layout1_reverse", "GRU", 4, 2, 3, 4, direction="reverse", layout=1, linear_before_reset=1,
+         init_h=True, seed=21)
+
+
+if __name__ == "__main__":
+    main()
