@@ -765,3 +765,30 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# RNN, GRU and LSTM (compiler/ops/recurrent.c) against ONNX Runtime
+# (tools/make_recurrent_cases.py: constant weights, so the packed GEMMs;
+# directions, activations, clip, lengths, layout 1), within 1e-5: the C on
+# the default and AVX-512 panels and with 2 threads, and the interpreter;
+# the torch fixtures (tools/export_recurrent_fixtures.py) the same way
+file(GLOB KILN_RECURRENT_CASES LIST_DIRECTORIES true ${T}/generated/recurrent/*)
+foreach(dir ${KILN_RECURRENT_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME recurrent_${name}_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${dir})
+    add_test(NAME recurrent_${name}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5 ${dir})
+  endif()
+endforeach()
+foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq)
+  add_test(NAME recurrent_${case}_avx512 COMMAND ${KILN_BIN} check -q --isa=avx512 --rtol=1e-5 --atol=1e-5
+           ${T}/generated/recurrent/${case})
+  add_test(NAME recurrent_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-5 --atol=1e-5
+           ${T}/generated/recurrent/${case})
+endforeach()
+if(CLANG)
+  foreach(case lstm_bidir_peep_seq gru_reverse_acts_clip)
+    add_test(NAME recurrent_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/recurrent/${case})
+  endforeach()
+endif()

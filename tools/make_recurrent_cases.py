@@ -3,7 +3,9 @@ ONNX Runtime's outputs as the reference (backend-test layout under
 tests/generated/recurrent/). Run with the venv that has onnx and
 onnxruntime:
 
-    /tmp/venv/bin/python tools/make_recurrent_cases.py tests/generated/recurrent
+    /tmp/venv/bin/python tools/make_recurrent_cases.py tests/generated/recurrent tests/bad
+
+(the second folder receives the bad-input cases, recurrent_*.onnx/.expect).
 
 ONNX's node tests (test_lstm_*, test_gru_*, test_rnn_*, test_simple_rnn_*)
 feed W, R and B as graph inputs and cover forward defaults only; here W, R,
@@ -107,8 +109,71 @@ def case(out, name, op, s, b, i, h, **kw):
     print(name, [(n, a.shape) for n, a in outs])
 
 
+# Bad input, one case per refusal: tests/bad/recurrent_NAME.onnx + .expect
+# (tests/bad/run_bad.sh: one line "kiln: ...", exit 1, no file written).
+BAD = [
+    # (name, op, build() arguments, changes to the node, expected text)
+    ("lstm_w_shape", "LSTM", {}, {"W": (1, 12, 3)}, "W is f32[1,12,3]; expected f32[1,16,3]"),
+    ("rnn_unknown_activation", "RNN", {"activations": ["Swish"]}, {}, "activation 'Swish' is unknown"),
+    ("gru_activation_count", "GRU", {"activations": ["Sigmoid", "Tanh", "Tanh"]}, {}, "3 activations; expected 2"),
+    ("gru_hidden_size", "GRU", {}, {"hidden_size": 5}, "hidden_size is 5 but R has 12 rows of 4"),
+    ("lstm_direction", "LSTM", {"direction": "sideways"}, {}, "direction is 'sideways'"),
+    ("rnn_layout", "RNN", {"layout_attr": 2}, {}, "layout is 2"),
+    ("lstm_clip", "LSTM", {"clip": -1.0}, {}, "clip is not a positive float"),
+    ("gru_lbr", "GRU", {"linear_before_reset": 2}, {}, "linear_before_reset is 2"),
+    ("lstm_input_forget", "LSTM", {"input_forget": 3}, {}, "input_forget is 3"),
+    ("lstm_p_shape", "LSTM", {"peep": True}, {"P": (1, 8)}, "P is f32[1,8]; expected f32[1,12]"),
+    ("rnn_b_shape", "RNN", {}, {"B": (1, 4)}, "B is f32[1,4]; expected f32[1,8]"),
+    ("gru_initial_h_shape", "GRU", {"init_h": True}, {"initial_h": (2, 2, 4)}, "initial_h is f32[2,2,4]"),
+    ("rnn_x_rank", "RNN", {}, {"X": (3, 3)}, "X has rank 2; expected 3"),
+    ("rnn_x_int", "RNN", {}, {"Xdt": TensorProto.INT64}, "X is i64; expected f32 or f64"),
+    ("lstm_seq_shape", "LSTM", {"seq": [3, 3]}, {"sequence_lens": (3,)}, "sequence_lens is i32[3]; expected i32[2]"),
+    ("gru_seq_range", "GRU", {"seq": [3, 7]}, {"seq_const": True}, "sequence_lens[1] is 7; expected 0 to 3"),
+]
+
+
+def bad_model(op, kw, change):
+    """A valid S 3, B 2, I 3, H 4 model, then the change that breaks it."""
+    kw = dict(kw)
+    layout = kw.pop("layout_attr", None)
+    model, feeds = build(op, 3, 2, 3, 4, **kw)
+    g = model.graph
+    node = g.node[0]
+    if layout is not None:
+        node.attribute.append(helper.make_attribute("layout", layout))
+    for name, shape in change.items():
+        if name == "hidden_size":
+            next(a for a in node.attribute if a.name == "hidden_size").i = shape
+        elif name == "Xdt":
+            g.input[0].type.tensor_type.elem_type = shape
+        elif name == "seq_const":
+            g.initializer.append(numpy_helper.from_array(dict(feeds)["sequence_lens"], "sequence_lens"))
+            g.input.remove(next(i for i in g.input if i.name == "sequence_lens"))
+        else:
+            for t in g.initializer:
+                if t.name == name:
+                    t.CopyFrom(numpy_helper.from_array(np.zeros(shape, np.float32), name))
+            for i in g.input:
+                if i.name == name:
+                    i.type.tensor_type.ClearField("shape")
+                    for dim in shape:
+                        i.type.tensor_type.shape.dim.add().dim_value = dim
+    return model
+
+
+def write_bad(folder):
+    for name, op, kw, change, expect in BAD:
+        model = bad_model(op, kw, change)
+        with open(os.path.join(folder, f"recurrent_{name}.onnx"), "wb") as f:
+            f.write(model.SerializeToString(deterministic=True))
+        with open(os.path.join(folder, f"recurrent_{name}.expect"), "w") as f:
+            f.write("compile @ -o @OUT\n" + expect + "\n")
+    print(f"wrote {len(BAD)} bad cases to {folder}")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/generated/recurrent"
+    write_bad(sys.argv[2] if len(sys.argv) > 2 else "tests/bad")
     # LSTM: both directions, peepholes, per-row lengths, initial states, all outputs
     case(out, "lstm_bidir_peep_seq", "LSTM", 5, 3, 4, 6, direction="bidirectional", seq=[5, 2, 4], init_h=True,
          init_c=True, peep=True, seed=1)

@@ -290,12 +290,17 @@ bool recurrent_infer(Graph *g, Node *n, Diag *d) {
     const Value *v = node_in(g, n, i);
     ty[i] = v ? &v->type : NULL;
   }
-  if (n->op != OP_LSTM && n->nin > 6)
-    return diag_node(d, g, n, "%d inputs; expected at most 6 (X, W, R, B, sequence_lens, initial_h)", n->nin);
   RnnGeom r;
   char err[320];
   if (!rnn_geom(n, ty, &r, err, sizeof err))
     return diag_node(d, g, n, "%s", err);
+  const Value *seq = node_in(g, n, RI_SEQ);
+  for (int64_t b = 0; seq && seq->data && b < r.b; b++) {
+    int64_t len = el_get_i(seq->type.dt, seq->data, b);
+    if (len < 0 || len > r.s)
+      return diag_node(d, g, n, "sequence_lens[%lld] is %lld; expected 0 to %lld (X's steps)", (long long)b,
+                       (long long)len, (long long)r.s);
+  }
   for (int k = 0; k < n->nout; k++)
     node_out(g, n, k)->type = rnn_out_type(&r, k);
   return true;
@@ -468,8 +473,8 @@ bool recurrent_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   for (int64_t b = 0; b < r.b && ok; b++) {
     int64_t len = r.has_seq ? el_get_i(in[RI_SEQ].type.dt, in[RI_SEQ].data, b) : r.s;
     if (len < 0 || len > r.s) {
-      ok = diag_error(d, "%s '%s': sequence_lens[%lld] is %lld; expected 0 to %lld (X's steps)",
-                      node_op_name(n), n->name, (long long)b, (long long)len, (long long)r.s);
+      ok = diag_error(d, "node '%s' (%s): sequence_lens[%lld] is %lld; expected 0 to %lld (X's steps)",
+                      n->name, node_op_name(n), (long long)b, (long long)len, (long long)r.s);
       break;
     }
     for (int64_t dd = 0; dd < r.d; dd++)
