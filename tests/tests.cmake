@@ -779,6 +779,11 @@ foreach(dir ${KILN_RECURRENT_CASES})
     add_test(NAME recurrent_${name}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5 ${dir})
   endif()
 endforeach()
+foreach(m lstm_bi2_seqlens gru_encoder)
+  add_test(NAME recurrent_model_${m}_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${T}/models/${m})
+  add_test(NAME recurrent_model_${m}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
+           ${T}/models/${m})
+endforeach()
 foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq)
   add_test(NAME recurrent_${case}_avx512 COMMAND ${KILN_BIN} check -q --isa=avx512 --rtol=1e-5 --atol=1e-5
            ${T}/generated/recurrent/${case})

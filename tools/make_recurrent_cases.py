@@ -171,7 +171,36 @@ def write_bad(folder):
     print(f"wrote {len(BAD)} bad cases to {folder}")
 
 
+def load_set(folder, prefix):
+    """input_K.pb / output_K.pb of test_data_set_0, in K order, as (name, array)."""
+    out, k = [], 0
+    while os.path.exists(os.path.join(folder, "test_data_set_0", f"{prefix}_{k}.pb")):
+        t = onnx.TensorProto()
+        with open(os.path.join(folder, "test_data_set_0", f"{prefix}_{k}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        out.append((t.name, numpy_helper.to_array(t)))
+        k += 1
+    return out
+
+
+def ort_outputs(folder):
+    """Replace a fixture's (PyTorch) outputs by ONNX Runtime's, after checking
+    that the two agree (1e-5)."""
+    model = onnx.load(os.path.join(folder, "model.onnx"))
+    outs = run_ort(model, load_set(folder, "input"))
+    for (name, want), (oname, got) in zip(load_set(folder, "output"), outs):
+        err = float(np.max(np.abs(got - want)))
+        print(f"{folder}: {name}: ORT vs PyTorch max abs {err:.3g}")
+        if name != oname or err > 1e-5:
+            sys.exit(f"{folder}: ONNX Runtime's {oname} differs from PyTorch's {name}")
+    save(folder, model, load_set(folder, "input"), outs)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--ort":
+        for folder in sys.argv[2:]:
+            ort_outputs(folder)
+        return
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/generated/recurrent"
     write_bad(sys.argv[2] if len(sys.argv) > 2 else "tests/bad")
     # LSTM: both directions, peepholes, per-row lengths, initial states, all outputs
