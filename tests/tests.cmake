@@ -784,6 +784,14 @@ foreach(m lstm_bi2_seqlens gru_encoder)
   add_test(NAME recurrent_model_${m}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
            ${T}/models/${m})
 endforeach()
+# the step's product (templates/recurrent_gemv.c.in) as 16-, 8- and 4-wide
+# vectors and in plain C
+set(KILN_RECURRENT_VARIANTS "v16|avx512|${KILN_V16}" "v8|generic|${KILN_V8}" "v4|generic|-O2"
+    "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+foreach(case lstm_bidir_peep_seq gru_reverse_acts_clip)
+  kiln_variant_tests(${T}/generated/recurrent/${case} recurrent_${case} "${KILN_RECURRENT_VARIANTS}"
+                     --rtol=1e-5 --atol=1e-5)
+endforeach()
 foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq)
   add_test(NAME recurrent_${case}_avx512 COMMAND ${KILN_BIN} check -q --isa=avx512 --rtol=1e-5 --atol=1e-5
            ${T}/generated/recurrent/${case})

@@ -21,9 +21,12 @@
  * x·Wᵀ + biases for every step and both directions as one product (the
  * packed GEMM when W is an f32 constant: W is [D·G·H, I], Wᵀ's columns),
  * into a stack buffer; then per direction and batch row the steps in
- * order, each a product of h by Rᵀ (the packed GEMM on one row when R is
- * an f32 constant) followed by one loop over the hidden units that adds
- * the input side, applies the gate functions and writes h, c and Y. */
+ * order, each a product of h by Rᵀ (for an f32 constant R, R packed into
+ * K-major panels of 64 columns read by four independent vector sums,
+ * templates/recurrent_gemv.c.in: the packed GEMM's one-row tiles were a
+ * single FMA chain, latency-bound) followed by one loop over the hidden
+ * units that adds the input side, applies the gate functions and writes
+ * h, c and Y. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -593,17 +596,36 @@ static void emit_input_side(Emit *e, RnnEmit *q) {
   }
 }
 
-/* out[0..n) = a[0..H) · R[d] rows row0 .. row0+n as columns: one row of
- * the packed GEMM for f32 constant R, else a dot product per column. */
+/* Columns per panel of R packed for the step's product (templates/
+ * recurrent_gemv.c.in). */
+#define RNN_PANEL 64
+
+static int64_t round_panel(int64_t n) { return (n + RNN_PANEL - 1) / RNN_PANEL * RNN_PANEL; }
+
+/* out[0..n) = a[0..H) · R[d] rows row0 .. row0+n as columns: for f32
+ * constant R, R's rows packed into K-major panels and the template's four
+ * vector sums (out holds round_panel(n) floats); else a dot product per
+ * column, R read as it is. */
 static void emit_rec_product(Emit *e, const RnnEmit *q, int64_t d, int64_t row0, int64_t n, const char *a,
                              const char *out) {
   const RnnGeom *r = &q->r;
+  Arena *ar = e->g->arena;
   int64_t H = r->h, gh = r->g * H;
   if (packed_f32(q, q->rw)) {
-    GemmSpec s = {.m = 1, .n = n, .k = H, .a = a, .a_rs = H, .b = (const float *)q->rw->data + (d * gh + row0) * H,
-                  .b_trans = true, .b_name = q->rw->name, .y = out};
-    if (emit_gemm(e, &s))
-      return;
+    int64_t np = round_panel(n) / RNN_PANEL;
+    const float *rd = (const float *)q->rw->data + (d * gh + row0) * H;
+    float *pk = arena_alloc(ar, sizeof(float) * (size_t)(np * RNN_PANEL * H));
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t k = 0; k < H; k++)
+        pk[((j / RNN_PANEL) * H + k) * RNN_PANEL + j % RNN_PANEL] = rd[j * H + k];
+    const char *rp = emit_const_array(
+        e, DT_F32, pk, np * RNN_PANEL * H, arena_printf(ar, "%s_packed", q->rw->name),
+        arena_printf(ar, "R '%s' direction %lld, rows %lld .. %lld as columns, packed for the recurrent step: %lld "
+                     "panels [%lld][%d], zero-padded", q->rw->name, (long long)d, (long long)row0,
+                     (long long)(row0 + n - 1), (long long)np, (long long)H, RNN_PANEL));
+    emit_tmpl(e, "recurrent_gemv", "N", emit_int(e, n), "NP", emit_int(e, np), "K", emit_int(e, H), "RP", rp,
+              "PANEL", emit_int(e, H * RNN_PANEL), "A", a, "OUT", out, NULL);
+    return;
   }
   emit_line(e, "for (int j = 0; j < %lld; j++) { /* %s · R[%lld] rows %lld.. as columns */", (long long)n, a,
             (long long)d, (long long)row0);
@@ -714,8 +736,11 @@ static void emit_direction(Emit *e, const RnnEmit *q, int64_t d) {
               q->seq, q->seq, S, S, q->seq);
   else
     emit_line(e, "const int len = %lld;", S);
-  emit_line(e, "%s hcur[%lld]%s, hr[%lld]%s;", T, H, lstm ? arena_printf(a, ", ccur[%lld]", H) : "", GH,
-            q->n->op == OP_GRU && !r->lbr ? arena_printf(a, ", rh[%lld]", H) : "");
+  bool gru2 = q->n->op == OP_GRU && !r->lbr; /* two products: z, r from h, then h's from r ⊙ h */
+  emit_line(e, "%s hcur[%lld]%s, hr[%lld]%s; /* h%s, h·Rᵀ (padded to whole panels)%s */", T, H,
+            lstm ? arena_printf(a, ", ccur[%lld]", H) : "",
+            (long long)(gru2 ? 2 * H + round_panel(H) : round_panel(GH)), gru2 ? arena_printf(a, ", rh[%lld]", H) : "",
+            lstm ? ", c" : "", gru2 ? ", r ⊙ h" : "");
   emit_line(e, "for (int j = 0; j < %lld; j++) {", H);
   emit_line(e, "  hcur[j] = %s;", q->h0 ? arena_printf(a, "%s[%s + j]", q->h0, st) : zero);
   if (lstm)
@@ -776,6 +801,24 @@ bool recurrent_emit(Emit *e, const Node *n) {
   q.p = r->has_p ? emit_ref(e, n->in[RI_P]) : NULL;
   for (int k = 0; k < n->nout && k < 3; k++)
     q.y[k] = emit_ref(e, n->out[k]);
+  /* the two directions are independent: with --threads, one thread each.
+   * A direction's time: per step the product at half the GEMM's rate
+   * (2·G·H·H / 50 ns) and a gate function (~4 ns) per gate and unit */
+  double ns = (double)(r->s * r->b) * (2.0 * (double)(r->g * r->h * r->h) / 50.0 + 4.0 * (double)(r->g * r->h));
+  if (r->d == 2 && emit_parallel_for(e, 2, 2 * ns)) {
+    emit_line(e, "for (int d = 0; d < 2; d++) {");
+    emit_line(e, "  if (d == 0) {");
+    e->indent += 2;
+    emit_direction(e, &q, 0);
+    e->indent -= 2;
+    emit_line(e, "  } else {");
+    e->indent += 2;
+    emit_direction(e, &q, 1);
+    e->indent -= 2;
+    emit_line(e, "  }");
+    emit_line(e, "}");
+    return true;
+  }
   for (int64_t d = 0; d < r->d; d++)
     emit_direction(e, &q, d);
   return true;
