@@ -805,3 +805,15 @@ if(CLANG)
              ${T}/generated/recurrent/${case})
   endforeach()
 endif()
+# ONNX Runtime's quantize_dynamic of an LSTM (com.microsoft DynamicQuantizeLSTM,
+# compiler/onnx_ort_lstm.c: the int8/uint8 weights dequantized at compile time;
+# tools/make_recurrent_cases.py --dq): against ORT's f32 LSTM on those weights
+# within 1e-5 (NAME_exact), and against ORT's own kernel, which also quantizes
+# X and h at every step, within 1e-2
+foreach(case dqlstm_bidir_s8 dqlstm_reverse_u8_per_channel)
+  set(dir ${T}/generated/recurrent_dq/${case})
+  add_test(NAME recurrent_${case}_exact_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${dir}_exact)
+  add_test(NAME recurrent_${case}_exact_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
+           ${dir}_exact)
+  add_test(NAME recurrent_${case}_ort_c COMMAND ${KILN_BIN} check -q --rtol=1e-2 --atol=1e-2 ${dir})
+endforeach()

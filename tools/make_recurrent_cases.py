@@ -5,7 +5,12 @@ onnxruntime:
 
     /tmp/venv/bin/python tools/make_recurrent_cases.py tests/generated/recurrent tests/bad
 
-(the second folder receives the bad-input cases, recurrent_*.onnx/.expect).
+(the second folder receives the bad-input cases, recurrent_*.onnx/.expect), and
+
+    /tmp/venv/bin/python tools/make_recurrent_cases.py --dq tests/generated/recurrent_dq tests/bad
+
+ONNX Runtime's quantize_dynamic of two LSTMs (com.microsoft
+DynamicQuantizeLSTM, compiler/onnx_ort_lstm.c): see dq_case.
 
 ONNX's node tests (test_lstm_*, test_gru_*, test_rnn_*, test_simple_rnn_*)
 feed W, R and B as graph inputs and cover forward defaults only; here W, R,
@@ -161,6 +166,30 @@ def bad_model(op, kw, change):
     return model
 
 
+def write_bad_dq(folder, dq_model):
+    """DynamicQuantizeLSTM refusals, from a good quantize_dynamic output."""
+    cases = []
+    m = onnx.load(dq_model)  # a scale that is a graph input, not an initializer
+    t = next(t for t in m.graph.initializer if t.name == "W_scale")
+    m.graph.initializer.remove(t)
+    m.graph.input.append(helper.make_tensor_value_info("W_scale", TensorProto.FLOAT, list(t.dims)))
+    cases.append(("dqlstm_scale_input", m, "W_quantized, its scale or its zero point is computed"))
+    m = onnx.load(dq_model)  # LSTM's eight inputs only
+    del m.graph.node[0].input[8:]
+    cases.append(("dqlstm_inputs", m, "8 inputs and 3 outputs; expected 12"))
+    m = onnx.load(dq_model)  # a scale per direction and column that has the wrong width
+    for name in ("R_scale", "R_zero_point"):
+        t = next(t for t in m.graph.initializer if t.name == name)
+        a = numpy_helper.to_array(t)
+        t.CopyFrom(numpy_helper.from_array(np.repeat(a[:, None], 5, axis=1), name))
+    cases.append(("dqlstm_scale_shape", m, "scale f32[2,5]"))
+    for name, model, expect in cases:
+        with open(os.path.join(folder, f"recurrent_{name}.onnx"), "wb") as f:
+            f.write(model.SerializeToString(deterministic=True))
+        with open(os.path.join(folder, f"recurrent_{name}.expect"), "w") as f:
+            f.write("compile @ -o @OUT\n" + expect + "\n")
+
+
 def write_bad(folder):
     for name, op, kw, change, expect in BAD:
         model = bad_model(op, kw, change)
@@ -196,7 +225,52 @@ def ort_outputs(folder):
     save(folder, model, load_set(folder, "input"), outs)
 
 
+def dq_case(out, name, weight_type, per_channel, op_kw):
+    """ONNX Runtime's quantize_dynamic of an LSTM case: a DynamicQuantizeLSTM
+    node. Two folders with the same model: NAME (ORT's outputs, which also
+    quantize X and h at every step: kiln within 1e-2) and NAME_exact (ORT's
+    f32 LSTM on the weights dequantized in numpy, what kiln computes: 1e-5)."""
+    import tempfile
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    model, feeds = build("LSTM", **op_kw)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "q.onnx")
+        model.opset_import[0].version = 11
+        onnx.save(model, src)
+        wt = QuantType.QInt8 if weight_type == "s8" else QuantType.QUInt8
+        quantize_dynamic(src, dst, weight_type=wt, per_channel=per_channel)
+        qmodel = onnx.load(dst)
+    node = qmodel.graph.node[0]
+    assert node.op_type == "DynamicQuantizeLSTM", node.op_type
+    save(os.path.join(out, name), qmodel, feeds, run_ort(qmodel, feeds))
+    inits = {t.name: numpy_helper.to_array(t) for t in qmodel.graph.initializer}
+    f32 = onnx.load_from_string(model.SerializeToString())
+    for t in f32.graph.initializer:
+        if t.name in ("W", "R"):
+            q = inits[node.input[1 if t.name == "W" else 2]].astype(np.int64)
+            sc = inits[node.input[8 if t.name == "W" else 10]]
+            zp = inits[node.input[9 if t.name == "W" else 11]].astype(np.int64)
+            if sc.ndim == 1:
+                sc, zp = sc[:, None, None], zp[:, None, None]
+            else:
+                sc, zp = sc[:, None, :], zp[:, None, :]
+            w = ((q - zp).astype(np.float32) * sc).transpose(0, 2, 1)
+            t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(w, np.float32), t.name))
+    save(os.path.join(out, name + "_exact"), qmodel, feeds, run_ort(f32, feeds))
+    print(name, node.input[8:], [(a.name) for a in node.attribute])
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--dq":
+        out = sys.argv[2]
+        dq_case(out, "dqlstm_bidir_s8", "s8", False,
+                dict(s=5, b=3, i=4, h=6, direction="bidirectional", seq=[5, 2, 4], init_h=True, init_c=True,
+                     peep=True, seed=30))
+        dq_case(out, "dqlstm_reverse_u8_per_channel", "u8", True,
+                dict(s=4, b=2, i=5, h=7, direction="reverse", init_c=True, seed=31))
+        write_bad_dq(sys.argv[3] if len(sys.argv) > 3 else "tests/bad",
+                     os.path.join(out, "dqlstm_bidir_s8", "model.onnx"))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--ort":
         for folder in sys.argv[2:]:
             ort_outputs(folder)
