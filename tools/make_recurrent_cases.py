@@ -308,6 +308,12 @@ def main():
          init_h=True, init_c=True, peep=True, seed=20)
     case(out, "gru_layout1_reverse", "GRU", 4, 2, 3, 4, direction="reverse", layout=1, linear_before_reset=1,
          init_h=True, seed=21)
+    # long sequences: the input side in chunks of steps (RNN_GX_MAX_BYTES in compiler/ops/recurrent.c),
+    # only the final states written (they depend on every step)
+    case(out, "lstm_layout1_chunked", "LSTM", 1100, 2, 2, 32, direction="bidirectional", layout=1,
+         seq=[1100, 800], peep=True, outs=("Y_h", "Y_c"), seed=22)
+    case(out, "gru_reverse_chunked", "GRU", 1000, 1, 2, 48, direction="reverse", outs=("Y_h",), init_h=True,
+         seed=23)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,11 @@
  * _eval is the plain reference, in double. _emit writes the input side
  * x·Wᵀ + biases for every step and both directions as one product (the
  * packed GEMM when W is an f32 constant: W is [D·G·H, I], Wᵀ's columns),
- * into a stack buffer; then per direction and batch row the steps in
+ * into a stack buffer — or, when that buffer would pass RNN_GX_MAX_BYTES
+ * (long sequences), per direction and batch row in equal chunks of steps,
+ * one product each, computed when the steps reach them (the stack stays
+ * small and the chunk is still in cache when read); then per direction
+ * and batch row the steps in
  * order, each a product of h by Rᵀ (for an f32 constant R, R packed into
  * K-major panels of 64 columns read by four independent vector sums,
  * templates/recurrent_gemv.c.in: the packed GEMM's one-row tiles were a
@@ -531,68 +535,75 @@ typedef struct RnnEmit {
   RnnGeom r;
   const Value *w, *rw, *bv;       /* W, R, B (NULL: absent) */
   const char *x, *W, *R, *B, *seq, *h0, *c0, *p, *y[3];
+  int64_t chunk;                  /* 0: the input side of every step at once; else of this many steps */
 } RnnEmit;
+
+/* The input side's buffer of every step, at most; past it, each direction
+ * and batch row computes it in chunks of steps (RnnEmit.chunk) as it goes:
+ * the stack holds the buffer. */
+#define RNN_GX_MAX_BYTES (1 << 18)
 
 static bool packed_f32(const RnnEmit *q, const Value *v) { return q->r.dt == DT_F32 && v && v->data; }
 
-/* The biases of the input side, [D*G*H]: Wb + Rb, but for GRU's Rbₕ
- * under linear_before_reset (added inside the reset product). */
-static float *input_bias(Emit *e, const RnnEmit *q) {
+/* The biases of the input side for directions d0 .. d0+nd-1, [nd*G*H]:
+ * Wb + Rb, but for GRU's Rbₕ under linear_before_reset (added inside the
+ * reset product). */
+static float *input_bias(Emit *e, const RnnEmit *q, int64_t d0, int64_t nd) {
   const RnnGeom *r = &q->r;
   int64_t gh = r->g * r->h;
-  float *bias = arena_alloc(e->g->arena, sizeof(float) * (size_t)(r->d * gh));
+  float *bias = arena_alloc(e->g->arena, sizeof(float) * (size_t)(nd * gh));
   const float *bd = q->bv->data;
-  for (int64_t d = 0; d < r->d; d++)
+  for (int64_t d = d0; d < d0 + nd; d++)
     for (int64_t j = 0; j < gh; j++)
-      bias[d * gh + j] = bd[d * 2 * gh + j] + (r->lbr && j >= 2 * r->h ? 0.0f : bd[d * 2 * gh + gh + j]);
+      bias[(d - d0) * gh + j] = bd[d * 2 * gh + j] + (r->lbr && j >= 2 * r->h ? 0.0f : bd[d * 2 * gh + gh + j]);
   return bias;
 }
 
-/* gx[S*B][D*G*H] = X·Wᵀ + biases: one packed GEMM for f32 constant W (the
- * biases in it when B is constant too), else a plain loop. */
-static void emit_input_side(Emit *e, RnnEmit *q) {
+/* gx[m][nd*G*H] = A·Wᵀ + biases for directions d0 .. d0+nd-1, A's rows
+ * at a, a_rs apart: one packed GEMM for f32 constant W (the biases in it
+ * when B is constant too), else a plain loop reading W (and B) as they
+ * are. */
+static void emit_input_side(Emit *e, RnnEmit *q, int64_t m, const char *a, int64_t a_rs, int64_t d0, int64_t nd) {
   const RnnGeom *r = &q->r;
-  int64_t gh = r->g * r->h, dgh = r->d * gh, rows = r->s * r->b;
+  Arena *ar = e->g->arena;
+  int64_t gh = r->g * r->h, ngh = nd * gh;
   const char *T = dt_ctype(r->dt);
-  bool bias_done = false;
+  bool bias_done = false, gemm = false;
   if (packed_f32(q, q->w)) {
     const char *bias = NULL;
-    if (packed_f32(q, q->bv)) {
-      bias = emit_const_array(e, DT_F32, input_bias(e, q), dgh, arena_printf(e->g->arena, "%s_bias", q->bv->name),
+    if (packed_f32(q, q->bv))
+      bias = emit_const_array(e, DT_F32, input_bias(e, q, d0, nd), ngh, arena_printf(ar, "%s_bias", q->bv->name),
                               "the recurrent layer's input-side biases, Wb + Rb per direction");
-      bias_done = true;
-    }
-    GemmSpec s = {.m = rows, .n = dgh, .k = r->i, .a = q->x, .a_rs = r->i, .b = q->w->data, .b_trans = true,
-                  .b_name = q->w->name, .bias = bias, .y = "gx"};
-    if (!emit_gemm(e, &s))
-      bias_done = false, q->W = emit_ref(e, q->n->in[RI_W]);
-    else
-      q->W = NULL;
-  } else {
-    q->W = emit_ref(e, q->n->in[RI_W]);
+    GemmSpec s = {.m = m, .n = ngh, .k = r->i, .a = a, .a_rs = a_rs, .b = (const float *)q->w->data + d0 * gh * r->i,
+                  .b_trans = true, .b_name = q->w->name, .bias = bias, .y = "gx"};
+    gemm = emit_gemm(e, &s);
+    bias_done = gemm && bias;
   }
-  if (q->W) {
-    emit_line(e, "for (int i = 0; i < %lld; i++) /* the input side, W [D*G*H, I] read as it is */",
-              (long long)rows);
-    emit_line(e, "  for (int j = 0; j < %lld; j++) {", (long long)dgh);
+  if (!gemm) {
+    if (!q->W)
+      q->W = emit_ref(e, q->n->in[RI_W]);
+    emit_line(e, "for (int i = 0; i < %lld; i++) /* the input side, W [D*G*H, I] read as it is */", (long long)m);
+    emit_line(e, "  for (int j = 0; j < %lld; j++) {", (long long)ngh);
     emit_line(e, "    %s s = 0;", T);
     emit_line(e, "    for (int k = 0; k < %lld; k++)", (long long)r->i);
-    emit_line(e, "      s += %s[i * %lld + k] * %s[j * %lld + k];", q->x, (long long)r->i, q->W, (long long)r->i);
-    emit_line(e, "    gx[i * %lld + j] = s;", (long long)dgh);
+    emit_line(e, "      s += (%s)[i * %lld + k] * %s[%lld + j * %lld + k];", a, (long long)a_rs, q->W,
+              (long long)(d0 * gh * r->i), (long long)r->i);
+    emit_line(e, "    gx[i * %lld + j] = s;", (long long)ngh);
     emit_line(e, "  }");
   }
   if (r->has_b && !bias_done) {
-    q->B = emit_ref(e, q->n->in[RI_B]);
-    emit_line(e, "for (int i = 0; i < %lld; i++) /* + Wb + Rb%s */", (long long)rows,
+    if (!q->B)
+      q->B = emit_ref(e, q->n->in[RI_B]);
+    emit_line(e, "for (int i = 0; i < %lld; i++) /* + Wb + Rb%s */", (long long)m,
               r->lbr ? " (GRU's Rb of h joins the reset product)" : "");
-    emit_line(e, "  for (int d = 0; d < %lld; d++)", (long long)r->d);
+    emit_line(e, "  for (int d = 0; d < %lld; d++)", (long long)nd);
     emit_line(e, "    for (int j = 0; j < %lld; j++)", (long long)gh);
-    emit_line(e, "      gx[i * %lld + d * %lld + j] += %s[d * %lld + j]%s;", (long long)dgh, (long long)gh, q->B,
-              (long long)(2 * gh),
-              r->lbr ? arena_printf(e->g->arena, " + (j < %lld ? %s[d * %lld + %lld + j] : 0)", (long long)(2 * r->h),
-                                    q->B, (long long)(2 * gh), (long long)gh)
-                     : arena_printf(e->g->arena, " + %s[d * %lld + %lld + j]", q->B, (long long)(2 * gh),
-                                    (long long)gh));
+    emit_line(e, "      gx[i * %lld + d * %lld + j] += %s[(d + %lld) * %lld + j]%s;", (long long)ngh, (long long)gh,
+              q->B, (long long)d0, (long long)(2 * gh),
+              r->lbr ? arena_printf(ar, " + (j < %lld ? %s[(d + %lld) * %lld + %lld + j] : 0)", (long long)(2 * r->h),
+                                    q->B, (long long)d0, (long long)(2 * gh), (long long)gh)
+                     : arena_printf(ar, " + %s[(d + %lld) * %lld + %lld + j]", q->B, (long long)d0,
+                                    (long long)(2 * gh), (long long)gh));
   }
 }
 
@@ -721,7 +732,26 @@ static const char *st_at_c(Emit *e, const RnnGeom *r, int64_t d) {
 
 /* Direction d: per batch row, its steps, the rows past its length zero,
  * the final state. */
-static void emit_direction(Emit *e, const RnnEmit *q, int64_t d) {
+/* In chunk mode, at a step t outside the steps gx holds: the next chunk
+ * (forward: from t on; reverse: up to t), its first step clamped so that
+ * all of it lies in X. */
+static void emit_chunk_refill(Emit *e, RnnEmit *q, int64_t d, bool rev) {
+  const RnnGeom *r = &q->r;
+  long long C = (long long)q->chunk, S = (long long)r->s, B = (long long)r->b, I = (long long)r->i;
+  emit_line(e, "if (t < c_lo || t > c_hi) { /* the input side of the next %lld steps */", C);
+  e->indent++;
+  emit_line(e, "int t0 = t%s;", rev ? arena_printf(e->g->arena, " - %lld", C - 1) : "");
+  emit_line(e, "t0 = t0 < 0 ? 0 : t0 > %lld ? %lld : t0;", S - C, S - C);
+  const char *a = r->batch_first ? arena_printf(e->g->arena, "%s + (bi * %lld + t0) * %lld", q->x, S, I)
+                                 : arena_printf(e->g->arena, "%s + (t0 * %lld + bi) * %lld", q->x, B, I);
+  emit_input_side(e, q, q->chunk, a, r->batch_first ? I : B * I, d, 1);
+  emit_line(e, "c_lo = t0;");
+  emit_line(e, "c_hi = t0 + %lld;", C - 1);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+static void emit_direction(Emit *e, RnnEmit *q, int64_t d) {
   const RnnGeom *r = &q->r;
   Arena *a = e->g->arena;
   const char *T = dt_ctype(r->dt), *zero = emit_double_literal(e, r->dt, 0);
@@ -746,12 +776,22 @@ static void emit_direction(Emit *e, const RnnEmit *q, int64_t d) {
   if (lstm)
     emit_line(e, "  ccur[j] = %s;", q->c0 ? arena_printf(a, "%s[%s + j]", q->c0, st) : zero);
   emit_line(e, "}");
+  if (q->chunk) {
+    emit_line(e, "%s gx[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: X·Wᵀ + Wb + Rb of steps c_lo .. "
+              "c_hi */", T, (long long)q->chunk * GH, (long long)q->chunk, GH);
+    emit_line(e, "int c_lo = 1, c_hi = 0; /* none yet */");
+  }
   emit_line(e, "for (int step = 0; step < len; step++) {");
   e->indent++;
   emit_line(e, "const int t = %s;", rev ? "len - 1 - step" : "step");
-  emit_line(e, "const %s *gt = gx + %s * %lld + %lld; /* this step's input side */", T,
-            r->batch_first ? arena_printf(a, "(bi * %lld + t)", S) : arena_printf(a, "(t * %lld + bi)", B),
-            (long long)(r->d * r->g * r->h), (long long)d * GH);
+  if (q->chunk) {
+    emit_chunk_refill(e, q, d, rev);
+    emit_line(e, "const %s *gt = gx + (t - c_lo) * %lld; /* this step's input side */", T, GH);
+  } else {
+    emit_line(e, "const %s *gt = gx + %s * %lld + %lld; /* this step's input side */", T,
+              r->batch_first ? arena_printf(a, "(bi * %lld + t)", S) : arena_printf(a, "(t * %lld + bi)", B),
+              (long long)(r->d * r->g * r->h), (long long)d * GH);
+  }
   emit_cell(e, q, d, q->y[0] ? arena_printf(a, "%s[%s + j]", q->y[0], yat) : NULL);
   e->indent--;
   emit_line(e, "}");
@@ -783,14 +823,24 @@ bool recurrent_emit(Emit *e, const Node *n) {
   q.w = node_in(g, n, RI_W);
   q.rw = node_in(g, n, RI_R);
   q.bv = node_in(g, n, RI_B);
-  long long rows = (long long)(r->s * r->b), dgh = (long long)(r->d * r->g * r->h);
-  emit_line(e, "/* %s: X %s, %lld direction%s, hidden size %lld; the input side of every step first */",
-            node_op_name(n), r->batch_first ? "[B, S, I] (layout 1)" : "[S, B, I]", (long long)r->d,
-            r->d > 1 ? "s" : "", (long long)r->h);
-  emit_line(e, "%s gx[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: X·Wᵀ + Wb + Rb, row %s */",
-            dt_ctype(r->dt), rows * dgh, rows, dgh, r->batch_first ? "b*S + t" : "t*B + b");
+  long long rows = (long long)(r->s * r->b), dgh = (long long)(r->d * r->g * r->h), gh = (long long)(r->g * r->h);
   q.x = emit_ref(e, n->in[RI_X]);
-  emit_input_side(e, &q);
+  if ((int64_t)dt_size(r->dt) * rows * dgh > RNN_GX_MAX_BYTES) { /* chunks of equal size, as few as fit */
+    int64_t most = RNN_GX_MAX_BYTES / ((int64_t)dt_size(r->dt) * gh), n_chunks;
+    most = most < 1 ? 1 : most > r->s ? r->s : most;
+    n_chunks = (r->s + most - 1) / most;
+    q.chunk = (r->s + n_chunks - 1) / n_chunks;
+    emit_line(e, "/* %s: X %s, %lld direction%s, hidden size %lld; the input side in chunks of %lld steps */",
+              node_op_name(n), r->batch_first ? "[B, S, I] (layout 1)" : "[S, B, I]", (long long)r->d,
+              r->d > 1 ? "s" : "", (long long)r->h, (long long)q.chunk);
+  } else {
+    emit_line(e, "/* %s: X %s, %lld direction%s, hidden size %lld; the input side of every step first */",
+              node_op_name(n), r->batch_first ? "[B, S, I] (layout 1)" : "[S, B, I]", (long long)r->d,
+              r->d > 1 ? "s" : "", (long long)r->h);
+    emit_line(e, "%s gx[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: X·Wᵀ + Wb + Rb, row %s */",
+              dt_ctype(r->dt), rows * dgh, rows, dgh, r->batch_first ? "b*S + t" : "t*B + b");
+    emit_input_side(e, &q, rows, q.x, r->i, 0, r->d);
+  }
   if (!packed_f32(&q, q.rw))
     q.R = emit_ref(e, n->in[RI_R]);
   if (r->has_b && !q.B && r->lbr)
