@@ -225,6 +225,23 @@ def ort_outputs(folder):
     save(folder, model, load_set(folder, "input"), outs)
 
 
+def f64_case(out, name, op, s, b, i, h, **kw):
+    """The model in f64, its reference from ONNX's own reference evaluator
+    (ONNX Runtime computes these ops in f32 only; onnx.reference runs one
+    direction in numpy's float64)."""
+    from onnx.reference import ReferenceEvaluator
+    model, feeds = build(op, s, b, i, h, **kw)
+    for t in model.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+    for v in list(model.graph.input) + list(model.graph.output):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.DOUBLE
+    feeds = [(n, a.astype(np.float64) if a.dtype == np.float32 else a) for n, a in feeds]
+    ref = ReferenceEvaluator(model).run(None, dict(feeds))
+    save(os.path.join(out, name), model, feeds, list(zip([o.name for o in model.graph.output], ref)))
+    print(name, [a.dtype for a in ref])
+
+
 def dq_case(out, name, weight_type, per_channel, op_kw):
     """ONNX Runtime's quantize_dynamic of an LSTM case: a DynamicQuantizeLSTM
     node. Two folders with the same model: NAME (ORT's outputs, which also
@@ -308,6 +325,11 @@ def main():
          init_h=True, init_c=True, peep=True, seed=20)
     case(out, "gru_layout1_reverse", "GRU", 4, 2, 3, 4, direction="reverse", layout=1, linear_before_reset=1,
          init_h=True, seed=21)
+    # f64 (one direction: what onnx.reference runs), without the packed GEMMs; not RNN, whose
+    # reference gives Y the wrong shape
+    f64_case(out, "lstm_f64_peep", "LSTM", 4, 2, 3, 5, peep=True, init_h=True, init_c=True, outs=("Y", "Y_h"),
+             seed=24)
+    f64_case(out, "gru_f64_lbr", "GRU", 4, 2, 3, 5, linear_before_reset=1, init_h=True, seed=25)
     # long sequences: the input side in chunks of steps (RNN_GX_MAX_BYTES in compiler/ops/recurrent.c),
     # only the final states written (they depend on every step)
     case(out, "lstm_layout1_chunked", "LSTM", 1100, 2, 2, 32, direction="bidirectional", layout=1,
