@@ -325,6 +325,10 @@ def main():
          init_h=True, init_c=True, peep=True, seed=20)
     case(out, "gru_layout1_reverse", "GRU", 4, 2, 3, 4, direction="reverse", layout=1, linear_before_reset=1,
          init_h=True, seed=21)
+    # rows of length 0: zero final states (ONNX Runtime), whatever the initial ones
+    case(out, "lstm_bidir_zero_length", "LSTM", 3, 3, 2, 3, direction="bidirectional", seq=[0, 3, 1], init_h=True,
+         init_c=True, seed=27)
+    case(out, "gru_zero_length", "GRU", 3, 2, 2, 3, seq=[2, 0], init_h=True, linear_before_reset=1, seed=28)
     # f64 (one direction: what onnx.reference runs), without the packed GEMMs; not RNN, whose
     # reference gives Y the wrong shape
     f64_case(out, "lstm_f64_peep", "LSTM", 4, 2, 3, 5, peep=True, init_h=True, init_c=True, outs=("Y", "Y_h"),

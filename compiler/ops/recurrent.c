@@ -14,7 +14,8 @@
  * [-clip, clip], as ONNX Runtime does. sequence_lens gives each batch row
  * its own length: steps past it leave Y zero and the state alone, so Y_h
  * (Y_c) is the state after the row's last valid step (a reverse direction
- * starts at that step). layout 1 puts the batch first in X, the initial
+ * starts at that step); a row of length 0 has zero Y_h and Y_c, as in
+ * ONNX Runtime (not its initial state). layout 1 puts the batch first in X, the initial
  * states, Y, Y_h and Y_c.
  *
  * _eval is the plain reference, in double. _emit writes the input side
@@ -457,7 +458,7 @@ static void run_row(const RnnRun *u, const Node *n, int64_t d, int64_t b, int64_
     for (int64_t j = 0; j < r->h && u->out[0].data; j++)
       el_set_f(r->dt, u->out[0].data, y_at(r, t, d, b) + j, u->h[j]);
   }
-  for (int64_t j = 0; j < r->h; j++) {
+  for (int64_t j = 0; j < r->h && len > 0; j++) { /* a row of length 0 has zero states (ONNX Runtime) */
     if (u->nout > 1)
       el_set_f(r->dt, u->out[1].data, st_at(r, d, b) + j, u->h[j]);
     if (u->nout > 2)
@@ -802,8 +803,11 @@ static void emit_direction(Emit *e, RnnEmit *q, int64_t d) {
   }
   for (int k = 1; k < 3; k++)
     if (q->y[k]) {
-      emit_line(e, "for (int j = 0; j < %lld; j++)", H);
-      emit_line(e, "  %s[%s + j] = %s[j];", q->y[k], st, k == 1 ? "hcur" : "ccur");
+      emit_line(e, "for (int j = 0; j < %lld; j++)%s", H,
+                r->has_seq ? " /* a row of length 0: zero (ONNX Runtime) */" : "");
+      emit_line(e, "  %s[%s + j] = %s;", q->y[k], st,
+                r->has_seq ? arena_printf(a, "len > 0 ? %s[j] : %s", k == 1 ? "hcur" : "ccur", zero)
+                           : (k == 1 ? "hcur[j]" : "ccur[j]"));
     }
   e->indent--;
   emit_line(e, "}");
