@@ -15,23 +15,22 @@
  * its own length: steps past it leave Y zero and the state alone, so Y_h
  * (Y_c) is the state after the row's last valid step (a reverse direction
  * starts at that step); a row of length 0 has zero Y_h and Y_c, as in
- * ONNX Runtime (not its initial state). layout 1 puts the batch first in X, the initial
- * states, Y, Y_h and Y_c.
+ * ONNX Runtime (not its initial state). layout 1 puts the batch first in
+ * X, the initial states, Y, Y_h and Y_c.
  *
  * _eval is the plain reference, in double. _emit writes the input side
  * x·Wᵀ + biases for every step and both directions as one product (the
- * packed GEMM when W is an f32 constant: W is [D·G·H, I], Wᵀ's columns),
+ * packed GEMM when W is an f32 constant: W is [D·G·H, I], Wᵀ's columns)
  * into a stack buffer — or, when that buffer would pass RNN_GX_MAX_BYTES
  * (long sequences), per direction and batch row in equal chunks of steps,
  * one product each, computed when the steps reach them (the stack stays
- * small and the chunk is still in cache when read); then per direction
- * and batch row the steps in
- * order, each a product of h by Rᵀ (for an f32 constant R, R packed into
- * K-major panels of 64 columns read by four independent vector sums,
- * templates/recurrent_gemv.c.in: the packed GEMM's one-row tiles were a
- * single FMA chain, latency-bound) followed by one loop over the hidden
- * units that adds the input side, applies the gate functions and writes
- * h, c and Y. */
+ * small and the chunk is still in cache when read). Then per direction
+ * and batch row the steps in order, each a product of h by Rᵀ (for an f32
+ * constant R, R packed into K-major panels of 64 columns read by four
+ * independent vector sums, templates/recurrent_gemv.c.in: the packed
+ * GEMM's one-row tiles were a single FMA chain, latency-bound) followed
+ * by one loop over the hidden units that adds the input side, applies the
+ * gate functions and writes h, c and Y's row. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -497,7 +496,7 @@ bool recurrent_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 /* f(v) as a C expression of dt (v a variable name). */
 static const char *act_c(Emit *e, DType dt, const RnnFn *f, const char *v) {
   Arena *a = e->g->arena;
-  const char *T = dt_ctype(dt), *ex = emit_mathfn(e, dt, "exp"), *th = emit_mathfn(e, dt, "tanh");
+  const char *ex = emit_mathfn(e, dt, "exp"), *th = emit_mathfn(e, dt, "tanh");
   const char *al = emit_double_literal(e, dt, f->alpha), *be = emit_double_literal(e, dt, f->beta);
   const char *one = emit_double_literal(e, dt, 1), *zero = emit_double_literal(e, dt, 0);
   switch (f->k) {
@@ -516,7 +515,6 @@ static const char *act_c(Emit *e, DType dt, const RnnFn *f, const char *v) {
   case RA_SOFTPLUS: return arena_printf(a, "%s(%s(%s))", emit_mathfn(e, dt, "log1p"), ex, v);
   case RA_COUNT_: break;
   }
-  (void)T;
   KILN_ASSERT(0);
   return v;
 }
