@@ -90,7 +90,8 @@ for p in ${peers//,/ }; do peer_install "$p"; done
 if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
 else
-  models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128 minilm_l6_v2 minilm_l6_v2_int8)
+  models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128 minilm_l6_v2 minilm_l6_v2_int8
+          lstm_bi2_h256_s100 gru_enc_h256_s32)
   runs=200; rounds=4; results=$out/results.md
 fi
 wanted() { [ ${#only[@]} = 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }

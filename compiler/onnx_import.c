@@ -13,6 +13,7 @@
 
 #include "onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_ort_lstm.h"
 #include "ops.h"
 
 typedef struct Importer {
@@ -502,6 +503,7 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
+  if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/onnx_ort_lstm.c */
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);

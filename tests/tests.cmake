@@ -822,3 +822,61 @@ add_test(NAME hostile_dump_before_alone
 # the probe's `c % KILN_ADAPT_PROBE` was a division by zero in dead code
 add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--cflags=-O2 -DKILN_ADAPT_PROBE=0"
          ${T}/threads/cases/linear_relu_edge)
+# RNN, GRU and LSTM (compiler/ops/recurrent.c) against ONNX Runtime
+# (tools/make_recurrent_cases.py: constant weights, so the packed GEMMs;
+# directions, activations, clip, lengths, layout 1), within 1e-5: the C on
+# the default and AVX-512 panels and with 2 threads, and the interpreter;
+# the torch fixtures (tools/export_recurrent_fixtures.py) the same way
+file(GLOB KILN_RECURRENT_CASES LIST_DIRECTORIES true ${T}/generated/recurrent/*)
+foreach(dir ${KILN_RECURRENT_CASES})
+  if(IS_DIRECTORY ${dir} AND NOT dir MATCHES "_f64")
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME recurrent_${name}_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${dir})
+    add_test(NAME recurrent_${name}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5 ${dir})
+  endif()
+endforeach()
+# f64 against onnx.reference's numpy: the plain loops in double
+foreach(case lstm_f64_peep gru_f64_lbr)
+  add_test(NAME recurrent_${case}_c COMMAND ${KILN_BIN} check -q --rtol=1e-12 --atol=1e-12
+           ${T}/generated/recurrent/${case})
+  add_test(NAME recurrent_${case}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-12 --atol=1e-12
+           ${T}/generated/recurrent/${case})
+endforeach()
+foreach(m lstm_bi2_seqlens gru_encoder)
+  add_test(NAME recurrent_model_${m}_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${T}/models/${m})
+  add_test(NAME recurrent_model_${m}_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
+           ${T}/models/${m})
+endforeach()
+# the step's product (templates/recurrent_gemv.c.in) as 16-, 8- and 4-wide
+# vectors and in plain C
+set(KILN_RECURRENT_VARIANTS "v16|avx512|${KILN_V16}" "v8|generic|${KILN_V8}" "v4|generic|-O2"
+    "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+foreach(case lstm_bidir_peep_seq gru_reverse_acts_clip)
+  kiln_variant_tests(${T}/generated/recurrent/${case} recurrent_${case} "${KILN_RECURRENT_VARIANTS}"
+                     --rtol=1e-5 --atol=1e-5)
+endforeach()
+foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq)
+  add_test(NAME recurrent_${case}_avx512 COMMAND ${KILN_BIN} check -q --isa=avx512 --rtol=1e-5 --atol=1e-5
+           ${T}/generated/recurrent/${case})
+  add_test(NAME recurrent_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-5 --atol=1e-5
+           ${T}/generated/recurrent/${case})
+endforeach()
+if(CLANG)
+  foreach(case lstm_bidir_peep_seq gru_reverse_acts_clip)
+    add_test(NAME recurrent_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/recurrent/${case})
+  endforeach()
+endif()
+# ONNX Runtime's quantize_dynamic of an LSTM (com.microsoft DynamicQuantizeLSTM,
+# compiler/onnx_ort_lstm.c: the int8/uint8 weights dequantized at compile time;
+# tools/make_recurrent_cases.py --dq): against ORT's f32 LSTM on those weights
+# within 1e-5 (NAME_exact), and against ORT's own kernel, which also quantizes
+# X and h at every step, within 1e-2
+foreach(case dqlstm_bidir_s8 dqlstm_reverse_u8_per_channel)
+  set(dir ${T}/generated/recurrent_dq/${case})
+  add_test(NAME recurrent_${case}_exact_c COMMAND ${KILN_BIN} check -q --rtol=1e-5 --atol=1e-5 ${dir}_exact)
+  add_test(NAME recurrent_${case}_exact_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
+           ${dir}_exact)
+  add_test(NAME recurrent_${case}_ort_c COMMAND ${KILN_BIN} check -q --rtol=1e-2 --atol=1e-2 ${dir})
+endforeach()
