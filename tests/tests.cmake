@@ -765,3 +765,28 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# Resize and Upsample (compiler/ops/resize.c): ONNX Runtime's outputs
+# (tools/make_resize_cases.py) for an FPN-style neck exported by torch
+# (nearest, bilinear by scale and by size, align_corners, bicubic) and for
+# single nodes the node tests leave out (NHWC axes, a row chunked off the
+# stack, trilinear, antialias, tf_crop_and_resize extrapolating, uint8,
+# Upsample 7, Resize 10): the C and the interpreter; the neck under clang
+# -Weverything and with 2 threads. The bad cases are tests/bad/resize_*.
+file(GLOB KILN_RESIZE_CASES LIST_DIRECTORIES true ${T}/generated/resize/*)
+foreach(dir ${KILN_RESIZE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME resize_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME resize_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+add_test(NAME resize_fpn_neck_threads COMMAND ${KILN_BIN} check -q --threads=2 ${T}/generated/resize/fpn_neck)
+if(CLANG)
+  add_test(NAME resize_fpn_neck_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/resize/fpn_neck)
+  add_test(NAME resize_crop_linear_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/resize/crop_linear_extrapolate)
+endif()
