@@ -790,3 +790,26 @@ if(CLANG)
            "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
            ${T}/generated/resize/crop_linear_extrapolate)
 endif()
+# GridSample and AffineGrid (compiler/ops/grid_sample.c): ONNX Runtime's
+# outputs (tools/make_grid_sample_cases.py; one case the ONNX reference's,
+# where ORT departs from it) for a spatial transformer and single nodes over
+# the modes, padding modes and align_corners, with points far outside the
+# image: the C and the interpreter; the bad cases are tests/bad/grid_sample_*
+# and tests/bad/affine_grid_*
+file(GLOB KILN_GRID_CASES LIST_DIRECTORIES true ${T}/generated/grid_sample/*)
+foreach(dir ${KILN_GRID_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME grid_sample_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME grid_sample_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+add_test(NAME grid_sample_spatial_transformer_threads
+         COMMAND ${KILN_BIN} check -q --threads=2 ${T}/generated/grid_sample/spatial_transformer)
+if(CLANG)
+  foreach(case spatial_transformer bicubic_reflection_align1 volumetric_linear_reflection_align1)
+    add_test(NAME grid_sample_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/grid_sample/${case})
+  endforeach()
+endif()
