@@ -813,3 +813,20 @@ if(CLANG)
              ${T}/generated/grid_sample/${case})
   endforeach()
 endif()
+# LpPool, CenterCropPad, MaxUnpool and Col2Im (compiler/ops/pool.c,
+# center_crop_pad.c, unpool.c): ONNX Runtime's outputs
+# (tools/make_unpool_cases.py; MaxUnpool with output_shape the ONNX
+# reference's, where ORT departs from the node test) for what the node tests
+# leave out: C, interpreter and clang -Weverything; bad cases tests/bad/unpool_*
+file(GLOB KILN_UNPOOL_CASES LIST_DIRECTORIES true ${T}/generated/unpool/*)
+foreach(dir ${KILN_UNPOOL_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME unpool_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME unpool_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME unpool_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
+endforeach()
