@@ -830,3 +830,19 @@ foreach(dir ${KILN_UNPOOL_CASES})
     endif()
   endif()
 endforeach()
+# RoiAlign (compiler/ops/roi_align.c): ONNX Runtime's outputs
+# (tools/make_roi_align_cases.py) for regions inside, across and beyond the
+# edges, tiny and whole-image, avg and max, both coordinate modes, opsets 10
+# and 16: C, interpreter and clang -Weverything; bad cases tests/bad/roi_align_*
+file(GLOB KILN_ROI_CASES LIST_DIRECTORIES true ${T}/generated/roi_align/*)
+foreach(dir ${KILN_ROI_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME roi_align_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME roi_align_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME roi_align_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
+endforeach()
