@@ -846,3 +846,19 @@ foreach(dir ${KILN_ROI_CASES})
     endif()
   endif()
 endforeach()
+# DeformConv (compiler/ops/deform_conv.c): ONNX Runtime's outputs
+# (tools/make_deform_conv_cases.py) for DCNv2 (groups, offset groups, mask,
+# bias, stride, dilation, pads) and DCNv1, offsets carrying taps out of the
+# image: C, interpreter and clang -Weverything; bad case tests/bad/deform_conv_*
+file(GLOB KILN_DCN_CASES LIST_DIRECTORIES true ${T}/generated/deform_conv/*)
+foreach(dir ${KILN_DCN_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME deform_conv_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME deform_conv_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME deform_conv_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
+endforeach()
