@@ -226,6 +226,13 @@ def bad():
     save("resize_half_pixel_symmetric_opset13",
          [rs(["", "scales"], coordinate_transformation_mode="half_pixel_symmetric")], [X], [sc],
          "coordinate_transformation_mode is 'half_pixel_symmetric'")
+    save("resize_scale_huge", [rs(["", "scales"])], [X],
+         [numpy_helper.from_array(np.array([1, 1, 1e30, 2], np.float32), "scales")],
+         "node 'resize' (Resize): scales[2] is 1e+30: an output dim of 2e+30; expected at most")
+    save("resize_antialias_tiny_scale", [rs(["", "scales"], mode="linear", antialias=1)],
+         [helper.make_tensor_value_info("X", F32, [1, 1, 1, 6000])],
+         [numpy_helper.from_array(np.array([1, 1, 1, 0.0002], np.float32), "scales")],
+         "antialias at scale 0.0002", opset=18)
     save("upsample_cubic", [helper.make_node("Upsample", ["X", "scales"], ["Y"], name="up", mode="cubic")], [X],
          [sc], "node 'up' (Upsample): mode is 'cubic'; expected nearest or linear", opset=9)
 

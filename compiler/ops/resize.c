@@ -27,6 +27,7 @@
 #include "window.h"
 
 enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+#define RESIZE_MAX_TAPS 4096 /* taps per output position an antialiased downscale may use */
 enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_TF_CROP };
 enum { NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 
@@ -153,6 +154,9 @@ static bool parse_sizes(const Node *n, const Tensor *roi, const Tensor *sc, cons
       double s = sa ? (double)(float)sa->floats[i] : el_get_f(sc->type.dt, sc->data, i);
       if (!(s > 0) || !isfinite(s))
         return window_fail(why, "scales[%d] is %g; expected a positive number", i, s);
+      if (s * (double)p->in[axes[i]] > (double)ATTR_MAX)
+        return window_fail(why, "scales[%d] is %g: an output dim of %g; expected at most %lld", i, s,
+                           s * (double)p->in[axes[i]], (long long)ATTR_MAX);
       p->scale[axes[i]] = s;
       p->out[axes[i]] = (int64_t)floor(s * (double)p->in[axes[i]]);
     }
@@ -181,10 +185,17 @@ static bool parse_sizes(const Node *n, const Tensor *roi, const Tensor *sc, cons
       }
     }
   }
-  for (int j = 0; j < r; j++)
+  for (int j = 0; j < r; j++) {
     if (p->out[j] < 1)
       return window_fail(why, "output dim %d is %lld (input %lld times scale %g); expected at least 1", j,
                          (long long)p->out[j], (long long)p->in[j], p->scale[j]);
+    /* antialias widens the filter by 1 / scale: bound its taps */
+    double width = p->mode == RS_LINEAR ? 2 : 4; /* the filter's taps at scale 1 */
+    if (p->antialias && p->scale[j] < 1 && width / p->scale[j] > RESIZE_MAX_TAPS)
+      return window_fail(why, "antialias at scale %g of axis %d needs about %g taps; expected at most %d "
+                         "(a scale of at least %g)", p->scale[j], j, width / p->scale[j], RESIZE_MAX_TAPS,
+                         width / RESIZE_MAX_TAPS);
+  }
   if (p->coord != CT_TF_CROP)
     return true;
   if (!given(roi) || !dt_is_float(roi->type.dt) || type_numel(&roi->type) != 2 * na)
