@@ -123,6 +123,11 @@ def bad():
          model([helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="affine")],
                [vi("theta", (1, 2, 3)), vi("size", (4,), TensorProto.INT64)], [vi("grid", (1, 2, 2, 2))]),
          "node 'affine' (AffineGrid): input 'size' (size) is computed at run time; expected a compile-time constant")
+    save("affine_grid_size_huge",
+         model([helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="affine")],
+               [vi("theta", (1, 2, 3))], [vi("grid", (1, 2, 2, 2))],
+               [numpy_helper.from_array(np.array([1, 1, 1 << 30, 1 << 30], np.int64), "size")]),
+         "node 'affine' (AffineGrid): the output would have too many elements")
     save("affine_grid_theta_shape",
          model([helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="affine")],
                [vi("theta", (1, 3, 4))], [vi("grid", (1, 2, 2, 2))],

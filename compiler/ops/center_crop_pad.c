@@ -76,6 +76,8 @@ bool center_crop_pad_infer(Graph *g, Node *n, Diag *d) {
   Type t = x->type;
   for (int j = 0; j < p.rank; j++)
     t.dims[j] = p.out[j];
+  if (!type_size_ok(&t))
+    return diag_node(d, g, n, "the output would have too many elements; expected a smaller shape");
   node_out(g, n, 0)->type = t;
   return true;
 }

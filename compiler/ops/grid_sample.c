@@ -365,6 +365,8 @@ bool affine_grid_infer(Graph *g, Node *n, Diag *d) {
   for (int j = 0; j < nd; j++)
     t.dims[1 + j] = sz[2 + j];
   t.dims[nd + 1] = nd;
+  if (!type_size_ok(&t))
+    return diag_node(d, g, n, "the output would have too many elements; expected a smaller shape");
   node_out(g, n, 0)->type = t;
   return true;
 }

@@ -68,6 +68,8 @@ bool roi_align_infer(Graph *g, Node *n, Diag *d) {
   if (x->type.dims[2] < 1 || x->type.dims[3] < 1)
     return diag_node(d, g, n, "X has an empty image; expected H, W >= 1");
   Type t = {.dt = x->type.dt, .rank = 4, .dims = {r->type.dims[0], x->type.dims[1], p.oh, p.ow}};
+  if (!type_size_ok(&t))
+    return diag_node(d, g, n, "the output would have too many elements; expected a smaller shape");
   node_out(g, n, 0)->type = t;
   return true;
 }

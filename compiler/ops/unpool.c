@@ -80,6 +80,8 @@ bool max_unpool_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "%s", why);
   Type t = x->type;
   memcpy(t.dims, u.out, sizeof(int64_t) * (size_t)t.rank);
+  if (!type_size_ok(&t))
+    return diag_node(d, g, n, "the output would have too many elements; expected a smaller shape");
   node_out(g, n, 0)->type = t;
   return true;
 }
@@ -217,6 +219,8 @@ bool col2im_infer(Graph *g, Node *n, Diag *d) {
   t.dims[1] = p.c;
   for (int j = 0; j < p.nd; j++)
     t.dims[2 + j] = p.img[j];
+  if (!type_size_ok(&t))
+    return diag_node(d, g, n, "the output would have too many elements; expected a smaller shape");
   node_out(g, n, 0)->type = t;
   return true;
 }
