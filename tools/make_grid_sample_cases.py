@@ -113,11 +113,11 @@ def bad():
 
     save("grid_sample_cubic_3d", gs((1, 1, 2, 2, 2), (1, 2, 2, 2, 3), mode="cubic"),
          "node 'sample' (GridSample): cubic mode on 3 spatial dims; expected 2")
-    save("grid_sample_padding_unknown", gs((1, 1, 2, 2), (1, 2, 2, 2), padding_mode="wrap"),
+    save("grid_sample_padding_unknown", gs((1, 1, 2, 2), (1, 2, 2, 2), opset=16, padding_mode="wrap"),
          "node 'sample' (GridSample): padding_mode is 'wrap'; expected zeros, border or reflection")
     save("grid_sample_mode_opset16", gs((1, 1, 2, 2), (1, 2, 2, 2), opset=16, mode="linear"),
          "node 'sample' (GridSample): mode is 'linear'; expected bilinear, nearest or bicubic")
-    save("grid_sample_grid_shape", gs((1, 1, 2, 2), (1, 2, 2, 3)),
+    save("grid_sample_grid_shape", gs((1, 1, 2, 2), (1, 2, 2, 3), opset=16),
          "node 'sample' (GridSample): grid is f32[1,2,2,3]; expected [1, out dims..., 2]")
     save("affine_grid_size_not_constant",
          model([helper.make_node("AffineGrid", ["theta", "size"], ["grid"], name="affine")],

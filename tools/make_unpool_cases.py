@@ -113,7 +113,7 @@ def bad():
             fh.write("compile @ -o @OUT\n" + expect + "\n")
 
     save("unpool_lppool_p0", model([helper.make_node("LpPool", ["X"], ["Y"], name="lp", p=0, kernel_shape=[2, 2])],
-                                   [vi("X", (1, 1, 4, 4))], [vi("Y", (1, 1, 3, 3))]),
+                                   [vi("X", (1, 1, 4, 4))], [vi("Y", (1, 1, 3, 3))], opset=11),
          "node 'lp' (LpPool): p is 0; expected a norm order of 1 to 64")
     save("unpool_maxunpool_indices_type",
          model([helper.make_node("MaxUnpool", ["X", "I"], ["Y"], name="unpool", kernel_shape=[2, 2], strides=[2, 2])],
