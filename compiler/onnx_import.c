@@ -479,6 +479,10 @@ static bool check_op_version(Importer *im, const OpInfo *oi, const char *op_type
   if (ver <= 0)
     return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
                       nname, op_type, op_type, oi->since, opset);
+  if (ver < oi->since)
+    return diag_error(im->d, "node '%s' (%s): opset %d means %s version %d, which kiln does not "
+                      "implement; expected versions %d to %d (opsets %d to %d)", nname, op_type, opset,
+                      op_type, ver, oi->since, oi->upto, oi->since, next_change(op_type, oi->upto) - 1);
   if (ver > oi->upto)
     return diag_error(im->d, "node '%s' (%s): opset %d means %s version %d, which kiln does not "
                       "implement yet; expected a model whose opset gives %s version %d or older "

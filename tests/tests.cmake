@@ -879,4 +879,99 @@ foreach(case dqlstm_bidir_s8 dqlstm_reverse_u8_per_channel)
   add_test(NAME recurrent_${case}_exact_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
            ${dir}_exact)
   add_test(NAME recurrent_${case}_ort_c COMMAND ${KILN_BIN} check -q --rtol=1e-2 --atol=1e-2 ${dir})
+# Resize and Upsample (compiler/ops/resize.c): ONNX Runtime's outputs
+# (tools/make_resize_cases.py) for an FPN-style neck exported by torch
+# (nearest, bilinear by scale and by size, align_corners, bicubic) and for
+# single nodes the node tests leave out (NHWC axes, a row chunked off the
+# stack, trilinear, antialias, tf_crop_and_resize extrapolating, uint8,
+# Upsample 7, Resize 10): the C and the interpreter; the neck under clang
+# -Weverything and with 2 threads. The bad cases are tests/bad/resize_*.
+file(GLOB KILN_RESIZE_CASES LIST_DIRECTORIES true ${T}/generated/resize/*)
+foreach(dir ${KILN_RESIZE_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME resize_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME resize_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+add_test(NAME resize_fpn_neck_threads COMMAND ${KILN_BIN} check -q --threads=2 ${T}/generated/resize/fpn_neck)
+if(CLANG)
+  add_test(NAME resize_fpn_neck_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/resize/fpn_neck)
+  add_test(NAME resize_crop_linear_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+           "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+           ${T}/generated/resize/crop_linear_extrapolate)
+endif()
+# GridSample and AffineGrid (compiler/ops/grid_sample.c): ONNX Runtime's
+# outputs (tools/make_grid_sample_cases.py; one case the ONNX reference's,
+# where ORT departs from it) for a spatial transformer and single nodes over
+# the modes, padding modes and align_corners, with points far outside the
+# image: the C and the interpreter; the bad cases are tests/bad/grid_sample_*
+# and tests/bad/affine_grid_*
+file(GLOB KILN_GRID_CASES LIST_DIRECTORIES true ${T}/generated/grid_sample/*)
+foreach(dir ${KILN_GRID_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME grid_sample_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME grid_sample_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+add_test(NAME grid_sample_spatial_transformer_threads
+         COMMAND ${KILN_BIN} check -q --threads=2 ${T}/generated/grid_sample/spatial_transformer)
+if(CLANG)
+  foreach(case spatial_transformer bicubic_reflection_align1 volumetric_linear_reflection_align1)
+    add_test(NAME grid_sample_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/grid_sample/${case})
+  endforeach()
+endif()
+# LpPool, CenterCropPad, MaxUnpool and Col2Im (compiler/ops/pool.c,
+# center_crop_pad.c, unpool.c): ONNX Runtime's outputs
+# (tools/make_unpool_cases.py; MaxUnpool with output_shape the ONNX
+# reference's, where ORT departs from the node test) for what the node tests
+# leave out: C, interpreter and clang -Weverything; bad cases tests/bad/unpool_*
+file(GLOB KILN_UNPOOL_CASES LIST_DIRECTORIES true ${T}/generated/unpool/*)
+foreach(dir ${KILN_UNPOOL_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME unpool_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME unpool_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME unpool_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
+endforeach()
+# RoiAlign (compiler/ops/roi_align.c): ONNX Runtime's outputs
+# (tools/make_roi_align_cases.py) for regions inside, across and beyond the
+# edges, tiny and whole-image, avg and max, both coordinate modes, opsets 10
+# and 16: C, interpreter and clang -Weverything; bad cases tests/bad/roi_align_*
+file(GLOB KILN_ROI_CASES LIST_DIRECTORIES true ${T}/generated/roi_align/*)
+foreach(dir ${KILN_ROI_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME roi_align_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME roi_align_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME roi_align_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
+endforeach()
+# DeformConv (compiler/ops/deform_conv.c): ONNX Runtime's outputs
+# (tools/make_deform_conv_cases.py) for DCNv2 (groups, offset groups, mask,
+# bias, stride, dilation, pads) and DCNv1, offsets carrying taps out of the
+# image: C, interpreter and clang -Weverything; bad case tests/bad/deform_conv_*
+file(GLOB KILN_DCN_CASES LIST_DIRECTORIES true ${T}/generated/deform_conv/*)
+foreach(dir ${KILN_DCN_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME deform_conv_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME deform_conv_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+    if(CLANG)
+      add_test(NAME deform_conv_${name}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+               "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" ${dir})
+    endif()
+  endif()
 endforeach()
