@@ -879,6 +879,8 @@ foreach(case dqlstm_bidir_s8 dqlstm_reverse_u8_per_channel)
   add_test(NAME recurrent_${case}_exact_interp COMMAND ${KILN_BIN} check -q --interp --rtol=1e-5 --atol=1e-5
            ${dir}_exact)
   add_test(NAME recurrent_${case}_ort_c COMMAND ${KILN_BIN} check -q --rtol=1e-2 --atol=1e-2 ${dir})
+endforeach()
+
 # Resize and Upsample (compiler/ops/resize.c): ONNX Runtime's outputs
 # (tools/make_resize_cases.py) for an FPN-style neck exported by torch
 # (nearest, bilinear by scale and by size, align_corners, bicubic) and for
