@@ -765,3 +765,16 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# issue 20, ONNX 1.20's ops (branch misc): the signal ops against ONNX
+# Runtime (tools/make_signal_cases.py), generated C (and clang -Weverything)
+# and the interpreter; the other ops' cases are .kir files in tests/passes
+foreach(case dft17_complex_pad dft20_real_onesided dft20_inverse stft_hann mel)
+  add_test(NAME signal_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/signal/${case})
+  add_test(NAME signal_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/signal/${case})
+  if(CLANG)
+    add_test(NAME signal_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/signal/${case})
+  endif()
+endforeach()
