@@ -140,9 +140,11 @@ bool signal_window_emit(Emit *e, const Node *n) {
   emit_line(e, "for (int64_t i = 0; i < %lld; i++) {", (long long)size);
   emit_line(e, "  double t = %s * (double)i / %s;", emit_double_literal(e, DT_F64, 2 * M_PI),
             emit_double_literal(e, DT_F64, per));
-  emit_line(e, "  %s[i] = (%s)(%s - %s * cos(t) + %s * cos(2 * t));", y, dt_ctype(yt->dt),
-            emit_double_literal(e, DT_F64, c[0]), emit_double_literal(e, DT_F64, c[1]),
-            emit_double_literal(e, DT_F64, c[2]));
+  const char *third = c[2] != 0 ? arena_printf(e->g->arena, " + %s * cos(2 * t)",
+                                                emit_double_literal(e, DT_F64, c[2]))
+                                  : "";
+  emit_line(e, "  %s[i] = (%s)(%s - %s * cos(t)%s);", y, dt_ctype(yt->dt),
+            emit_double_literal(e, DT_F64, c[0]), emit_double_literal(e, DT_F64, c[1]), third);
   emit_line(e, "}");
   return true;
 }
