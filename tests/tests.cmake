@@ -778,3 +778,10 @@ foreach(case dft17_complex_pad dft20_real_onesided dft20_inverse stft_hann mel)
              ${T}/generated/signal/${case})
   endif()
 endforeach()
+# TensorScatter and ReverseSequence with run-time indices and lengths out of
+# ONNX's ranges (tools/make_sequence_axis_cases.py): skipped writes, clamped
+# lengths, the cache written in place; generated C and the interpreter
+foreach(case scatter_linear_inplace scatter_circular reverse_clamped)
+  add_test(NAME sequence_axis_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/sequence_axis/${case})
+  add_test(NAME sequence_axis_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/sequence_axis/${case})
+endforeach()
