@@ -785,3 +785,9 @@ foreach(case scatter_linear_inplace scatter_circular reverse_clamped)
   add_test(NAME sequence_axis_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/sequence_axis/${case})
   add_test(NAME sequence_axis_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/sequence_axis/${case})
 endforeach()
+# TfIdfVectorizer's IDF and TFIDF weightings against ONNX Runtime
+# (tools/make_tfidf_cases.py), generated C and the interpreter
+foreach(case idf_weights tfidf_weights_i32)
+  add_test(NAME tfidf_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/tfidf/${case})
+  add_test(NAME tfidf_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/tfidf/${case})
+endforeach()
