@@ -25,8 +25,10 @@
 #include "../emit.h"
 #include "../ops.h"
 
-/* The largest window, DFT length or Mel matrix side kiln builds. */
+/* The largest window or Mel matrix kiln builds, and the longest DFT (a
+ * direct sum: folding a constant one costs length^2 per transform). */
 #define SIGNAL_MAX_LEN ((int64_t)1 << 24)
+#define DFT_MAX_LEN ((int64_t)1 << 16)
 
 /* A constant scalar integer input (size, dft_length, ...) into *v; false +
  * diag when it is not a constant scalar. */
@@ -309,9 +311,9 @@ static bool dft_geom(const Node *n, const Type *x, const Tensor *len_in, const T
   int64_t nin = x->dims[axis], len = nin;
   if (len_in && len_in->data)
     len = el_get_i(len_in->type.dt, len_in->data, 0);
-  if (len < 1 || len > SIGNAL_MAX_LEN) {
+  if (len < 1 || len > DFT_MAX_LEN) {
     snprintf(err, errn, "dft_length is %lld; expected 1 to %lld", (long long)len,
-             (long long)SIGNAL_MAX_LEN);
+             (long long)DFT_MAX_LEN);
     return false;
   }
   int64_t outer = 1, inner = 1;
@@ -356,9 +358,9 @@ static bool stft_geom(const Node *n, const Type *x, const Tensor *step_in, const
     snprintf(err, errn, "frame_step is %lld; expected at least 1", (long long)step);
     return false;
   }
-  if (fl < 1 || fl > length) {
-    snprintf(err, errn, "frame_length is %lld; expected 1 to the signal's length %lld",
-             (long long)fl, (long long)length);
+  if (fl < 1 || fl > length || fl > DFT_MAX_LEN) {
+    snprintf(err, errn, "frame_length is %lld; expected 1 to the signal's length %lld (and at "
+             "most %lld)", (long long)fl, (long long)length, (long long)DFT_MAX_LEN);
     return false;
   }
   int cin = (int)x->dims[2];
