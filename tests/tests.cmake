@@ -769,7 +769,7 @@ include(${T}/hf/tests.cmake OPTIONAL)
 # issue 20, ONNX 1.20's ops (branch misc): the signal ops against ONNX
 # Runtime (tools/make_signal_cases.py), generated C (and clang -Weverything)
 # and the interpreter; the other ops' cases are .kir files in tests/passes
-foreach(case dft17_complex_pad dft20_real_onesided dft20_inverse stft_hann mel)
+foreach(case dft17_complex_pad dft20_real_onesided dft20_inverse dft20_inverse_pow2 stft_hann mel)
   add_test(NAME signal_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/signal/${case})
   add_test(NAME signal_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/signal/${case})
   if(CLANG)

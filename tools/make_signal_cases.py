@@ -10,6 +10,9 @@ reference evaluator. Run with the venv that has onnx and onnxruntime:
 - dft20_real_onesided: opset-20 DFT of real f32[3,20,1], axis -2 as an
   input, dft_length 15 (the signal cut), onesided.
 - dft20_inverse: opset-20 inverse DFT of complex f64[2,9,2] along axis 1.
+- dft20_inverse_pow2: the same of f32[3,8,4,2], a length the C does by
+  radix-2 FFT (as it does dft17_complex_pad's 16, stft_hann's 32 and
+  mel's 64; the other lengths are direct sums).
 - stft_hann: a HannWindow of 32 feeding STFT of real f32[2,200,1], frame
   step 10, onesided (the usual spectrogram front end).
 - mel: MelWeightMatrix of 10 filters over a 64-point DFT at 16 kHz,
@@ -74,6 +77,11 @@ def main(out):
     m = model([helper.make_node("DFT", ["x", "", "axis"], ["y"], inverse=1)],
               [vi("x", D, x.shape)], [vi("y", D, [2, 9, 2])], [i64("axis", 1)], 20)
     write_case(os.path.join(out, "dft20_inverse"), m, {"x": x})
+
+    x = rng.standard_normal((3, 8, 4, 2)).astype(np.float32)
+    m = model([helper.make_node("DFT", ["x", "", "axis"], ["y"], inverse=1)],
+              [vi("x", F, x.shape)], [vi("y", F, [3, 8, 4, 2])], [i64("axis", 1)], 20)
+    write_case(os.path.join(out, "dft20_inverse_pow2"), m, {"x": x})
 
     x = rng.standard_normal((2, 200, 1)).astype(np.float32)
     m = model([helper.make_node("HannWindow", ["n"], ["w"]),

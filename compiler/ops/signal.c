@@ -479,6 +479,80 @@ bool dft_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   return true;
 }
 
+/* A power-of-two length up to FFT_MAX_LEN gets a radix-2 FFT in the C
+ * (two stack arrays of that many doubles): O(L log L) against the direct
+ * sum's O(L^2). _eval keeps the direct sum, the plainer reference; both
+ * sum in double, so they differ only by rounding. */
+#define FFT_MAX_LEN 4096
+
+/* The FFT: the (windowed) samples in bit-reversed order into re/im, zeros
+ * past nsum, then log2(L) passes of butterflies over the twiddle table. */
+static void emit_fft(Emit *e, const DftGeom *q, const char *T, const char *X, const char *W,
+                     const char *Y, const char *tw) {
+  Graph *g = e->g;
+  long long L = (long long)q->len;
+  int bits = 0;
+  while ((1LL << bits) < L)
+    bits++;
+  int64_t *rev = arena_alloc(g->arena, sizeof(int64_t) * (size_t)L);
+  for (int64_t j = 0; j < L; j++) {
+    int64_t r = 0;
+    for (int b = 0; b < bits; b++)
+      r |= (j >> b & 1) << (bits - 1 - b);
+    rev[j] = r;
+  }
+  const char *R = emit_const_array(e, DT_I64, rev, L, "bitrev",
+                                   arena_printf(g->arena, "the bit-reversed order of %lld", L));
+  const char *w = W ? arena_printf(g->arena, " * (double)%s[s]", W) : "";
+  emit_line(e, "/* %s: %lld bins of a length-%lld %sDFT of %s samples, a radix-2 FFT */",
+            q->window >= 0 ? "STFT" : "DFT", (long long)q->bins, L, q->inverse ? "inverse " : "",
+            q->cin == 2 ? "complex" : "real");
+  emit_line(e, "for (int64_t a = 0; a < %lld; a++)", (long long)q->na);
+  emit_line(e, "  for (int64_t b = 0; b < %lld; b++) {", (long long)q->nb);
+  emit_line(e, "    const %s *x = %s + a * %lld + b * %lld;", T, X, (long long)q->xa, (long long)q->xb);
+  emit_line(e, "    %s *y = %s + a * %lld + b * %lld;", T, Y, (long long)q->ya, (long long)q->yb);
+  emit_line(e, "    double re[%lld], im[%lld];", L, L);
+  emit_line(e, "    for (int64_t j = 0; j < %lld; j++) {", L);
+  emit_line(e, "      int64_t s = %s[j];", R);
+  if (q->nsum < q->len) {
+    emit_line(e, "      if (s >= %lld) {", (long long)q->nsum);
+    emit_line(e, "        re[j] = im[j] = 0;");
+    emit_line(e, "        continue;");
+    emit_line(e, "      }");
+  }
+  emit_line(e, "      re[j] = (double)x[s * %lld]%s;", (long long)q->xn, w);
+  emit_line(e, "      im[j] = %s;",
+            q->cin == 2 ? arena_printf(g->arena, "(double)x[s * %lld + 1]%s", (long long)q->xn, w)
+                        : "0");
+  emit_line(e, "    }");
+  emit_line(e, "    for (int64_t h = 1; h < %lld; h *= 2) {", L);
+  emit_line(e, "      int64_t step = %lld / (2 * h); /* twiddle j of a span is e^(%s2 pi i j / 2h) */",
+            L, q->inverse ? "+" : "-");
+  emit_line(e, "      for (int64_t i = 0; i < %lld; i += 2 * h)", L);
+  emit_line(e, "        for (int64_t j = 0; j < h; j++) {");
+  emit_line(e, "          double c = %s[j * step], sn = %s%s[%lld + j * step];", tw,
+            q->inverse ? "" : "-", tw, L);
+  emit_line(e, "          double vr = re[i + j + h] * c - im[i + j + h] * sn;");
+  emit_line(e, "          double vi = re[i + j + h] * sn + im[i + j + h] * c;");
+  emit_line(e, "          re[i + j + h] = re[i + j] - vr;");
+  emit_line(e, "          im[i + j + h] = im[i + j] - vi;");
+  emit_line(e, "          re[i + j] += vr;");
+  emit_line(e, "          im[i + j] += vi;");
+  emit_line(e, "        }");
+  emit_line(e, "    }");
+  emit_line(e, "    for (int64_t k = 0; k < %lld; k++) {", (long long)q->bins);
+  if (q->inverse) {
+    const char *sc = emit_double_literal(e, DT_F64, 1.0 / (double)q->len);
+    emit_line(e, "      y[k * %lld] = (%s)(re[k] * %s);", (long long)q->yk, T, sc);
+    emit_line(e, "      y[k * %lld + 1] = (%s)(im[k] * %s);", (long long)q->yk, T, sc);
+  } else {
+    emit_line(e, "      y[k * %lld] = (%s)re[k];", (long long)q->yk, T);
+    emit_line(e, "      y[k * %lld + 1] = (%s)im[k];", (long long)q->yk, T);
+  }
+  emit_line(e, "    }");
+  emit_line(e, "  }");
+}
+
 bool dft_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   Tensor t[4];
@@ -497,6 +571,10 @@ bool dft_emit(Emit *e, const Node *n) {
   const char *tw = emit_const_array(e, DT_F64, twiddles(g->arena, q.len), 2 * q.len, "twiddles",
                                     arena_printf(g->arena, "cos, then sin, of 2 pi m / %lld",
                                                  (long long)q.len));
+  if (q.len >= 2 && q.len <= FFT_MAX_LEN && (q.len & (q.len - 1)) == 0) {
+    emit_fft(e, &q, T, X, W, Y, tw);
+    return true;
+  }
   emit_line(e, "/* %s: %lld bins of a length-%lld %sDFT of %s samples, each a direct sum "
             "over the twiddle table */", node_op_name(n), (long long)q.bins, (long long)q.len,
             q.inverse ? "inverse " : "", q.cin == 2 ? "complex" : "real");
