@@ -10,13 +10,13 @@
  * runs only for one over the fold cap (a window: a loop of its formula; a
  * Mel matrix: its table).
  *
- * DFT and STFT are direct sums, X[k] = sum_n x[n] e^(-2 pi i k n / L)
- * (e^(+...) / L inverse), over a table of the L angles' cosines and sines
- * computed once at compile time, accumulated in double. That is O(L^2) a
- * transform, against an FFT's O(L log L): fine for the frame lengths audio
- * front ends use (L of a few hundred), and the same numbers in _eval and the
- * C. One geometry (DftGeom) serves both ops: DFT is a transform along one
- * axis of a batch of signals, STFT a transform of each (windowed) frame. */
+ * DFT and STFT compute X[k] = sum_n x[n] e^(-2 pi i k n / L) (e^(+...) / L
+ * inverse) over a table of the L angles' cosines and sines computed once
+ * at compile time, in double: in the C, a radix-2 FFT for a power-of-two L
+ * up to FFT_MAX_LEN, else the direct sum (O(L^2) a transform: fine for the
+ * frame lengths audio front ends use); _eval always sums directly. One
+ * geometry (DftGeom) serves both ops: DFT is a transform along one axis of
+ * a batch of signals, STFT a transform of each (windowed) frame. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
