@@ -398,8 +398,12 @@ static bool check_set(const char *dir, const char *set, const char *tmp, const C
   const char *model = model_path(a, dir, o);
   const char *setdir = arena_printf(a, "%s/%s", dir, set);
   Graph *g = NULL;
-  if (!load_set(a, setdir, ds, d) || !(g = driver_load_opts(a, model, o->pipe.lua, d)) ||
-      !driver_not_decoder(g, "check", d))
+  /* the model first: a model kiln refuses (a sequence or optional input,
+   * say) is the error to report, not its data files, which are then
+   * SequenceProto or OptionalProto messages that no TensorProto reading
+   * can make sense of */
+  if (!(g = driver_load_opts(a, model, o->pipe.lua, d)) || !driver_not_decoder(g, "check", d) ||
+      !load_set(a, setdir, ds, d))
     goto done;
   if (ds->nin != g->ninputs) {
     d->file = setdir;

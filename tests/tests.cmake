@@ -977,3 +977,29 @@ foreach(dir ${KILN_DCN_CASES})
     endif()
   endif()
 endforeach()
+
+# issue 20, ONNX 1.20's ops (branch misc): the signal ops against ONNX
+# Runtime (tools/make_signal_cases.py), generated C (and clang -Weverything)
+# and the interpreter; the other ops' cases are .kir files in tests/passes
+foreach(case dft17_complex_pad dft20_real_onesided dft20_inverse dft20_inverse_pow2 stft_hann mel)
+  add_test(NAME signal_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/signal/${case})
+  add_test(NAME signal_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/signal/${case})
+  if(CLANG)
+    add_test(NAME signal_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/signal/${case})
+  endif()
+endforeach()
+# TensorScatter and ReverseSequence with run-time indices and lengths out of
+# ONNX's ranges (tools/make_sequence_axis_cases.py): skipped writes, clamped
+# lengths, the cache written in place; generated C and the interpreter
+foreach(case scatter_linear_inplace scatter_circular reverse_clamped)
+  add_test(NAME sequence_axis_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/sequence_axis/${case})
+  add_test(NAME sequence_axis_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/sequence_axis/${case})
+endforeach()
+# TfIdfVectorizer's IDF and TFIDF weightings against ONNX Runtime
+# (tools/make_tfidf_cases.py), generated C and the interpreter
+foreach(case idf_weights tfidf_weights_i32)
+  add_test(NAME tfidf_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/tfidf/${case})
+  add_test(NAME tfidf_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/tfidf/${case})
+endforeach()
