@@ -422,6 +422,10 @@ static Weight weight_at(Emit *e, int k) {
   }
   const Value *v = &g->vals[id];
   char ts[160];
+  if (dt_is_narrow(v->type.dt)) /* float8 codes, packed 4- and 2-bit elements: their bytes */
+    return (Weight){DT_U8, v->data, (int64_t)type_bytes(&v->type),
+                    arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                    false};
   return (Weight){v->type.dt, v->data, type_numel(&v->type),
                   arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
                   false};
