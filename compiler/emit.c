@@ -226,23 +226,22 @@ static double elementwise_ns(const char *expr) {
 /* Loop nest over the output shape; each operand indexes with its own
  * broadcast strides. Adjacent dims that are contiguous for every operand
  * merge, so same-shape operands give a single flat loop. */
-/* The C of element idx of value vid, as a float for the float types of
- * 8 and 16 bits, as an int for the 2- and 4-bit integers. */
-static void emit_load(Emit *e, Buf *x, int vid, const char *idx) {
+const char *emit_elem(Emit *e, int vid, const char *idx) {
   DType dt = e->g->vals[vid].type.dt;
   const char *ref = emit_ref(e, vid);
+  Arena *a = e->g->arena;
   if (dt == DT_F4E2M1)
-    buf_printf(x, "kiln_f4e2m1_to_f32(kiln_get_u4(%s, %s))", ref, idx);
-  else if (dt_is_packed(dt))
-    buf_printf(x, "kiln_get_%s(%s, %s)", dt_name(dt), ref, idx);
-  else if (dt_is_half(dt) || dt_is_minifloat(dt)) /* read as floats */
-    buf_printf(x, "kiln_%s_to_f32(%s[%s])", dt_name(dt), ref, idx);
-  else
-    buf_printf(x, "%s[%s]", ref, idx);
+    return arena_printf(a, "kiln_f4e2m1_to_f32(kiln_get_u4(%s, %s))", ref, idx);
+  if (dt_is_packed(dt))
+    return arena_printf(a, "kiln_get_%s(%s, %s)", dt_name(dt), ref, idx);
+  if (dt_is_half(dt) || dt_is_minifloat(dt)) /* read as floats */
+    return arena_printf(a, "kiln_%s_to_f32(%s[%s])", dt_name(dt), ref, idx);
+  return arena_printf(a, "%s[%s]", ref, idx);
 }
 
-/* out[idx] = value of C expression x (operands `wide`: not exact in float). */
-static void emit_store(Emit *e, int out, const char *idx, const char *x, bool wide, const EmitStore *st) {
+void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide, const EmitStore *st) {
+  static const EmitStore dflt = {true, MF_UP};
+  st = st ? st : &dflt;
   DType dt = e->g->vals[out].type.dt;
   const char *ref = emit_ref(e, out);
   /* one rounding from double: through float "to odd" */
@@ -267,7 +266,6 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
 }
 
 void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const char *expr, const EmitStore *how) {
-  static const EmitStore dflt = {true, MF_UP};
   Graph *g = e->g;
   const Type *ot = &g->vals[out].type;
   int rank = ot->rank;
@@ -307,7 +305,7 @@ void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const cha
   }
   if (type_numel(ot) == 0)
     return;
-  const char *idx[MAX_RANK + 1];
+  const char *idx[MAX_RANK + 1] = {0};
   for (int k = 0; k <= nin; k++) {
     Buf b = {0};
     for (int d = 0; d < r; d++) {
@@ -336,7 +334,7 @@ void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const cha
       while (isdigit((unsigned char)p[1]))
         k = k * 10 + (*++p - '0');
       KILN_ASSERT(k < nin);
-      emit_load(e, &x, ins[k], idx[k]);
+      buf_puts(&x, emit_elem(e, ins[k], idx[k]));
     } else {
       buf_put(&x, p, 1);
     }
@@ -346,7 +344,7 @@ void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const cha
     DType dt = g->vals[ins[k]].type.dt;
     wide = wide || dt == DT_F64 || (dt_is_int(dt) && dt_size(dt) >= 4);
   }
-  emit_store(e, out, idx[nin], x.s ? x.s : "", wide, how ? how : &dflt);
+  emit_elem_store(e, out, idx[nin], x.s ? x.s : "", wide, how);
   buf_free(&x);
   for (int d = 0; d < r; d++) {
     e->indent--;

@@ -342,10 +342,10 @@ KILN_MATH uint16_t kiln_f32_to_bf16(float f) {
  * rounded to nearest, ties to even, with ONNX Cast's rules for NaN,
  * infinities and values past the largest code (`sat`: the largest code;
  * otherwise NaN, or inf for e5m2). */
-KILN_MATH unsigned kiln_get_u4(const uint8_t *p, int64_t i) { return (unsigned)p[i >> 1] >> ((i & 1) * 4) & 15u; }
-KILN_MATH int kiln_get_i4(const uint8_t *p, int64_t i) { return (int)(kiln_get_u4(p, i) ^ 8u) - 8; }
-KILN_MATH unsigned kiln_get_u2(const uint8_t *p, int64_t i) { return (unsigned)p[i >> 2] >> ((i & 3) * 2) & 3u; }
-KILN_MATH int kiln_get_i2(const uint8_t *p, int64_t i) { return (int)(kiln_get_u2(p, i) ^ 2u) - 2; }
+KILN_MATH int kiln_get_u4(const uint8_t *p, int64_t i) { return p[i >> 1] >> ((i & 1) * 4) & 15; }
+KILN_MATH int kiln_get_i4(const uint8_t *p, int64_t i) { return (kiln_get_u4(p, i) ^ 8) - 8; }
+KILN_MATH int kiln_get_u2(const uint8_t *p, int64_t i) { return p[i >> 2] >> ((i & 3) * 2) & 3; }
+KILN_MATH int kiln_get_i2(const uint8_t *p, int64_t i) { return (kiln_get_u2(p, i) ^ 2) - 2; }
 KILN_MATH void kiln_set_4(uint8_t *p, int64_t i, unsigned v) {
   const int sh = (int)(i & 1) * 4;
   p[i >> 1] = (uint8_t)((p[i >> 1] & ~(15u << sh)) | (v & 15u) << sh);
@@ -378,7 +378,7 @@ KILN_MATH float kiln_f8e5m2_to_f32(uint8_t c) {
 KILN_MATH float kiln_f8e5m2fnuz_to_f32(uint8_t c) {
   return c == 0x80 ? NAN : kiln_signed_f32(kiln_minifloat_to_f32(c & 0x7fu, 2, 16), c & 0x80);
 }
-KILN_MATH float kiln_f4e2m1_to_f32(unsigned c) { return kiln_signed_f32(kiln_minifloat_to_f32(c & 7u, 1, 1), (int)(c & 8u)); }
+KILN_MATH float kiln_f4e2m1_to_f32(int c) { return kiln_signed_f32(kiln_minifloat_to_f32((uint32_t)c & 7u, 1, 1), c & 8); }
 KILN_MATH float kiln_f8e8m0_to_f32(uint8_t c) {
   return c == 0xff ? NAN : c == 0 ? 0x1p-127f : kiln_float_of_bits((uint32_t)c << 23);
 }
