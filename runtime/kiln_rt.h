@@ -444,7 +444,8 @@ KILN_MATH uint8_t kiln_f32_to_f8e8m0(float f, int sat, int mode) {
     return sat ? 0 : 0xff;
   int e = (int)(a >> 23) - 127;  /* |f| = m * 2^e, m in [1, 2) */
   uint32_t m = a & 0x7fffffu;
-  if (e == -127) {               /* subnormal: normalise */
+  if (e == -127) {               /* subnormal: m * 2^-149, normalised */
+    e = -126;
     while (!(m & 0x800000u)) {
       m <<= 1;
       e--;

@@ -765,3 +765,12 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# ---- narrow element types (issue 20): float8, float4, e8m0, 4- and 2-bit ----
+# The conversions of kiln_rt.h and ir.c against each other and against ONNX's
+# reference (tests/unit/narrow_convert_ref.txt, tools/make_narrow_ref.py)
+add_executable(unit_narrow_convert ${T}/unit/narrow_convert.c)
+target_include_directories(unit_narrow_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_narrow_convert PRIVATE -O2)
+target_link_libraries(unit_narrow_convert PRIVATE kilnlib)
+add_test(NAME unit_narrow_convert COMMAND unit_narrow_convert ${T}/unit/narrow_convert_ref.txt 4099)
