@@ -86,6 +86,8 @@ const char *emit_array_dims(Arena *a, const Type *t) {
     return "[]";
   if (t->rank == 0)
     return "[1]";
+  if (dt_is_packed(t->dt)) /* 4- and 2-bit elements: their bytes, element 0 in the low bits */
+    return arena_printf(a, "[%zu]", type_bytes(t));
   Buf b = {0};
   for (int i = 0; i < t->rank; i++)
     buf_printf(&b, "[%lld]", (long long)t->dims[i]);
@@ -389,9 +391,10 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
     if (is_param(g, i) || in)
-      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P,
+      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements%s */\n", P,
                  !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", emit_upper(a, pn[i]),
-                 (long long)type_numel(t));
+                 (long long)type_numel(t),
+                 dt_is_packed(t->dt) ? arena_printf(a, ", %s packed in %zu bytes", dt_name(t->dt), type_bytes(t)) : "");
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   if (has_state(g))
