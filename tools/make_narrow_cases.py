@@ -129,6 +129,26 @@ def quantize_blocked():
     write_case("quantize_blocked", m, {"x": (rng.standard_normal((4, 8)) * 3).astype(np.float32)})
 
 
+def packed_moves():
+    """Packed values moved whole: a graph input i4[3,5] through Reshape,
+    Flatten, Unsqueeze and Identity to graph outputs (copies, not aliases),
+    a Constant u2 and the Shape of a packed value."""
+    rng = np.random.default_rng(6)
+    c = helper.make_tensor("c", TP.UINT2, [7], [1, 2, 3, 0, 1, 2, 3])
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"]),
+             helper.make_node("Flatten", ["x"], ["f"], axis=0),
+             helper.make_node("Unsqueeze", ["x", "axes"], ["u"]),
+             helper.make_node("Identity", ["x"], ["i"]),
+             helper.make_node("Constant", [], ["k"], value=c),
+             helper.make_node("Cast", ["k"], ["kf"], to=TP.FLOAT),
+             helper.make_node("Shape", ["x"], ["s"])]
+    m = model(nodes, [vi("x", TP.INT4, [3, 5])],
+              [vi("r", TP.INT4, [5, 3]), vi("f", TP.INT4, [1, 15]), vi("u", TP.INT4, [3, 1, 5]),
+               vi("i", TP.INT4, [3, 5]), vi("kf", TP.FLOAT, [7]), vi("s", TP.INT64, [2])],
+              [tensor("shape", np.array([5, 3], np.int64)), tensor("axes", np.array([1], np.int64))])
+    write_case("packed_moves", m, {"x": rng.integers(-8, 8, (3, 5)).astype(ml_dtypes.int4)})
+
+
 def bad(name, m, args, want):
     onnx.save(m, os.path.join(BAD, name + ".onnx"))
     with open(os.path.join(BAD, name + ".expect"), "w") as f:
@@ -165,4 +185,5 @@ if __name__ == "__main__":
     cast_roundtrip()
     int4_blocked_weight()
     quantize_blocked()
+    packed_moves()
     bad_cases()
