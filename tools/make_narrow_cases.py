@@ -45,13 +45,14 @@ def tensor(name, arr, dt=None):
     return t
 
 
-def write_case(name, m, feeds):
+def write_case(name, m, feeds, outs=None):
     d = os.path.join(GEN, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(d, "model.onnx"))
-    outs = ReferenceEvaluator(m).run(None, feeds)
+    if outs is None:
+        outs = ReferenceEvaluator(m).run(None, feeds)
     for i, inp in enumerate(m.graph.input):
         with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
             f.write(tensor(inp.name, feeds[inp.name]).SerializeToString())
@@ -149,6 +150,22 @@ def packed_moves():
     write_case("packed_moves", m, {"x": rng.integers(-8, 8, (3, 5)).astype(ml_dtypes.int4)})
 
 
+def e8m0_scale():
+    """QuantizeLinear-24 to f8e4m3fn and back with e8m0 scales (the MX
+    formats' powers of two), per axis. onnx 1.20's ReferenceEvaluator runs
+    DequantizeLinear-21 here and refuses output_dtype, so the reference is
+    its arithmetic in numpy: saturate_cast(x / s), then q * s in f32."""
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((3, 4)) * 5).astype(np.float32)
+    s = np.array([2.0 ** -3, 2.0 ** 2, 1.0], np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], axis=0, output_dtype=TP.FLOAT8E4M3FN),
+             helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0, output_dtype=TP.FLOAT)]
+    m = model(nodes, [vi("x", TP.FLOAT, [3, 4])], [vi("q", TP.FLOAT8E4M3FN, [3, 4]), vi("y", TP.FLOAT, [3, 4])],
+              [tensor("s", s.astype(ml_dtypes.float8_e8m0fnu))])
+    q = numpy_helper.saturate_cast(x / s[:, None], ml_dtypes.float8_e4m3fn)
+    write_case("e8m0_scale", m, {"x": x}, [q, q.astype(np.float32) * s[:, None]])
+
+
 def bad(name, m, args, want):
     onnx.save(m, os.path.join(BAD, name + ".onnx"))
     with open(os.path.join(BAD, name + ".expect"), "w") as f:
@@ -186,4 +203,5 @@ if __name__ == "__main__":
     int4_blocked_weight()
     quantize_blocked()
     packed_moves()
+    e8m0_scale()
     bad_cases()

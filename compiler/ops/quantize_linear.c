@@ -218,6 +218,8 @@ static const char *qparam_c(Emit *e, QParam q) {
 }
 
 static bool is_half_or_f32(DType dt) { return dt == DT_F32 || dt_is_half(dt); }
+/* A scale: f32, f16, bf16, or (opset 24) e8m0, the MX formats' power of two */
+static bool scale_type_ok(DType dt) { return is_half_or_f32(dt) || dt == DT_F8E8M0; }
 
 /* The types a QuantizeLinear may produce (and a DequantizeLinear read,
  * with i32): 8-, 16-, 4- and 2-bit integers, float8 and float4. */
@@ -243,8 +245,9 @@ bool quantize_linear_infer(Graph *g, Node *n, Diag *d) {
   int axis;
   if (!is_half_or_f32(x->type.dt) && x->type.dt != DT_I32)
     return diag_node(d, g, n, "x '%s' is %s; expected f32, f16, bf16 or i32", x->name, dt_name(x->type.dt));
-  if (!is_half_or_f32(s->type.dt))
-    return diag_node(d, g, n, "y_scale '%s' is %s; expected f32, f16 or bf16", s->name, dt_name(s->type.dt));
+  if (!scale_type_ok(s->type.dt))
+    return diag_node(d, g, n, "y_scale '%s' is %s; expected f32, f16, bf16 or f8e8m0", s->name,
+                     dt_name(s->type.dt));
   int64_t odt = attr_int(n, "output_dtype", 0);
   DType y = zp ? zp->type.dt : odt ? (DType)odt : DT_U8;
   if (zp && odt && odt != zp->type.dt)
@@ -342,8 +345,9 @@ bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
   if (!quant_type_ok(x->type.dt) && x->type.dt != DT_I32)
     return diag_node(d, g, n, "x '%s' is %s; expected u8, i8, u16, i16, i32, u4, i4, u2, i2, a float8 or "
                      "f4e2m1", x->name, dt_name(x->type.dt));
-  if (!is_half_or_f32(s->type.dt))
-    return diag_node(d, g, n, "x_scale '%s' is %s; expected f32, f16 or bf16", s->name, dt_name(s->type.dt));
+  if (!scale_type_ok(s->type.dt))
+    return diag_node(d, g, n, "x_scale '%s' is %s; expected f32, f16, bf16 or f8e8m0", s->name,
+                     dt_name(s->type.dt));
   if (zp && zp->type.dt != x->type.dt)
     return diag_node(d, g, n, "x_zero_point '%s' is %s; expected x's type, %s", zp->name,
                      dt_name(zp->type.dt), dt_name(x->type.dt));
@@ -354,6 +358,9 @@ bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
   if (!check_quant_attrs(g, n, d) || !get_axis(g, n, &x->type, &axis, d) ||
       !check_param(g, n, 1, &x->type, axis, "x_scale", d) || !check_param(g, n, 2, &x->type, axis, "x_zero_point", d))
     return false;
+  if (!odt && !is_half_or_f32(s->type.dt))
+    return diag_node(d, g, n, "x_scale '%s' is %s and output_dtype is not set; expected output_dtype FLOAT, "
+                     "FLOAT16 or BFLOAT16", s->name, dt_name(s->type.dt));
   Type y = x->type;
   y.dt = odt ? (DType)odt : s->type.dt;
   node_out(g, n, 0)->type = y;
