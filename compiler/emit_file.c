@@ -71,6 +71,8 @@ const char *emit_array_dims(Arena *a, const Type *t) {
     return "[]";
   if (t->rank == 0)
     return "[1]";
+  if (dt_is_packed(t->dt)) /* 4- and 2-bit elements: their bytes, element 0 in the low bits */
+    return arena_printf(a, "[%zu]", type_bytes(t));
   Buf b = {0};
   for (int i = 0; i < t->rank; i++)
     buf_printf(&b, "[%lld]", (long long)t->dims[i]);
@@ -383,9 +385,10 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
     if (is_param(g, i) || in)
-      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P,
+      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements%s */\n", P,
                  !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", emit_upper(a, pn[i]),
-                 (long long)type_numel(t));
+                 (long long)type_numel(t),
+                 dt_is_packed(t->dt) ? arena_printf(a, ", %s packed in %zu bytes", dt_name(t->dt), type_bytes(t)) : "");
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   if (has_state(g))
@@ -416,6 +419,10 @@ static Weight weight_at(Emit *e, int k) {
   }
   const Value *v = &g->vals[id];
   char ts[160];
+  if (dt_is_narrow(v->type.dt)) /* float8 codes, packed 4- and 2-bit elements: their bytes */
+    return (Weight){DT_U8, v->data, (int64_t)type_bytes(&v->type),
+                    arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                    false};
   return (Weight){v->type.dt, v->data, type_numel(&v->type),
                   arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
                   false};

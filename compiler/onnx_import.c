@@ -109,7 +109,8 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
                         (long long)MAX_NUMEL);
     numel *= tp->dims[i];
   }
-  size_t es = dt_size(dt), bytes = (size_t)numel * es;
+  size_t bytes = type_bytes(&t->type); /* packed types: ceil(numel * bits / 8) */
+  int64_t nfield = dt_is_packed(dt) ? (int64_t)bytes : numel; /* packed: int32_data holds bytes */
   bool external =
       tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   /* sizes are checked before allocating, so a lying header costs nothing */
@@ -125,15 +126,20 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
   case DT_U32: case DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
   default: have = tp->n_int32_data; field = "int32_data"; break;
   }
-  if (!external && !tp->has_raw_data && have != (size_t)numel)
-    return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape", what, field,
-                      have, (long long)numel);
+  if (!external && !tp->has_raw_data && have != (size_t)nfield)
+    return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape%s", what, field,
+                      have, (long long)nfield, dt_is_packed(dt) ? " (packed bytes)" : "");
   if (external) /* allocated once the file is known to hold the bytes */
     return read_external(im, tp, bytes, &t->data, what);
   t->data = arena_alloc(im->a, bytes ? bytes : 1);
   if (tp->has_raw_data) {
     if (bytes)
       memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
+    return true;
+  }
+  if (dt_is_packed(dt) || dt_is_minifloat(dt)) { /* the codes, a byte each */
+    for (int64_t i = 0; i < nfield; i++)
+      ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
     return true;
   }
   for (int64_t i = 0; i < numel; i++) {
@@ -159,6 +165,9 @@ static bool decode_sparse(Importer *im, const Onnx__SparseTensorProto *sp, Tenso
   if (sp->n_dims > MAX_RANK || !dt_is_int(idx.type.dt))
     return diag_error(im->d, "%s: bad sparse tensor; expected rank <= %d and integer indices",
                       what, MAX_RANK);
+  if (dt_is_packed(vals.type.dt))
+    return diag_error(im->d, "%s: sparse tensor of %s; expected a type of whole bytes (a packed "
+                      "sparse tensor is not supported)", what, dt_name(vals.type.dt));
   memset(t, 0, sizeof *t);
   t->type.dt = vals.type.dt;
   t->type.rank = (int)sp->n_dims;

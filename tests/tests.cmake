@@ -1003,3 +1003,26 @@ foreach(case idf_weights tfidf_weights_i32)
   add_test(NAME tfidf_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/tfidf/${case})
   add_test(NAME tfidf_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/tfidf/${case})
 endforeach()
+
+# ---- narrow element types (issue 20): float8, float4, e8m0, 4- and 2-bit ----
+# The conversions of kiln_rt.h and ir.c against each other and against ONNX's
+# reference (tests/unit/narrow_convert_ref.txt, tools/make_narrow_ref.py)
+add_executable(unit_narrow_convert ${T}/unit/narrow_convert.c)
+target_include_directories(unit_narrow_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_compile_options(unit_narrow_convert PRIVATE -O2)
+target_link_libraries(unit_narrow_convert PRIVATE kilnlib)
+add_test(NAME unit_narrow_convert COMMAND unit_narrow_convert ${T}/unit/narrow_convert_ref.txt 4099)
+# Cast to and from every narrow type, blocked int4/u4 quantization, an
+# int4 weight DequantizeLinear -> MatMul, packed values moved whole, e8m0 scales (tools/make_narrow_cases.py, ONNX's
+# reference; the int4 weight also matches ONNX Runtime, optimizations off,
+# to 1.4e-6 on values up to 13), in C, with clang's -Weverything, and in
+# the interpreter. Their models are opset 25.
+foreach(case cast_roundtrip int4_blocked_weight quantize_blocked packed_moves e8m0_scale)
+  add_test(NAME narrow_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/narrow/${case})
+  add_test(NAME narrow_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/narrow/${case})
+  if(CLANG)
+    add_test(NAME narrow_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros"
+             ${T}/generated/narrow/${case})
+  endif()
+endforeach()

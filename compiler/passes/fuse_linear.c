@@ -26,7 +26,7 @@ static Node *int8_weight(Fuser *f, int w, int *scale) {
     return NULL;
   const Value *q = &g->vals[dq->in[0]], *s = &g->vals[dq->in[1]];
   const Value *zp = node_has_in(dq, 2) ? &g->vals[dq->in[2]] : NULL;
-  if (!q->data || q->type.dt != DT_I8 || q->type.rank != 2 || !s->data)
+  if (!q->data || q->type.dt != DT_I8 || q->type.rank != 2 || !s->data || s->type.dt != DT_F32)
     return NULL;
   int64_t nn = q->type.dims[1], ns = type_numel(&s->type);
   int axis = 1;
