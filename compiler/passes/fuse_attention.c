@@ -455,6 +455,20 @@ static int peel_softcap(Fuser *f, Attn *a, int x) {
   return x;
 }
 
+/* x = Mul(y, 1.0) (either order), read only here, as many times as it
+ * is: y (MultiheadAttention's Mul(scores, 1.0) before its mask, after a
+ * softcap that other scales may not cross). */
+static int peel_units(Fuser *f, Attn *a, int x) {
+  for (;;) {
+    Node *p = fm_sole(f, x) ? fm_def(f, x, OP_MUL) : NULL;
+    double c;
+    int y;
+    if (!p || !scale_node(f->g, p, &c, &y) || c != 1 || !take(a, f->g, p))
+      return x;
+    x = y;
+  }
+}
+
 /* From the Softmax's input back to the MatMul: softcap, clamp, top-k,
  * mask, scale. */
 static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
@@ -475,7 +489,9 @@ static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
     return NULL;
   for (int i = p->op == OP_WHERE ? 1 : 0; i < p->nin; i++) {
     Attn t = *a;
-    int x0 = a->softcap > 0 ? p->in[i] : peel_softcap(f, &t, p->in[i]);
+    int x0 = a->softcap > 0 ? p->in[i] : peel_softcap(f, &t, peel_units(f, &t, p->in[i]));
+    if (t.softcap == 0) /* no softcap before the mask: the Mul by 1.0 is scores_matmul's */
+      t = *a, x0 = p->in[i];
     t.softcap_first = t.softcap > 0 && a->softcap == 0;
     Node *mm2 = scores_matmul(f, &t, x0, 1);
     if (mm2) {
