@@ -288,6 +288,29 @@ static int pad_keys(Chain *c, int m, int k, int fill) {
   return op3(c, OP_PAD, "mask_padded", m, concat(c, "mask_pads", pads, 2, 0), fill);
 }
 
+/* keep (bool) to an additive mask: 0 where kept, fill elsewhere (-inf, or
+ * ORT's mask_filter_value), in the chain's dtype. */
+static int keep_to_bias(Chain *c, const char *hint, int keep, double fill) {
+  return op3(c, OP_WHERE, hint, keep, scalar(c, arena_printf(c->g->arena, "%s_keep", hint), 0),
+             scalar(c, arena_printf(c->g->arena, "%s_fill", hint), fill));
+}
+
+/* [B] lengths -> keep [B, 1, 1, T]: key j of batch b kept while j < len[b]
+ * (lo: or from lo[b] on, when lo >= 0). */
+static int lengths_keep(Chain *c, int len, int lo, int k) {
+  int64_t one = 1, mid[2] = {1, 2};
+  int keys = op3(c, OP_RANGE, "key_index", squeeze0(c, "range_start", i64(c, "range_0", 0)),
+                 squeeze0(c, "key_count", shape(c, "kv_len", k, -2, -1)),
+                 squeeze0(c, "range_step", i64(c, "range_1", 1)));
+  int keep = op2(c, OP_LESS, "key_live", keys,
+                 unsqueeze(c, "len_col", cast(c, "len_i64", len, DT_I64), &one, 1));
+  if (lo >= 0)
+    keep = op2(c, OP_AND, "key_live_lo", keep,
+               op1(c, OP_NOT, "key_before", op2(c, OP_LESS, "key_lo", keys,
+                                               unsqueeze(c, "lo_col", cast(c, "lo_i64", lo, DT_I64), &one, 1))));
+  return unsqueeze(c, "keep_bnst", keep, mid, 2);
+}
+
 /* cap · tanh(s / cap). */
 static int softcapped(Chain *c, int s, double softcap) {
   int cap = scalar(c, "softcap", softcap);
@@ -395,13 +418,8 @@ static bool onnx_attn(Chain *c) {
     int band = causal_band(c, q, k, pk >= 0 ? shape(c, "past", pk, 2, 3) : i64(c, "no_past", 0));
     bias = bias >= 0 ? op2(c, OP_ADD, "mask_causal", bias, band) : band;
   }
-  if (nonpad >= 0) { /* [B] lengths -> [B, 1, 1, T]: keys from the length on masked */
-    int64_t one = 1, mid[2] = {1, 2};
-    int keys = op3(c, OP_RANGE, "key_index", squeeze0(c, "range_start", i64(c, "range_0", 0)),
-                   squeeze0(c, "key_count", shape(c, "kv_len", k, -2, -1)),
-                   squeeze0(c, "range_step", i64(c, "range_1", 1)));
-    int live = op2(c, OP_LESS, "key_live", keys, unsqueeze(c, "nonpad_col", nonpad, &one, 1));
-    int pm = unsqueeze(c, "nonpad_mask", op3(c, OP_WHERE, "nonpad_additive", live, zero, ninf), mid, 2);
+  if (nonpad >= 0) { /* [B] lengths: keys from the length on masked */
+    int pm = keep_to_bias(c, "nonpad", lengths_keep(c, nonpad, -1, k), -INFINITY);
     bias = bias >= 0 ? op2(c, OP_ADD, "mask_nonpad", bias, pm) : pm;
   }
   int st[4];
@@ -439,29 +457,6 @@ static bool refuse_attr(Chain *c, const char *name, int64_t dflt) {
 static int slice_last(Chain *c, const char *hint, int x, int start, int end) {
   int in[4] = {x, start, end, i64(c, arena_printf(c->g->arena, "%s_axis", hint), -1)};
   return out0(c, node(c, OP_SLICE, hint, in, 4));
-}
-
-/* ORT's masks add mask_filter_value where a key is masked: keep (bool)
- * to 0 / fill, in the chain's dtype. */
-static int keep_to_bias(Chain *c, const char *hint, int keep, double fill) {
-  return op3(c, OP_WHERE, hint, keep, scalar(c, arena_printf(c->g->arena, "%s_keep", hint), 0),
-             scalar(c, arena_printf(c->g->arena, "%s_fill", hint), fill));
-}
-
-/* [B] lengths -> keep [B, 1, 1, T]: key j of batch b kept while j < len[b]
- * (lo: or from lo[b] on, when lo >= 0). */
-static int lengths_keep(Chain *c, int len, int lo, int k) {
-  int64_t one = 1, mid[2] = {1, 2};
-  int keys = op3(c, OP_RANGE, "key_index", squeeze0(c, "range_start", i64(c, "range_0", 0)),
-                 squeeze0(c, "key_count", shape(c, "kv_len", k, -2, -1)),
-                 squeeze0(c, "range_step", i64(c, "range_1", 1)));
-  int keep = op2(c, OP_LESS, "key_live", keys,
-                 unsqueeze(c, "len_col", cast(c, "len_i64", len, DT_I64), &one, 1));
-  if (lo >= 0)
-    keep = op2(c, OP_AND, "key_live_lo", keep,
-               op1(c, OP_NOT, "key_before", op2(c, OP_LESS, "key_lo", keys,
-                                               unsqueeze(c, "lo_col", cast(c, "lo_i64", lo, DT_I64), &one, 1))));
-  return unsqueeze(c, "keep_bnst", keep, mid, 2);
 }
 
 /* A raw 0/1 mask [B, T] or [B, S, T] (any numeric type) -> keep
