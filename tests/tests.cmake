@@ -778,7 +778,7 @@ foreach(case mha_bias_padding:padding mha_lengths_attn_bias:additive mha_causal_
              mha_causal_prompt:causal attention_raw_mask:padding attention_lengths:padding
              attention_left_padding:padding attention_gpt2_past:causal attention_gpt2_prompt:causal
              gqa_prompt_rotary:additive gqa_decode_rotary:padding gqa_packed_softcap:additive
-             gqa_prompt_plain:additive)
+             gqa_prompt_plain:additive mha_cross_bnsh:padding)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 name)
   list(GET parts 1 kind)

@@ -68,11 +68,13 @@ def write(name, m, inputs):
             f.write(numpy_helper.from_array(a, o.name).SerializeToString())
 
 
-def mha(name, b, s, t, n, h, bias=False, mask=None, attn_bias=False, past=0, uni=0):
-    """MultiHeadAttention on separate Q [B,S,N·H], K, V [B,T,N·H]; mask:
-    "raw" (B, T) 0/1 int32, "lengths" (B) int32."""
+def mha(name, b, s, t, n, h, bias=False, mask=None, attn_bias=False, past=0, uni=0, bnsh=False):
+    """MultiHeadAttention on separate Q [B,S,N·H], K, V [B,T,N·H] (bnsh: K,
+    V already [B,N,T,H], cross-attention's projected memory); mask: "raw"
+    (B, T) 0/1 int32, "lengths" (B) int32."""
     d = n * h
-    ins = [("query", rand(b, s, d)), ("key", rand(b, t, d)), ("value", rand(b, t, d))]
+    kv = (b, n, t, h) if bnsh else (b, t, d)
+    ins = [("query", rand(b, s, d)), ("key", rand(*kv)), ("value", rand(*kv))]
     names = ["query", "key", "value", "", "", "", "", ""]
     if bias:
         ins.append(("bias", rand(3 * d, scale=0.5)))
@@ -227,6 +229,7 @@ def main():
     gqa("gqa_decode_rotary", 2, 1, 6, 2, 16, past=5, rotary=True, interleaved=1)
     gqa("gqa_packed_softcap", 1, 5, 4, 1, 16, past=3, packed=True, softcap=2.5)
     gqa("gqa_prompt_plain", 1, 24, 8, 2, 16)
+    mha("mha_cross_bnsh", 2, 5, 9, 2, 16, bias=True, mask="raw", bnsh=True)
     bad_cases()
 
 
