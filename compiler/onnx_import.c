@@ -14,6 +14,7 @@
 #include "onnx.h"
 #include "onnx.pb-c.h"
 #include "onnx_ort_lstm.h"
+#include "onnx_attention.h"
 #include "ops.h"
 
 typedef struct Importer {
@@ -517,6 +518,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
   if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/onnx_ort_lstm.c */
+  if (onnx_attention_handles(dom, op_type)) /* a chain of standard ops: compiler/onnx_attention.c */
+    return onnx_attention_import(g, np, nname, im->d);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);

@@ -1026,3 +1026,27 @@ foreach(case cast_roundtrip int4_blocked_weight quantize_blocked packed_moves e8
              ${T}/generated/narrow/${case})
   endif()
 endforeach()
+
+# ---- the attention ops ONNX files carry (compiler/onnx_attention.c) ----
+# ONNX Runtime's com.microsoft Attention, MultiHeadAttention and
+# GroupQueryAttention on small models with ONNX Runtime's outputs
+# (tools/make_ort_attention_cases.py): generated C, 2 threads and the
+# interpreter; each must fuse into one kiln Attention of the mask kind named
+# (the kernel's causal and padding paths kept). ONNX's own Attention (opset
+# 23, 24) is covered by the ONNX 1.20 node tests, softcap by the attention
+# cases softcap_* (tests/attention), refusals by tests/bad/attention_*.
+foreach(case mha_bias_padding:padding mha_lengths_attn_bias:additive mha_causal_past:causal
+             mha_causal_prompt:causal attention_raw_mask:padding attention_lengths:padding
+             attention_left_padding:padding attention_gpt2_past:causal attention_gpt2_prompt:causal
+             gqa_prompt_rotary:additive gqa_decode_rotary:padding gqa_packed_softcap:additive
+             gqa_prompt_plain:additive mha_cross_bnsh:padding)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 name)
+  list(GET parts 1 kind)
+  set(dir ${T}/ort_attention/${name})
+  add_test(NAME ort_attention_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+  add_test(NAME ort_attention_${name}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${dir})
+  add_test(NAME ort_attention_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  add_test(NAME ort_attention_${name}_fused COMMAND ${KILN_BIN} compile -v ${dir}/model.onnx -o ${CMAKE_BINARY_DIR}/ort_attention_${name}.c)
+  set_tests_properties(ort_attention_${name}_fused PROPERTIES PASS_REGULAR_EXPRESSION "fuse: attention{mask=${kind}")
+endforeach()
