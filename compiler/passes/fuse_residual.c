@@ -43,11 +43,14 @@ static bool fuse_linear_residual(Fuser *f, Node *add) {
       continue;
     fm_take(&m, g, add);
     const char *act = attr_str(lin, "act", "none");
-    /* an int8 W keeps its W_scale (slot 4) */
-    int in[5] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r,
-                 node_has_in(lin, 4) ? lin->in[4] : -1};
-    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, node_has_in(lin, 4) ? 5 : 4);
+    const char *aq = node_has_in(lin, 5) ? attr_str(lin, "act_quant", "u8") : NULL;
+    /* an int8 W keeps its W_scale (slot 4), a w8a8 one (fuse_dynquant's) its W_colsum (5) */
+    int in[6] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r,
+                 node_has_in(lin, 4) ? lin->in[4] : -1, aq ? lin->in[5] : -1};
+    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, aq ? 6 : node_has_in(lin, 4) ? 5 : 4);
     fm_set_str(g, n, "act", act);
+    if (aq)
+      fm_set_str(g, n, "act_quant", aq);
     fm_fuse_done(f, n, "linear+residual");
     return true;
   }

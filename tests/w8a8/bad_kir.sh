@@ -32,7 +32,7 @@ bad no_colsum ' {act="gelu", act_quant="u8", act_rot=64}' \
 bad rot48 ', %w.colsum {act="gelu", act_quant="u8", act_rot=48}' \
   'act_rot is 48 for K = 64; expected 16, 32 or 64, dividing K'
 bad no_act_quant ', %w.colsum {act="gelu", act_rot=64}' \
-  'act_quant is absent; expected act_quant="u8" with input W_colsum'
+  'act_quant is absent; expected act_quant="u8" or "u8_tensor" with input W_colsum'
 bad s8 ', %w.colsum {act="gelu", act_quant="s8", act_rot=64}' \
-  "act_quant is 's8'; expected act_quant=\"u8\" with input W_colsum"
+  "act_quant is 's8'; expected act_quant=\"u8\" or \"u8_tensor\" with input W_colsum"
 [ $fails = 0 ]
