@@ -13,6 +13,7 @@
 
 #include "onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_contrib_quant.h"
 #include "ops.h"
 
 #define MAX_OPSET 17
@@ -476,6 +477,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
+  if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/onnx_contrib_quant.c */
+    return contrib_quant_import(g, im->d, np, nname, value_for, im);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);

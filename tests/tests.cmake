@@ -802,3 +802,21 @@ add_test(NAME dynquant_chains_fused
 # --min-cosine out of range is a usage error (exit 1, one line)
 add_test(NAME dynquant_min_cosine_bad COMMAND ${KILN_BIN} check --min-cosine=2 ${T}/generated/dynquant/chains)
 set_tests_properties(dynquant_min_cosine_bad PROPERTIES WILL_FAIL TRUE)
+# com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul and MatMulNBits
+# (compiler/onnx_contrib_quant.c; tools/make_contrib_quant_cases.py, ONNX
+# Runtime's outputs): C and interpreter. Measured: the integer products
+# exact (max abs 0), MatMulNBits 3.6e-07 to 7.6e-06 (f32 sums in another
+# order); the DynamicQuantizeLinear-fed ones become w8a8 Linears
+file(GLOB KILN_CONTRIB_QUANT_CASES LIST_DIRECTORIES true ${T}/generated/contrib_quant/*)
+foreach(dir ${KILN_CONTRIB_QUANT_CASES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    add_test(NAME contrib_quant_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+    add_test(NAME contrib_quant_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+  endif()
+endforeach()
+foreach(case dqmm dqmm_u8zp mmitf_dql)
+  add_test(NAME contrib_quant_${case}_fused
+           COMMAND sh -c "\"$0\" compile -v \"$1/model.onnx\" -o \"$2/contrib_${case}.c\" 2>&1 | grep -a 'fuse: dynquant linear'"
+           ${KILN_BIN} ${T}/generated/contrib_quant/${case} ${CMAKE_BINARY_DIR})
+endforeach()
