@@ -75,6 +75,7 @@ bool pass_fuse_layernorm(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_rmsnorm(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_dynquant(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_linear(Graph *g, const PassOptions *o, Diag *d);
+bool pass_fuse_qdq(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_addnorm(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_residual(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_transpose(Graph *g, const PassOptions *o, Diag *d);

@@ -783,7 +783,8 @@ include(${T}/hf/tests.cmake OPTIONAL)
 set(tol_chains "")
 set(tol_t5enc_qdyn "")
 set(tol_enc2_d128_qdyn --rtol=0 --atol=0.05 --min-cosine=0.99999)
-foreach(case chains t5enc_qdyn enc2_d128_qdyn)
+set(tol_enc_qdq "")
+foreach(case chains t5enc_qdyn enc2_d128_qdyn enc_qdq)
   set(dir ${T}/generated/dynquant/${case})
   add_test(NAME dynquant_${case}_c COMMAND ${KILN_BIN} check -q ${dir})
   add_test(NAME dynquant_${case}_native COMMAND ${KILN_BIN} check -q --isa=native ${tol_${case}}
@@ -799,6 +800,12 @@ endforeach()
 add_test(NAME dynquant_chains_fused
          COMMAND sh -c "out=$(\"$0\" compile -v \"$1/model.onnx\" -o \"$2/dynquant_chains.c\" 2>&1) || exit 1; echo \"$out\"; [ $(echo \"$out\" | grep -c 'fuse: dynquant linear') = 3 ] && echo \"$out\" | grep -q 'fuse: dynquant linear+relu <- mmi1 + cast1 + scale1 + mul1 + add1 + relu1' && echo \"$out\" | grep -q 'fuse: dynquant linear <- mmi3 + cast3 + scale3 + mul3 + add3'"
          ${KILN_BIN} ${T}/generated/dynquant/chains ${CMAKE_BINARY_DIR})
+# quantize_static's QDQ (fuse_qdq, enc_qdq: reference ONNX Runtime with its
+# graph optimisations off, max abs 4.8e-07): the 6 products by weights take
+# the activations' static scale and zero point
+add_test(NAME dynquant_enc_qdq_fused
+         COMMAND sh -c "[ $(\"$0\" compile -v \"$1/model.onnx\" -o \"$2/dynquant_qdq.c\" 2>&1 | grep -ac 'fuse: qdq linear') = 6 ]"
+         ${KILN_BIN} ${T}/generated/dynquant/enc_qdq ${CMAKE_BINARY_DIR})
 # --min-cosine out of range is a usage error (exit 1, one line)
 add_test(NAME dynquant_min_cosine_bad COMMAND ${KILN_BIN} check --min-cosine=2 ${T}/generated/dynquant/chains)
 set_tests_properties(dynquant_min_cosine_bad PROPERTIES WILL_FAIL TRUE)

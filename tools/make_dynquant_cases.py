@@ -21,6 +21,12 @@ exported with Debian's torch 1.13 by /usr/bin/python3 (a subprocess):
 - t5enc_qdyn: quantize_dynamic(per_channel=True) of tests/hf/t5enc (a
   2-layer T5 encoder, d 32), reference ONNX Runtime with all its graph
   optimisations (what a user runs), on the fixture's input.
+- enc_qdq: quantize_static (QDQ format, MatMuls only, int8 activations
+  and weights, 4 random calibration inputs) of tests/models/encoder_2l_op14:
+  kiln's fuse_qdq makes the 6 products by weights w8a8 Linears with the
+  activations' static scale and zero point. Reference: ONNX Runtime with
+  its graph optimisations off (on, it rewrites QDQ into QLinear ops that
+  requantize each product's output: 0.068 away, cosine 0.99983).
 - enc2_d128_qdyn: quantize_dynamic (per tensor, the default) of a 2-layer
   post-LN nn.TransformerEncoder, d 128, 4 heads, ff 512, GELU, seq 64,
   ONNX Runtime with all optimisations. kiln's default build agrees to
@@ -151,9 +157,32 @@ def encoder_case(folder, tmp):
     quantized_case(folder, "enc2_d128_qdyn", f32, {"src": src}, per_channel=False)
 
 
+def qdq_case(folder):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    src = os.path.join(ROOT, "tests", "models", "encoder_2l_op14")
+    x = numpy_helper.to_array(onnx.load_tensor(os.path.join(src, "test_data_set_0", "input_0.pb")))
+    name = onnx.load(os.path.join(src, "model.onnx")).graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.sets = iter([{name: np.random.default_rng(i).standard_normal(x.shape).astype(np.float32)}
+                              for i in range(4)])
+
+        def get_next(self):
+            return next(self.sets, None)
+
+    d = os.path.join(folder, "enc_qdq")
+    os.makedirs(d, exist_ok=True)
+    quantize_static(os.path.join(src, "model.onnx"), os.path.join(d, "model.onnx"), Reader(),
+                    quant_format=QuantFormat.QDQ, op_types_to_quantize=["MatMul"])
+    sess, outs = run_ort(os.path.join(d, "model.onnx"), {name: x}, optimise=False)
+    write_set(d, sess, {name: x}, outs)
+
+
 def main(folder):
     import tempfile
     chains_case(folder)
+    qdq_case(folder)
     t5 = os.path.join(ROOT, "tests", "hf", "t5enc")
     feeds = {}
     for k, name in enumerate(("input_ids", "attention_mask")):

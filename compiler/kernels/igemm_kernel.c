@@ -291,6 +291,12 @@ static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64
  * clamped (w8a8_tensor_params in compiler/ops/fused.c); sd, what the rows
  * divide by (1 when s is 0: X is then all zeros, every u is tz = 0). */
 static void emit_tensor_params(Emit *e, const IGemmSpec *s) {
+  if (s->fixed) { /* a static QuantizeLinear's constants */
+    emit_line(e, "const float ts = %s, tz = %d.0f; /* X's scale and zero point, fixed */",
+              emit_double_literal(e, DT_F32, s->fixed_scale), s->fixed_zp);
+    emit_line(e, "const float sd = ts;");
+    return;
+  }
   emit_line(e, "float ts, tz; /* X as one tensor: scale and zero point (DynamicQuantizeLinear's rule) */");
   emit_line(e, "{");
   e->indent++;
@@ -546,7 +552,8 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
 
 bool emit_igemm(Emit *e, const IGemmSpec *s) {
   if (s->m < 0 || s->n < 0 || s->k < 0 || s->k > INT32_MAX / (255 * 127) ||
-      (s->rot && ((s->rot != 16 && s->rot != 32 && s->rot != 64) || s->k % s->rot || s->per_tensor)))
+      (s->rot && ((s->rot != 16 && s->rot != 32 && s->rot != 64) || s->k % s->rot || s->per_tensor)) ||
+      (s->fixed && (!s->per_tensor || !(s->fixed_scale > 0) || s->fixed_zp < 0 || s->fixed_zp > 255)))
     return false;
   if (s->m == 0 || s->n == 0)
     return true;

@@ -35,6 +35,10 @@ typedef struct IGemmSpec {
   bool per_tensor;     /* one scale and zero point for all of X, by DynamicQuantizeLinear's
                           rule (Linear's act_quant="u8_tensor", made from ONNX Runtime's
                           quantize_dynamic chains); false: one per row */
+  bool fixed;          /* with per_tensor: the scale and zero point are these constants
+                          (a static QuantizeLinear's, Linear's act_quant="u8_static") */
+  float fixed_scale;   /* > 0 */
+  int fixed_zp;        /* 0 .. 255 */
 } IGemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block)

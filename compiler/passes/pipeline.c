@@ -20,6 +20,8 @@ const Pass pass_list[] = {
     {"fuse_dynquant", pass_fuse_dynquant, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [+ bias] "
                                           "[+ Relu/Gelu] (ONNX Runtime's quantize_dynamic) to a w8a8 Linear"},
     {"fuse_linear", pass_fuse_linear, "MatMul by a constant weight [+ bias] [+ Relu/Gelu] to Linear"},
+    {"fuse_qdq", pass_fuse_qdq, "QuantizeLinear -> DequantizeLinear (static, per tensor) before an int8 Linear "
+                                "(quantize_static's QDQ) to a w8a8 Linear with that scale and zero point"},
     {"fuse_addnorm", pass_fuse_addnorm, "Add then LayerNormalization to AddLayerNorm"},
     {"fuse_residual", pass_fuse_residual, "Linear [-> views] + residual Add to Linear with a residual input"},
     {"fuse_transpose", pass_fuse_transpose, "Transposes around a MatMul of run-time operands to PermutedMatMul"},
