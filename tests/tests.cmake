@@ -827,3 +827,10 @@ foreach(case dqmm dqmm_u8zp mmitf_dql)
            COMMAND sh -c "\"$0\" compile -v \"$1/model.onnx\" -o \"$2/contrib_${case}.c\" 2>&1 | grep -a 'fuse: dynquant linear'"
            ${KILN_BIN} ${T}/generated/contrib_quant/${case} ${CMAKE_BINARY_DIR})
 endforeach()
+# kiln export writes them as standard ONNX (the ops they are read as): the
+# exported file must still give ONNX Runtime's outputs of the contrib model
+foreach(case dqmm nbits4_zp)
+  add_test(NAME contrib_quant_${case}_export
+           COMMAND sh -c "\"$0\" export \"$1/model.onnx\" -o \"$2/contrib_${case}_std.onnx\" && ! grep -aq com.microsoft \"$2/contrib_${case}_std.onnx\" && \"$0\" check -q \"$1\" --model \"$2/contrib_${case}_std.onnx\""
+           ${KILN_BIN} ${T}/generated/contrib_quant/${case} ${CMAKE_BINARY_DIR})
+endforeach()
