@@ -35,11 +35,12 @@ static bool scalar(const Graph *g, int v, DType dt, double *x) {
   return true;
 }
 
-/* The zero point of a Quantize/DequantizeLinear n: 0 (u8) when absent. */
+/* The zero point of a Quantize/DequantizeLinear n: 0 (u8) when absent,
+ * unless QuantizeLinear's output_dtype (opset 21) names another type. */
 static bool zero_point(const Graph *g, const Node *n, DType *dt, double *z) {
   if (!node_has_in(n, 2)) {
-    *dt = DT_U8, *z = 0;
-    return true;
+    *dt = (DType)attr_int(n, "output_dtype", DT_U8), *z = 0;
+    return *dt == DT_U8 || *dt == DT_I8;
   }
   *dt = g->vals[n->in[2]].type.dt;
   return (*dt == DT_U8 || *dt == DT_I8) && scalar(g, n->in[2], *dt, z);
