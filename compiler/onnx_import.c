@@ -15,6 +15,7 @@
 #include "onnx.pb-c.h"
 #include "onnx_ort_lstm.h"
 #include "onnx_attention.h"
+#include "onnx_contrib_quant.h"
 #include "ops.h"
 
 typedef struct Importer {
@@ -520,6 +521,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/onnx_ort_lstm.c */
   if (onnx_attention_handles(dom, op_type)) /* a chain of standard ops: compiler/onnx_attention.c */
     return onnx_attention_import(g, np, nname, im->d);
+  if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/onnx_contrib_quant.c */
+    return contrib_quant_import(g, im->d, np, nname, value_for, im);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);

@@ -55,6 +55,8 @@ static bool fuse_linear(Fuser *f, Node *n) {
   int x = n->in[0], w = n->in[1], bias = n->op == OP_LINEAR && node_has_in(n, 2) ? n->in[2] : -1;
   if (x < 0 || w < 0 || (n->op == OP_LINEAR && node_has_in(n, 3))) /* act comes before a residual */
     return false;
+  if (n->op == OP_LINEAR && node_has_in(n, 5)) /* w8a8 (fuse_dynquant): it took its bias and act itself */
+    return false;
   int wscale = n->op == OP_LINEAR && node_has_in(n, 4) ? n->in[4] : -1;
   Node *dq = n->op == OP_MATMUL && !g->vals[w].data ? int8_weight(f, w, &wscale) : NULL;
   const Value *wv = &g->vals[w];
