@@ -1,6 +1,7 @@
 /* reduce.c — reductions over a set of axes: ReduceSum, ReduceMean,
  * ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum,
- * ReduceLogSumExp and ReduceSumSquare.
+ * ReduceLogSumExp and ReduceSumSquare; and MeanVarianceNormalization,
+ * which normalises over such a set of axes.
  *
  * The axes come from the `axes` attribute, or from a constant second input
  * (ReduceSum from opset 13, the others from opset 18). No axes means every
@@ -425,5 +426,92 @@ bool reduce_emit(Emit *e, const Node *n) {
             emit_int(e, kept.total), "RED_N", emit_int(e, rw.total), "R_OFF", walk_expr(e, &rw, "r"),
             "INIT", init_literal(e, n->op, dt, at), "STEP", step_stmt(e, n->op, at), "RESULT",
             as_type(e, dt, at, final_expr(e, n->op, at, rw.total)), NULL);
+  return true;
+}
+
+/* ---- MeanVarianceNormalization --------------------------------------------- */
+
+/* MeanVarianceNormalization {axes=[0,2,3]} (X) -> Y: for each point of the
+ * kept axes, the mean and variance over the reduced ones, and
+ *   Y = (X - mean) / (sqrt(var) + 1e-9)
+ * (ONNX's function body: the epsilon is added to the deviation, not to the
+ * variance). The variance is the mean of the squared deviations (two
+ * passes), which ONNX's E[x²] - E[x]² equals up to rounding. The two
+ * index spaces are the reductions' (Walk). */
+static const double MVN_EPS = 1e-9;
+
+static int mvn_axes(const Node *n, int64_t *buf) {
+  static const int64_t dflt[] = {0, 2, 3};
+  const Attr *a = attr_get(n, "axes");
+  int len = a && a->kind == ATTR_INTS ? a->n : 3;
+  for (int k = 0; k < len && k < MAX_RANK; k++)
+    buf[k] = a && a->kind == ATTR_INTS ? a->ints[k] : dflt[k];
+  return len;
+}
+
+bool mvn_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  if (!dt_is_float(x->type.dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  int64_t axes[MAX_RANK];
+  int na = mvn_axes(n, axes);
+  bool red[MAX_RANK], noop;
+  char why[96];
+  if (na == 0)
+    return diag_node(d, g, n, "axes is empty; expected the axes to normalise over");
+  if (!reduce_mask(n, axes, na, x->type.rank, red, &noop, why, sizeof why))
+    return diag_node(d, g, n, "%s; expected distinct axes in [%d, %d]", why, -x->type.rank, x->type.rank - 1);
+  node_out(g, n, 0)->type = x->type;
+  return true;
+}
+
+static void mvn_walks(const Node *n, const Type *xt, Walk *kept, Walk *rw) {
+  int64_t axes[MAX_RANK];
+  bool red[MAX_RANK], noop;
+  char why[96];
+  KILN_ASSERT(reduce_mask(n, axes, mvn_axes(n, axes), xt->rank, red, &noop, why, sizeof why));
+  walk_init(kept, xt, red, false);
+  walk_init(rw, xt, red, true);
+}
+
+bool mvn_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  DType dt = in[0].type.dt;
+  Walk kept, rw;
+  mvn_walks(n, &in[0].type, &kept, &rw);
+  for (int64_t o = 0; o < kept.total && rw.total > 0; o++) {
+    int64_t base = walk_offset(&kept, o);
+    double mean = 0, var = 0;
+    for (int64_t r = 0; r < rw.total; r++)
+      mean += el_get_f(dt, in[0].data, base + walk_offset(&rw, r));
+    mean /= (double)rw.total;
+    for (int64_t r = 0; r < rw.total; r++) {
+      double dv = el_get_f(dt, in[0].data, base + walk_offset(&rw, r)) - mean;
+      var += dv * dv;
+    }
+    double den = sqrt(var / (double)rw.total) + MVN_EPS;
+    for (int64_t r = 0; r < rw.total; r++) {
+      int64_t i = base + walk_offset(&rw, r);
+      el_set_f(dt, out[0].data, i, (el_get_f(dt, in[0].data, i) - mean) / den);
+    }
+  }
+  return true;
+}
+
+bool mvn_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Type *xt = &node_in(g, n, 0)->type;
+  DType dt = xt->dt;
+  Walk kept, rw;
+  mvn_walks(n, xt, &kept, &rw);
+  if (kept.total * rw.total == 0)
+    return true;
+  const char *koff = walk_expr(e, &kept, "o"), *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]);
+  bool at0 = !strcmp(koff, "0");
+  emit_tmpl(e, "mvn", "T", dt_ctype(dt), "OUT_N", emit_int(e, kept.total), "RED_N", emit_int(e, rw.total), "XO",
+            at0 ? X : arena_printf(g->arena, "%s + %s", X, koff), "YO",
+            at0 ? Y : arena_printf(g->arena, "%s + %s", Y, koff), "R_OFF", walk_expr(e, &rw, "r"), "ZERO",
+            emit_double_literal(e, dt, 0), "N", emit_double_literal(e, dt, (double)rw.total), "EPS",
+            emit_double_literal(e, dt, MVN_EPS), "SQRT", emit_mathfn(e, dt, "sqrt"), NULL);
   return true;
 }
