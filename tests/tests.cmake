@@ -765,3 +765,23 @@ endforeach()
 include(${T}/w8a8/tests.cmake OPTIONAL)
 include(${T}/decode/tests.cmake OPTIONAL)
 include(${T}/hf/tests.cmake OPTIONAL)
+
+# ---- normalisations and activations (issue 20): ONNX Runtime's com.microsoft
+# ops (compiler/onnx_contrib_norm.c; tools/make_ort_contrib_cases.py, ONNX
+# Runtime's outputs; BiasAdd and BiasSplitGelu, CUDA-only there, numpy's),
+# a tiny BERT after ONNX Runtime's transformer optimizer
+# (tools/make_ort_bert_case.py) with what it must fuse into, and
+# LpNormalization, GroupNormalization, MeanVarianceNormalization, Mish and
+# Swish as .kir against numpy (tools/make_norm_act_cases.py); C and
+# interpreter
+foreach(case skip_ln skip_ln_ffn skip_simplified embed_ln embed_ln_positions activations cuda_only bert_optimized)
+  add_test(NAME ort_contrib_${case}_c COMMAND ${KILN_BIN} check -q ${T}/ort_contrib/${case})
+  add_test(NAME ort_contrib_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/ort_contrib/${case})
+endforeach()
+add_test(NAME ort_contrib_bert_optimized_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/ort_contrib/bert_optimized)
+add_test(NAME ort_contrib_bert_optimized_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} ${T}/ort_contrib/bert_optimized
+         AddLayerNorm=5 Linear=12 Attention=2 Gelu=0 LayerNormalization=0)
+foreach(case lpnorm groupnorm mvn mish_swish)
+  add_test(NAME norm_act_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/norm_act/${case})
+  add_test(NAME norm_act_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/norm_act/${case})
+endforeach()
