@@ -145,7 +145,10 @@ static bool cx_bind(Contrib *c) {
       continue;
     }
     int v = cx_value_named(g, nm);
-    if (g->vals[v].producer >= 0 || g->vals[v].data || g->vals[v].is_input)
+    bool twice = false;
+    for (int j = 0; j < i; j++)
+      twice |= c->out[j] == v;
+    if (twice || g->vals[v].producer >= 0 || g->vals[v].data || g->vals[v].is_input)
       return cx_error(c, "output '%s' is already defined; expected SSA form (each value produced once)", nm);
     c->out[i] = v;
   }
@@ -394,7 +397,7 @@ bool contrib_norm_import(Graph *g, const Onnx__NodeProto *np, const char *nname,
   if (c.nout < contrib_ops[op].min_out || c.nout > contrib_ops[op].max_out)
     return cx_error(&c, "%d outputs; expected %d to %d", c.nout, contrib_ops[op].min_out, contrib_ops[op].max_out);
   for (int i = 0; i < contrib_ops[op].max_in; i++)
-    if ((contrib_required[op] >> i & 1) && (i >= c.nin || !*np->input[i]))
+    if ((contrib_required[op] >> i & 1) && (i >= c.nin || !np->input[i] || !*np->input[i]))
       return cx_error(&c, "input %d is empty; expected a value (only optional inputs may be omitted)", i);
   if (!cx_bind(&c))
     return false;

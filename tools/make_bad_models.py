@@ -544,6 +544,14 @@ def _():
     return ms_model(n, [vi("X"), vi("S")], [vi("Y")], [const("G", np.ones(3, np.float32))])
 
 
+@case("ort_skip_ln_output_twice",
+      expect="node 'sln' (com.microsoft SkipLayerNormalization): output 'Y' is already defined; expected SSA form")
+def _():
+    n = helper.make_node("SkipLayerNormalization", ["X", "S", "G"], ["Y", "", "", "Y"], name="sln",
+                         domain="com.microsoft")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y")], [const("G", np.ones(3, np.float32))])
+
+
 @case("ort_embed_ln_segments_half",
       expect="node 'eln' (com.microsoft EmbedLayerNormalization): input segment_ids is given without "
              "segment_embedding")
