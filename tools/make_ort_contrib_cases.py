@@ -20,6 +20,9 @@ onnx.helper; ONNX Runtime must agree with numpy before a case is written.
   is zeros.
 - activations: Gelu, BiasGelu, FastGelu (with and without bias),
   QuickGelu (alpha 1.5 and the default), each an output of one model.
+- skip_simplified_op12, embed_ln_op12: the same at opset 12, where the
+  ReduceMean and ReduceSum the importer writes take their axes as an
+  attribute.
 - cuda_only: BiasAdd and BiasSplitGelu, which ONNX Runtime implements for
   CUDA only: numpy's outputs (double, rounded to f32) are the reference.
 """
@@ -35,13 +38,13 @@ F32, I32 = TensorProto.FLOAT, TensorProto.INT32
 MS = "com.microsoft"
 
 
-def write_case(folder, nodes, inputs, outputs, inits, feeds, check, ort_cpu=True):
+def write_case(folder, nodes, inputs, outputs, inits, feeds, check, ort_cpu=True, opset=17):
     graph = helper.make_graph(nodes, os.path.basename(folder),
                               [helper.make_tensor_value_info(n, dt, s) for n, dt, s in inputs],
                               [helper.make_tensor_value_info(n, dt, s) for n, dt, s in outputs],
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, producer_name="kiln-ort-contrib",
-                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+                              opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
     model.ir_version = 8
     if ort_cpu:
         got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -111,7 +114,7 @@ def skip_ln_ffn(root, rng):
                [("y", F32, [B, S, H])], w, feeds, check)
 
 
-def skip_simplified(root, rng):
+def skip_simplified(root, rng, opset=17):
     B, S, H = 2, 3, 16
     w = {"gamma": rng.standard_normal(H).astype(np.float32), "bias": rng.standard_normal(H).astype(np.float32)}
     node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma", "bias"],
@@ -123,8 +126,10 @@ def skip_simplified(root, rng):
         return [s * inv * w["gamma"], inv, s]
     feeds = {"x": rng.standard_normal((B, S, H)).astype(np.float32),
              "skip": rng.standard_normal((B, S, H)).astype(np.float32)}
-    write_case(os.path.join(root, "skip_simplified"), [node], [("x", F32, [B, S, H]), ("skip", F32, [B, S, H])],
-               [("y", F32, [B, S, H]), ("inv_std_var", F32, [B, S, 1]), ("sum", F32, [B, S, H])], w, feeds, check)
+    write_case(os.path.join(root, "skip_simplified" + ("" if opset == 17 else f"_op{opset}")), [node],
+               [("x", F32, [B, S, H]), ("skip", F32, [B, S, H])],
+               [("y", F32, [B, S, H]), ("inv_std_var", F32, [B, S, 1]), ("sum", F32, [B, S, H])], w, feeds, check,
+               opset=opset)
 
 
 def embed_tables(rng, V, P, H):
@@ -133,7 +138,7 @@ def embed_tables(rng, V, P, H):
     return {k: v.astype(np.float32) for k, v in w.items()}
 
 
-def embed_ln(root, rng):
+def embed_ln(root, rng, opset=17):
     B, S, H, V, P = 2, 5, 16, 30, 8
     w = embed_tables(rng, V, P, H)
     node = helper.make_node("EmbedLayerNormalization", ["ids", "segs", "word", "pos", "seg", "gamma", "beta", "mask"],
@@ -144,9 +149,10 @@ def embed_ln(root, rng):
         return [layer_norm(s, w["gamma"], w["beta"], 1e-5)[0], (mask == 1).sum(1), s]
     feeds = {"ids": rng.integers(0, V, (B, S)).astype(np.int32), "segs": rng.integers(0, 2, (B, S)).astype(np.int32),
              "mask": np.array([[1, 1, 1, 0, 0], [1, 2, 1, 1, 0]], np.int32)}
-    write_case(os.path.join(root, "embed_ln"), [node],
+    write_case(os.path.join(root, "embed_ln" + ("" if opset == 17 else f"_op{opset}")), [node],
                [("ids", I32, [B, S]), ("segs", I32, [B, S]), ("mask", I32, [B, S])],
-               [("y", F32, [B, S, H]), ("mask_index", I32, [B]), ("sum", F32, [B, S, H])], w, feeds, check)
+               [("y", F32, [B, S, H]), ("mask_index", I32, [B]), ("sum", F32, [B, S, H])], w, feeds, check,
+               opset=opset)
 
 
 def embed_ln_positions(root, rng):
@@ -205,6 +211,8 @@ def main():
     rng = np.random.default_rng(20)
     for make in (skip_ln, skip_ln_ffn, skip_simplified, embed_ln, embed_ln_positions, activations, cuda_only):
         make(root, rng)
+    for make in (skip_simplified, embed_ln):  # the reductions' axes as attributes (opset < 13)
+        make(root, rng, opset=12)
     print("wrote", root)
 
 
