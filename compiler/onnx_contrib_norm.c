@@ -19,6 +19,8 @@
  *     word[ids] + position[position_ids or 0..S-1] (+ segment[segment_ids]),
  *     LayerNormalization; mask_index[b] = how many of mask[b, :] are 1
  *     (0s without a mask), as ONNX Runtime's CPU kernel counts
+ *   LayerNormalization below opset 17 (default domain, ONNX Runtime's own
+ *   from opset 1)                    LayerNormalization, as it is
  *   Gelu(X), BiasGelu(A, B)          Gelu(X), Gelu(A + B)   (erf)
  *   FastGelu(X, bias?)               Gelu(X (+ bias)), approximate tanh
  *   QuickGelu(X) {alpha=1.702}       Swish(X) {alpha}: x·sigmoid(alpha·x)
@@ -42,7 +44,7 @@
 enum { MAX_IO = 9 };
 
 typedef enum {
-  C_SKIP_LN, C_SKIP_SIMPLIFIED, C_EMBED_LN, C_GELU, C_BIAS_GELU, C_FAST_GELU, C_QUICK_GELU, C_BIAS_ADD,
+  C_LAYERNORM_V1, C_SKIP_LN, C_SKIP_SIMPLIFIED, C_EMBED_LN, C_GELU, C_BIAS_GELU, C_FAST_GELU, C_QUICK_GELU, C_BIAS_ADD,
   C_BIAS_SPLIT_GELU, C_COUNT
 } ContribOp;
 
@@ -51,6 +53,7 @@ static const struct {
   const char *name;
   int min_in, max_in, min_out, max_out;
 } contrib_ops[C_COUNT] = {
+    [C_LAYERNORM_V1] = {"LayerNormalization", 2, 3, 1, 3},
     [C_SKIP_LN] = {"SkipLayerNormalization", 3, 5, 1, 4},
     [C_SKIP_SIMPLIFIED] = {"SkipSimplifiedLayerNormalization", 3, 4, 1, 4},
     [C_EMBED_LN] = {"EmbedLayerNormalization", 7, 9, 1, 3},
@@ -64,6 +67,7 @@ static const struct {
 
 /* Which inputs each op requires (bit i: input i). */
 static const unsigned contrib_required[C_COUNT] = {
+    [C_LAYERNORM_V1] = 0x3,
     [C_SKIP_LN] = 0x7, [C_SKIP_SIMPLIFIED] = 0x7, [C_EMBED_LN] = 0x6d, [C_GELU] = 0x1, [C_BIAS_GELU] = 0x3,
     [C_FAST_GELU] = 0x1, [C_QUICK_GELU] = 0x1, [C_BIAS_ADD] = 0x7, [C_BIAS_SPLIT_GELU] = 0x3,
 };
@@ -73,21 +77,25 @@ typedef struct Contrib {
   Graph *g;
   Diag *d;
   const Onnx__NodeProto *np;
-  const char *name, *op;
+  const char *name, *op, *dom; /* dom: "com.microsoft " or "" */
   int nin, nout;
   int in[MAX_IO], out[MAX_IO];
 } Contrib;
 
-static int contrib_lookup(const char *dom, const char *op_type) {
+static int contrib_lookup(const char *dom, const char *op_type, int opset) {
+  if ((!*dom || !strcmp(dom, "ai.onnx")) && opset < 17 && !strcmp(op_type, "LayerNormalization"))
+    return C_LAYERNORM_V1;
   if (strcmp(dom, "com.microsoft") != 0)
     return -1;
-  for (int i = 0; i < C_COUNT; i++)
+  for (int i = C_LAYERNORM_V1 + 1; i < C_COUNT; i++)
     if (!strcmp(op_type, contrib_ops[i].name))
       return i;
   return -1;
 }
 
-bool contrib_norm_known(const char *dom, const char *op_type) { return contrib_lookup(dom, op_type) >= 0; }
+bool contrib_norm_known(const char *dom, const char *op_type, int opset) {
+  return contrib_lookup(dom, op_type, opset) >= 0;
+}
 
 /* "node 'NAME' (com.microsoft OP): what" into the diag; false. */
 static bool cx_error(Contrib *c, const char *fmt, ...) KILN_PRINTF(2, 3);
@@ -97,7 +105,7 @@ static bool cx_error(Contrib *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return diag_error(c->d, "node '%s' (com.microsoft %s): %s", c->name, c->op, msg);
+  return diag_error(c->d, "node '%s' (%s%s): %s", c->name, c->dom, c->op, msg);
 }
 
 /* ---- attributes, read from the node itself ------------------------------------ */
@@ -121,6 +129,17 @@ static bool cx_float(Contrib *c, const char *name, double dflt, double *v) {
     *v = (double)a->i;
   else
     return cx_error(c, "attribute '%s' is not a number; expected a float", name);
+  return true;
+}
+
+/* An int attribute, or dflt; false on another type. */
+static bool cx_int(Contrib *c, const char *name, int64_t dflt, int64_t *v) {
+  const Onnx__AttributeProto *a = cx_attr(c, name);
+  *v = dflt;
+  if (a && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)
+    return cx_error(c, "attribute '%s' is not an int; expected an int", name);
+  if (a)
+    *v = a->i;
   return true;
 }
 
@@ -158,7 +177,7 @@ static bool cx_bind(Contrib *c) {
 static int cx_in(const Contrib *c, int i) { return i < c->nin ? c->in[i] : -1; }
 static int cx_out(const Contrib *c, int i) { return i < c->nout ? c->out[i] : -1; }
 
-/* Node NAME/part computing op(in[0..nin)) into out[0..nout), an out of -1
+/* Node NAME/part (NAME: part NULL) computing op(in[0..nin)) into out[0..nout), an out of -1
  * a new unnamed value; returns the node's index. */
 static int cx_node(Contrib *c, int op, const char *part, const int *in, int nin, const int *out, int nout) {
   Graph *g = c->g;
@@ -166,7 +185,7 @@ static int cx_node(Contrib *c, int op, const char *part, const int *in, int nin,
   KILN_ASSERT(nout <= 4);
   for (int i = 0; i < nout; i++)
     outs[i] = out && out[i] >= 0 ? out[i] : graph_add_value(g, "");
-  return graph_add_node(g, op, arena_printf(g->arena, "%s/%s", c->name, part), in, nin, outs, nout);
+  return graph_add_node(g, op, part ? arena_printf(g->arena, "%s/%s", c->name, part) : c->name, in, nin, outs, nout);
 }
 
 /* op(a, b) (b -1: op(a)) into value `out` (-1: a new one); its id. */
@@ -241,6 +260,21 @@ static int cx_reduce_last(Contrib *c, int op, const char *part, int x, int out) 
 }
 
 /* ---- the ops --------------------------------------------------------------------- */
+
+/* ONNX Runtime's LayerNormalization of the default domain, which it
+ * registers from opset 1 (and its optimizer writes below opset 17): ONNX's
+ * opset-17 op, the same inputs, outputs and attributes. */
+static bool layernorm_v1(Contrib *c) {
+  double eps;
+  int64_t axis, stash;
+  if (!cx_float(c, "epsilon", 1e-5, &eps) || !cx_int(c, "axis", -1, &axis) || !cx_int(c, "stash_type", 1, &stash))
+    return false;
+  int ln = cx_node(c, OP_LAYERNORM, NULL, c->in, c->nin, c->out, c->nout);
+  cx_attr_int(c, ln, "axis", axis);
+  cx_attr_float(c, ln, "epsilon", eps);
+  cx_attr_int(c, ln, "stash_type", stash);
+  return true;
+}
 
 /* input (+ bias) + skip, into `sum` (-1: a new value). */
 static int residual_sum(Contrib *c, int input, int bias, int skip, int sum) {
@@ -382,9 +416,10 @@ static bool embed_layernorm(Contrib *c) {
 
 bool contrib_norm_import(Graph *g, const Onnx__NodeProto *np, const char *nname, Diag *d) {
   const char *dom = np->domain ? np->domain : "";
-  ContribOp op = (ContribOp)contrib_lookup(dom, np->op_type ? np->op_type : "");
+  ContribOp op = (ContribOp)contrib_lookup(dom, np->op_type ? np->op_type : "", g->opset);
   KILN_ASSERT((int)op >= 0);
-  Contrib c = {.g = g, .d = d, .np = np, .name = nname, .op = contrib_ops[op].name};
+  Contrib c = {.g = g, .d = d, .np = np, .name = nname, .op = contrib_ops[op].name,
+               .dom = op == C_LAYERNORM_V1 ? "" : "com.microsoft "};
   c.nin = (int)np->n_input;
   c.nout = (int)np->n_output;
   while (c.nout > 0 && (!np->output[c.nout - 1] || !*np->output[c.nout - 1]))
@@ -402,6 +437,7 @@ bool contrib_norm_import(Graph *g, const Onnx__NodeProto *np, const char *nname,
   if (!cx_bind(&c))
     return false;
   switch (op) {
+  case C_LAYERNORM_V1: return layernorm_v1(&c);
   case C_SKIP_LN: return skip_layernorm(&c);
   case C_SKIP_SIMPLIFIED: return skip_simplified(&c);
   case C_EMBED_LN: return embed_layernorm(&c);

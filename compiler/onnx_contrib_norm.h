@@ -8,8 +8,10 @@
 #include "ir.h"
 #include "onnx.pb-c.h"
 
-/* Is op_type of domain dom one of the ops this file reads? */
-bool contrib_norm_known(const char *dom, const char *op_type);
+/* Is op_type of domain dom one of the ops this file reads, in a model of
+ * default-domain opset `opset`? (LayerNormalization below opset 17 is
+ * ONNX Runtime's.) */
+bool contrib_norm_known(const char *dom, const char *op_type, int opset);
 
 /* Add to g the nodes that compute node np (named nname), reading and
  * writing the values its inputs and outputs name; their types are inferred

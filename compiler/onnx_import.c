@@ -477,7 +477,7 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
-  if (contrib_norm_known(dom, op_type)) /* SkipLayerNormalization, BiasGelu, ...: onnx_contrib_norm.c */
+  if (contrib_norm_known(dom, op_type, g->opset)) /* SkipLayerNormalization, BiasGelu, ...: onnx_contrib_norm.c */
     return contrib_norm_import(g, np, nname, im->d);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "

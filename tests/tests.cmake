@@ -775,7 +775,7 @@ include(${T}/hf/tests.cmake OPTIONAL)
 # Swish as .kir against numpy (tools/make_norm_act_cases.py); C and
 # interpreter
 foreach(case skip_ln skip_ln_ffn skip_simplified skip_simplified_op12 embed_ln embed_ln_op12 embed_ln_positions
-             activations cuda_only bert_optimized)
+             layernorm_opset14 activations cuda_only bert_optimized)
   add_test(NAME ort_contrib_${case}_c COMMAND ${KILN_BIN} check -q ${T}/ort_contrib/${case})
   add_test(NAME ort_contrib_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/ort_contrib/${case})
 endforeach()

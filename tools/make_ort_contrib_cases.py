@@ -23,6 +23,9 @@ onnx.helper; ONNX Runtime must agree with numpy before a case is written.
 - skip_simplified_op12, embed_ln_op12: the same at opset 12, where the
   ReduceMean and ReduceSum the importer writes take their axes as an
   attribute.
+- layernorm_opset14: LayerNormalization of the default domain at opset 14,
+  ONNX Runtime's own (its optimizer writes it below opset 17), from axis 1
+  with Mean and InvStdDev.
 - cuda_only: BiasAdd and BiasSplitGelu, which ONNX Runtime implements for
   CUDA only: numpy's outputs (double, rounded to f32) are the reference.
 """
@@ -206,6 +209,22 @@ def cuda_only(root, rng):
                [("bias_add", F32, [B, S, H]), ("bias_split_gelu", F32, [B, S, H])], w, feeds, check, ort_cpu=False)
 
 
+def layernorm_opset14(root, rng):
+    B, S, H = 2, 3, 8
+    w = {"scale": rng.standard_normal((S, H)).astype(np.float32), "b": rng.standard_normal((S, H)).astype(np.float32)}
+    node = helper.make_node("LayerNormalization", ["x", "scale", "b"], ["y", "mean", "inv_std"], axis=1,
+                            epsilon=1e-3, name="ln")
+
+    def check(x):
+        xr = x.astype(np.float64).reshape(B, -1)
+        y, m, inv = layer_norm(xr, w["scale"].ravel(), w["b"].ravel(), 1e-3)
+        return [y.reshape(B, S, H), m.reshape(B, 1, 1), inv.reshape(B, 1, 1)]
+    feeds = {"x": (rng.standard_normal((B, S, H)) * 3 + 2).astype(np.float32)}
+    write_case(os.path.join(root, "layernorm_opset14"), [node], [("x", F32, [B, S, H])],
+               [("y", F32, [B, S, H]), ("mean", F32, [B, 1, 1]), ("inv_std", F32, [B, 1, 1])], w, feeds, check,
+               opset=14)
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "tests/ort_contrib"
     rng = np.random.default_rng(20)
@@ -213,6 +232,7 @@ def main():
         make(root, rng)
     for make in (skip_simplified, embed_ln):  # the reductions' axes as attributes (opset < 13)
         make(root, rng, opset=12)
+    layernorm_opset14(root, rng)
     print("wrote", root)
 
 
