@@ -1,7 +1,8 @@
-"""make_ort_bert_case.py — a tiny BERT as ONNX Runtime's transformer
-optimizer leaves it (EmbedLayerNormalization, SkipLayerNormalization,
-BiasGelu: compiler/onnx_contrib_norm.c), in the backend-test layout with
-ONNX Runtime's outputs of the optimized file.
+"""make_ort_bert_case.py — a tiny BERT (and GPT-2) as ONNX Runtime's
+transformer optimizer leaves it (EmbedLayerNormalization,
+SkipLayerNormalization, BiasGelu, FastGelu: compiler/onnx_contrib_norm.c),
+in the backend-test layout with ONNX Runtime's outputs of the optimized
+file (tests/ort_contrib/bert_optimized, gpt2_optimized).
 
 Two steps, two Pythons (not run by CI):
 
@@ -10,6 +11,9 @@ Two steps, two Pythons (not run by CI):
     # 2. optimize with onnxruntime.transformers (model_type bert; attention
     #    left unfused, as kiln reads no com.microsoft Attention yet) and run
     /tmp/venv/bin/python tools/make_ort_bert_case.py optimize OUT.onnx DIR [--no-embed] [--seq 12]
+
+    # or GPT-2 (tests/hf/gpt2, model_type gpt2; /tmp/venv only)
+    /tmp/venv/bin/python tools/make_ort_bert_case.py gpt2 tests/hf/gpt2 DIR
 
 `optimize` writes DIR/model.onnx (the optimized file) and
 DIR/test_data_set_0 (input_ids, token_type_ids, attention_mask of --seq
@@ -108,6 +112,38 @@ def optimize(a):
     print("wrote", a.dir, os.path.getsize(path), "bytes")
 
 
+def gpt2(a):
+    """tests/hf/gpt2 through the optimizer as model_type gpt2: pre-norm
+    SkipLayerNormalization with its input_skip_bias_sum output, FastGelu,
+    and ONNX Runtime's default-domain LayerNormalization at opset 14."""
+    import glob
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+    opts = FusionOptions("gpt2")
+    opts.enable_attention = False
+    opt = optimize_model(os.path.join(a.src, "model.onnx"), model_type="gpt2", num_heads=0, hidden_size=0,
+                         optimization_options=opts, opt_level=0)
+    os.makedirs(os.path.join(a.dir, "test_data_set_0"), exist_ok=True)
+    path = os.path.join(a.dir, "model.onnx")
+    opt.save_model_to_file(path)
+    ins = [numpy_helper.to_array(onnx.load_tensor(p))
+           for p in sorted(glob.glob(os.path.join(a.src, "test_data_set_0", "input_*.pb")))]
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {i.name: v for i, v in zip(sess.get_inputs(), ins)}
+    got = sess.run(None, feeds)[0]
+    ref = numpy_helper.to_array(onnx.load_tensor(os.path.join(a.src, "test_data_set_0", "output_0.pb")))
+    print("optimized (ORT) vs torch: max abs err %.3g" % np.max(np.abs(got - ref)))
+    for k, (name, value) in enumerate(feeds.items()):
+        with open(os.path.join(a.dir, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(value, name).SerializeToString())
+    with open(os.path.join(a.dir, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(got, "last_hidden_state").SerializeToString())
+    print("wrote", a.dir, os.path.getsize(path), "bytes")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="step", required=True)
@@ -120,8 +156,11 @@ def main():
     o.add_argument("dir")
     o.add_argument("--no-embed", action="store_true", help="leave the embeddings unfused")
     o.add_argument("--seq", type=int, default=12, help="tokens of the test inputs")
+    g = sub.add_parser("gpt2")
+    g.add_argument("src", help="tests/hf/gpt2")
+    g.add_argument("dir")
     a = ap.parse_args()
-    export(a) if a.step == "export" else optimize(a)
+    {"export": export, "optimize": optimize, "gpt2": gpt2}[a.step](a)
 
 
 if __name__ == "__main__":
