@@ -16,6 +16,7 @@
 #include "onnx_ort_lstm.h"
 #include "onnx_attention.h"
 #include "onnx_contrib_quant.h"
+#include "onnx_contrib_norm.h"
 #include "ops.h"
 
 typedef struct Importer {
@@ -523,6 +524,8 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
     return onnx_attention_import(g, np, nname, im->d);
   if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/onnx_contrib_quant.c */
     return contrib_quant_import(g, im->d, np, nname, value_for, im);
+  if (contrib_norm_known(dom, op_type, g->opset)) /* SkipLayerNormalization, BiasGelu, ...: onnx_contrib_norm.c */
+    return contrib_norm_import(g, np, nname, im->d);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);
@@ -579,15 +582,24 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   return check_attr_types(im, n) && (!ort_rope || ort_rotary_fixup(im, n, nname));
 }
 
-/* Names for the unnamed optional outputs ("" while importing), unlike
- * every name the model uses: "unused_<id>", with a suffix if taken. */
+/* Names for the unnamed values ("" while importing), unlike every name the
+ * model uses: "unused_<id>" for an unnamed optional output, and the name
+ * of its node for a value a node reads (between the nodes a contrib op
+ * became, onnx_contrib_norm.c), with a suffix if taken. */
 static void name_private_values(Graph *g) {
+  bool *read = arena_alloc(g->arena, (size_t)g->nvals + 1);
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++)
+      if (g->nodes[i].in[j] >= 0)
+        read[g->nodes[i].in[j]] = true;
   for (int vid = 0; vid < g->nvals; vid++) {
     if (*g->vals[vid].name)
       continue;
-    char *name = arena_printf(g->arena, "unused_%d", vid);
+    int p = g->vals[vid].producer;
+    const char *base = read[vid] && p >= 0 ? g->nodes[p].name : arena_printf(g->arena, "unused_%d", vid);
+    const char *name = base;
     for (int k = 2; graph_find_value(g, name) >= 0; k++)
-      name = arena_printf(g->arena, "unused_%d_%d", vid, k);
+      name = arena_printf(g->arena, "%s_%d", base, k);
     g->vals[vid].name = name;
   }
 }

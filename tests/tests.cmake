@@ -1119,3 +1119,29 @@ foreach(case dqmm nbits4_zp)
            COMMAND sh -c "\"$0\" export \"$1/model.onnx\" -o \"$2/contrib_${case}_std.onnx\" && ! grep -aq com.microsoft \"$2/contrib_${case}_std.onnx\" && \"$0\" check -q \"$1\" --model \"$2/contrib_${case}_std.onnx\""
            ${KILN_BIN} ${T}/generated/contrib_quant/${case} ${CMAKE_BINARY_DIR})
 endforeach()
+
+# ---- normalisations and activations (issue 20): ONNX Runtime's com.microsoft
+# ops (compiler/onnx_contrib_norm.c; tools/make_ort_contrib_cases.py, ONNX
+# Runtime's outputs; BiasAdd and BiasSplitGelu, CUDA-only there, numpy's),
+# a tiny BERT and GPT-2 after ONNX Runtime's transformer optimizer
+# (tools/make_ort_bert_case.py) with what they must fuse into, and
+# LpNormalization, GroupNormalization, MeanVarianceNormalization, Mish and
+# Swish as .kir against numpy (tools/make_norm_act_cases.py); C and
+# interpreter
+foreach(case skip_ln skip_ln_ffn skip_simplified skip_simplified_op12 embed_ln embed_ln_op12 embed_ln_positions
+             layernorm_opset14 activations cuda_only bert_optimized gpt2_optimized)
+  add_test(NAME ort_contrib_${case}_c COMMAND ${KILN_BIN} check -q ${T}/ort_contrib/${case})
+  add_test(NAME ort_contrib_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/ort_contrib/${case})
+endforeach()
+add_test(NAME ort_contrib_bert_optimized_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/ort_contrib/bert_optimized)
+add_test(NAME ort_contrib_bert_optimized_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} ${T}/ort_contrib/bert_optimized
+         AddLayerNorm=5 Linear=12 Attention=2 Gelu=0 LayerNormalization=0)
+# GPT-2 (tests/hf/gpt2) optimized: pre-norm SkipLayerNormalization keeping
+# its sum, FastGelu (taken into the Linear here, where the export's stays
+# a Gelu), ONNX Runtime's LayerNormalization at opset 14
+add_test(NAME ort_contrib_gpt2_optimized_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} ${T}/ort_contrib/gpt2_optimized
+         AddLayerNorm=5 Linear=8 Attention=2 Gelu=0 LayerNormalization=0)
+foreach(case lpnorm groupnorm mvn mish_swish)
+  add_test(NAME norm_act_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/norm_act/${case})
+  add_test(NAME norm_act_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/norm_act/${case})
+endforeach()

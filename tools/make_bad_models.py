@@ -139,9 +139,10 @@ def _():
     return m
 
 
-@case("custom_domain_node", expect="domain 'com.microsoft' is not supported")
+@case("custom_domain_node", expect="node 'ngram' (NGramRepeatBlock): domain 'com.microsoft' is not supported")
 def _():
-    n = helper.make_node("Gelu", ["X"], ["Y"], name="gelu", domain="com.microsoft")
+    # a com.microsoft op kiln does not read (its Gelu and norms it does)
+    n = helper.make_node("NGramRepeatBlock", ["X"], ["Y"], name="ngram", domain="com.microsoft", ngram_size=2)
     return model([n], [vi("X")], [vi("Y")])
 
 
@@ -578,6 +579,85 @@ def _():
 @case("unknown_option", args="compile @ -o @OUT --frobnicate", expect="unknown option '--frobnicate'")
 def _():
     return relu_model()
+
+
+# ---- ONNX Runtime's com.microsoft norms and activations (onnx_contrib_norm.c) --
+
+def ms_model(node, inputs, outputs, inits=()):
+    m = model([node], inputs, outputs, inits)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+@case("ort_skip_ln_two_inputs",
+      expect="node 'sln' (com.microsoft SkipLayerNormalization): 2 inputs; expected 3 to 5")
+def _():
+    n = helper.make_node("SkipLayerNormalization", ["X", "S"], ["Y"], name="sln", domain="com.microsoft")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y")])
+
+
+@case("ort_skip_simplified_mean",
+      expect="node 'ssln' (com.microsoft SkipSimplifiedLayerNormalization): output 1 (mean) is requested")
+def _():
+    n = helper.make_node("SkipSimplifiedLayerNormalization", ["X", "S", "G"], ["Y", "M"], name="ssln",
+                         domain="com.microsoft")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y"), vi("M", shape=(2, 1))],
+                    [const("G", np.ones(3, np.float32))])
+
+
+@case("ort_skip_ln_epsilon_string",
+      expect="node 'sln' (com.microsoft SkipLayerNormalization): attribute 'epsilon' is not a number")
+def _():
+    n = helper.make_node("SkipLayerNormalization", ["X", "S", "G"], ["Y"], name="sln", domain="com.microsoft",
+                         epsilon="small")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y")], [const("G", np.ones(3, np.float32))])
+
+
+@case("ort_skip_ln_output_twice",
+      expect="node 'sln' (com.microsoft SkipLayerNormalization): output 'Y' is already defined; expected SSA form")
+def _():
+    n = helper.make_node("SkipLayerNormalization", ["X", "S", "G"], ["Y", "", "", "Y"], name="sln",
+                         domain="com.microsoft")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y")], [const("G", np.ones(3, np.float32))])
+
+
+@case("ort_embed_ln_segments_half",
+      expect="node 'eln' (com.microsoft EmbedLayerNormalization): input segment_ids is given without "
+             "segment_embedding")
+def _():
+    i32 = TensorProto.INT32
+    n = helper.make_node("EmbedLayerNormalization", ["ids", "segs", "W", "P", "", "G", "B"], ["Y"], name="eln",
+                         domain="com.microsoft")
+    return ms_model(n, [vi("ids", i32), vi("segs", i32)], [vi("Y", shape=(2, 3, 4))],
+                    [const("W", np.ones((8, 4), np.float32)), const("P", np.ones((3, 4), np.float32)),
+                     const("G", np.ones(4, np.float32)), const("B", np.zeros(4, np.float32))])
+
+
+@case("ort_skip_ln_gamma_size",
+      expect="node 'sln/LayerNorm' (LayerNormalization): input 'G' has shape f32[5]; expected the normalised dims")
+def _():
+    n = helper.make_node("SkipLayerNormalization", ["X", "S", "G"], ["Y"], name="sln", domain="com.microsoft")
+    return ms_model(n, [vi("X"), vi("S")], [vi("Y")], [const("G", np.ones(5, np.float32))])
+
+
+# ---- normalisations and activations (GroupNormalization's: tests/passes) -------
+
+@case("lp_norm_p3", expect="node 'lp' (LpNormalization): p is 3; expected 1 or 2")
+def _():
+    n = helper.make_node("LpNormalization", ["X"], ["Y"], name="lp", p=3)
+    return model([n], [vi("X")], [vi("Y")])
+
+
+@case("mvn_axis_twice", expect="node 'mvn' (MeanVarianceNormalization): axes entry -1 is out of range or repeated")
+def _():
+    n = helper.make_node("MeanVarianceNormalization", ["X"], ["Y"], name="mvn", axes=[1, -1])
+    return model([n], [vi("X")], [vi("Y")])
+
+
+@case("gelu_opset17", expect="node 'gelu' (Gelu): Gelu exists from opset 20; the model imports opset 17")
+def _():
+    n = helper.make_node("Gelu", ["X"], ["Y"], name="gelu")
+    return model([n], [vi("X")], [vi("Y")])
 
 
 def main():

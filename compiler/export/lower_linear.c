@@ -1,5 +1,5 @@
 /* lower_linear.c — kiln export's lowerings of the fused matmul-and-activation
- * ops (ops.def's lower column): Gelu, Linear and DequantizeGather become
+ * ops (ops.def's lower column): Gelu, Swish, Linear and DequantizeGather become
  * the standard ops they were fused from, in the order kiln's _eval rounds
  * (Linear: MatMul, then the bias Add, then the activation), so the file
  * ONNX Runtime reads computes what kiln computes and the fusion passes
@@ -41,6 +41,15 @@ bool gelu_lower(Graph *g, int node, Diag *d) {
   Lowering l = lw_start(g, node, gval(g, x)->type.dt, d);
   bool tanh_form = !strcmp(attr_str(&g->nodes[node], "approximate", "none"), "tanh");
   return lw_result(&l, tanh_form ? gelu_tanh(&l, x) : gelu_erf(&l, x), 0);
+}
+
+/* Swish {alpha=1} (opset 24; ONNX Runtime's QuickGelu): x·Sigmoid(alpha·x),
+ * as its function body writes it. */
+bool swish_lower(Graph *g, int node, Diag *d) {
+  int x = g->nodes[node].in[0];
+  Lowering l = lw_start(g, node, gval(g, x)->type.dt, d);
+  int ax = lw_binary(&l, OP_MUL, lw_scalar(&l, "alpha", attr_float(&g->nodes[node], "alpha", 1.0)), x);
+  return lw_result(&l, lw_binary(&l, OP_MUL, x, lw_unary(&l, OP_SIGMOID, ax)), 0);
 }
 
 /* ---- DequantizeGather ------------------------------------------------------------ */

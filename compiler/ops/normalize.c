@@ -1,7 +1,9 @@
 /* normalize.c — normalisations along an axis: Softmax, LogSoftmax and
- * Hardmax (family `softmax`), LayerNormalization (family `layernorm`) and
+ * Hardmax (family `softmax`), LayerNormalization (family `layernorm`),
  * RMSNormalization (family `rmsnorm`; also ONNX Runtime's
- * SimplifiedLayerNormalization, which the importer maps onto it).
+ * SimplifiedLayerNormalization, which the importer maps onto it),
+ * LpNormalization, and GroupNormalization (LayerNorm's rows, one per
+ * group of channels).
  *
  * Each sees its input as rows: `outer * inner` rows of `len` elements,
  * element k of a row `inner` apart. Softmax-family ops before opset 13
@@ -404,6 +406,185 @@ bool rmsnorm_emit(Emit *e, const Node *n) {
   return true;
 }
 
+/* ---- LpNormalization ------------------------------------------------------- */
+
+/* LpNormalization {axis=-1, p=2} (X) -> Y: each row along `axis` divided
+ * by its L1 (p=1) or L2 (p=2) norm. A row of zeros gives NaN (0 / 0), as
+ * ONNX's reference and node tests say; ONNX Runtime gives zeros there. */
+bool lpnorm_infer(Graph *g, Node *n, Diag *d) {
+  Rows r;
+  if (!rows_check_input(g, n, &r, NULL, d))
+    return false;
+  int64_t p = attr_int(n, "p", 2);
+  if (p != 1 && p != 2)
+    return diag_node(d, g, n, "p is %lld; expected 1 or 2", (long long)p);
+  node_out(g, n, 0)->type = node_in(g, n, 0)->type;
+  return true;
+}
+
+bool lpnorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  DType dt = in[0].type.dt;
+  Rows r;
+  KILN_ASSERT(rows_of_node(n, &in[0].type, &r, NULL));
+  bool l1 = attr_int(n, "p", 2) == 1;
+  for (int64_t o = 0; o < r.outer * r.inner; o++) {
+    int64_t base = row_base(&r, o);
+    double norm = 0;
+    for (int64_t k = 0; k < r.len; k++) {
+      double v = el_get_f(dt, in[0].data, base + k * r.inner);
+      norm += l1 ? fabs(v) : v * v;
+    }
+    norm = l1 ? norm : sqrt(norm);
+    for (int64_t k = 0; k < r.len; k++)
+      el_set_f(dt, out[0].data, base + k * r.inner,
+               el_get_f(dt, in[0].data, base + k * r.inner) / norm);
+  }
+  return true;
+}
+
+bool lpnorm_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0);
+  DType dt = x->type.dt;
+  Rows r;
+  KILN_ASSERT(rows_of_node(n, &x->type, &r, NULL));
+  if (type_numel(&x->type) == 0)
+    return true;
+  Arena *ar = g->arena;
+  const char *X = emit_ref(e, n->in[0]), *Y = emit_ref(e, n->out[0]), *base = row_base_c(ar, &r);
+  const char *k = r.inner == 1 ? "k" : arena_printf(ar, "k * %lld", (long long)r.inner);
+  bool l1 = attr_int(n, "p", 2) == 1;
+  const char *xk = arena_printf(ar, "xr[%s]", k);
+  emit_parallel_for(e, r.outer * r.inner, 3.0 * (double)type_numel(&x->type));
+  emit_tmpl(e, "lpnorm", "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len),
+            "XR", base ? arena_printf(ar, "%s + %s", X, base) : X, "YR", base ? arena_printf(ar, "%s + %s", Y, base) : Y,
+            "K", k, "ZERO", emit_double_literal(e, dt, 0), "P", l1 ? "1" : "2",
+            "TERM", l1 ? arena_printf(ar, "%s(%s)", emit_mathfn(e, dt, "fabs"), xk) : arena_printf(ar, "%s * %s", xk, xk),
+            "NORM", l1 ? "sum" : arena_printf(ar, "%s(sum)", emit_mathfn(e, dt, "sqrt")), NULL);
+  return true;
+}
+
+/* ---- GroupNormalization ---------------------------------------------------- */
+
+/* GroupNormalization {num_groups, epsilon=1e-5, stash_type=1} (X, scale,
+ * bias) -> Y over X [N, C, D1...]: the C channels fall into num_groups
+ * groups of C/G consecutive channels; each (n, group) is one contiguous
+ * row of C/G·D1·... elements, normalised like LayerNormalization's rows,
+ * then scaled and shifted per channel (opset 21: scale and bias [C]) or
+ * per group (opset 18: [G]). Opset 18 has no stash_type: its statistics
+ * are in X's type. */
+typedef struct Groups {
+  int64_t n, c, g, sp; /* batch, channels, groups, elements per channel */
+} Groups;
+
+static Groups groups_of(const Node *n, const Type *xt) {
+  return (Groups){xt->dims[0], xt->dims[1], attr_int(n, "num_groups", 0), prod_dims(xt, 2, xt->rank)};
+}
+
+static bool group_per_channel(const Node *n) { return n->opset >= 21; }
+
+static DType group_stash(const Node *n, DType xdt) { return group_per_channel(n) ? stash_dtype(n) : xdt; }
+
+bool groupnorm_infer(Graph *g, Node *n, Diag *d) {
+  Value *x = node_in(g, n, 0);
+  const Type *xt = &x->type;
+  char ps[128];
+  if (!dt_is_float(xt->dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(xt->dt));
+  if (xt->rank < 2)
+    return diag_node(d, g, n, "input '%s' has rank %d; expected [N, C, ...] (rank >= 2)", x->name, xt->rank);
+  if (!attr_get(n, "num_groups"))
+    return diag_node(d, g, n, "attribute 'num_groups' is missing; expected the number of groups of channels");
+  Groups gr = groups_of(n, xt);
+  if (gr.g < 1 || gr.c % gr.g != 0)
+    return diag_node(d, g, n, "num_groups is %lld; expected a positive divisor of the %lld channels", (long long)gr.g,
+                     (long long)gr.c);
+  int64_t st = attr_int(n, "stash_type", 1);
+  if (st != 1 && st != 11)
+    return diag_node(d, g, n, "stash_type is %lld; expected 1 (f32) or 11 (f64)", (long long)st);
+  int64_t want = group_per_channel(n) ? gr.c : gr.g;
+  for (int i = 1; i < 3; i++) {
+    const Value *p = node_in(g, n, i);
+    if (!p)
+      return diag_node(d, g, n, "input %s is absent; expected a tensor", i == 1 ? "scale" : "bias");
+    if (p->type.dt != xt->dt || p->type.rank != 1 || p->type.dims[0] != want)
+      return diag_node(d, g, n, "input '%s' is %s; expected %s[%lld] (one per %s at opset %d)", p->name,
+                       type_str(&p->type, ps, sizeof ps), dt_name(xt->dt), (long long)want,
+                       group_per_channel(n) ? "channel" : "group", n->opset);
+  }
+  node_out(g, n, 0)->type = *xt;
+  return true;
+}
+
+/* The parameter index of element k of row o (row o is group o % G). */
+static int64_t group_param(const Node *n, const Groups *gr, int64_t o, int64_t k) {
+  return group_per_channel(n) ? o % gr->g * (gr->c / gr->g) + k / gr->sp : o % gr->g;
+}
+
+bool groupnorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  DType dt = in[0].type.dt;
+  Groups gr = groups_of(n, &in[0].type);
+  int64_t rows = gr.n * gr.g, len = gr.c / gr.g * gr.sp;
+  double eps = attr_float(n, "epsilon", 1e-5);
+  for (int64_t o = 0; o < rows; o++) {
+    const int64_t base = o * len;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < len; k++)
+      mean += el_get_f(dt, in[0].data, base + k);
+    mean /= (double)len;
+    for (int64_t k = 0; k < len; k++) {
+      double dv = el_get_f(dt, in[0].data, base + k) - mean;
+      var += dv * dv;
+    }
+    double inv_std = 1 / sqrt(var / (double)len + eps);
+    for (int64_t k = 0; k < len; k++) {
+      int64_t c = group_param(n, &gr, o, k);
+      el_set_f(dt, out[0].data, base + k,
+               (el_get_f(dt, in[0].data, base + k) - mean) * inv_std * el_get_f(dt, in[1].data, c) +
+                   el_get_f(dt, in[2].data, c));
+    }
+  }
+  return true;
+}
+
+/* group_param as C in the template's o and k. */
+static const char *group_param_c(Emit *e, const Node *n, const Groups *gr) {
+  Arena *ar = e->g->arena;
+  if (!group_per_channel(n))
+    return gr->g == 1 ? "0" : arena_printf(ar, "o %% %lld", (long long)gr->g);
+  const char *grp = gr->g == 1 ? NULL : arena_printf(ar, "o %% %lld * %lld", (long long)gr->g, (long long)(gr->c / gr->g));
+  const char *ch = gr->c == gr->g ? NULL : gr->sp == 1 ? "k" : arena_printf(ar, "k / %lld", (long long)gr->sp);
+  return grp && ch ? arena_printf(ar, "%s + %s", grp, ch) : grp ? grp : ch ? ch : "0";
+}
+
+/* templates/layernorm.c.in over the (n, group) rows; its Y_K reads the
+ * scale and bias of element k's channel or group. */
+bool groupnorm_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Type *xt = &node_in(g, n, 0)->type;
+  Groups gr = groups_of(n, xt);
+  int64_t rows = gr.n * gr.g, len = gr.c / gr.g * gr.sp;
+  if (rows * len == 0)
+    return true;
+  Arena *ar = g->arena;
+  DType ut = group_stash(n, xt->dt);
+  bool cast = ut != xt->dt;
+  const char *up = cast ? arena_printf(ar, "(%s)", dt_ctype(ut)) : "", *row = rows == 1 ? "" : arena_printf(ar, " + o * %lld", (long long)len);
+  const char *X = emit_ref(e, n->in[0]), *S = emit_ref(e, n->in[1]), *B = emit_ref(e, n->in[2]), *Y = emit_ref(e, n->out[0]);
+  const char *c = group_param_c(e, n, &gr);
+  const char *term = arena_printf(ar, "(xr[k] - mean) * inv_std * %s%s[%s] + %s%s[%s]", up, S, c, up, B, c);
+  emit_parallel_for(e, rows, 2.5 * (double)(rows * len));
+  emit_tmpl(e, "layernorm", "T", dt_ctype(xt->dt), "U", dt_ctype(ut), "ROWS", emit_int(e, rows), "LEN", emit_int(e, len),
+            "L", emit_int(e, row_sum_lanes(len)), "XR", arena_printf(ar, "%s%s", X, row), "YR",
+            arena_printf(ar, "%s%s", Y, row), "ZERO", emit_double_literal(e, ut, 0), "N",
+            emit_double_literal(e, ut, (double)len), "ONE", emit_double_literal(e, ut, 1), "EPS",
+            emit_double_literal(e, ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, ut, "sqrt"), "Y_K",
+            cast ? arena_printf(ar, "(%s)(%s)", dt_ctype(xt->dt), term) : term, NULL);
+  return true;
+}
+
 /* ---- FLOP counts (ops.def's flops column) -------------------------------------- */
 
 /* Per element: max, subtract, exp, sum, scale. */
@@ -415,3 +596,6 @@ int64_t layernorm_flops(const Graph *g, const Node *n) { return 8 * type_numel(&
 
 /* Per element: square, sum, normalise, scale. */
 int64_t rmsnorm_flops(const Graph *g, const Node *n) { return 4 * type_numel(&gval(g, n->out[0])->type); }
+
+/* Per element: the norm's term, its sum, the division. */
+int64_t lpnorm_flops(const Graph *g, const Node *n) { return 3 * type_numel(&gval(g, n->out[0])->type); }

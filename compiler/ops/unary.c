@@ -92,6 +92,7 @@ static double eval_f(const Node *n, double x) {
   case OP_ISNAN: return isnan(x);
   case OP_LEAKYRELU: return x >= 0 ? x : attr_float(n, "alpha", 0.01) * x;
   case OP_LOG: return log(x);
+  case OP_MISH: return x * tanh(log1p(exp(x)));
   case OP_NEG: return -x;
   case OP_RECIPROCAL: return 1 / x;
   case OP_RELU: return x > 0 ? x : 0;
@@ -110,6 +111,7 @@ static double eval_f(const Node *n, double x) {
   case OP_SINH: return sinh(x);
   case OP_SOFTPLUS: return log(1 + exp(x));
   case OP_SOFTSIGN: return x / (1 + fabs(x));
+  case OP_SWISH: return x / (1 + exp(-attr_float(n, "alpha", 1.0) * x));
   case OP_SQRT: return sqrt(x);
   case OP_TAN: return tan(x);
   case OP_TANH: return tanh(x);
@@ -188,6 +190,7 @@ static const char *c_float_expr(Emit *e, const Node *n, DType dt) {
   case OP_ISNAN: return "isnan($0)";
   case OP_LEAKYRELU:
     return arena_printf(a, "$0 >= %s ? $0 : %s * $0", L(0), L(attr_float(n, "alpha", 0.01)));
+  case OP_MISH: return arena_printf(a, "$0 * %s(%s(%s($0)))", F("tanh"), F("log1p"), F("exp"));
   case OP_NEG: return "-$0";
   case OP_RECIPROCAL: return arena_printf(a, "%s / $0", L(1));
   case OP_RELU: return arena_printf(a, "$0 > %s ? $0 : %s", L(0), L(0));
@@ -206,6 +209,7 @@ static const char *c_float_expr(Emit *e, const Node *n, DType dt) {
   case OP_SIGN: return arena_printf(a, "$0 > %s ? %s : $0 < %s ? %s : $0", L(0), L(1), L(0), L(-1));
   case OP_SOFTPLUS: return arena_printf(a, "%s(%s + %s($0))", F("log"), L(1), F("exp"));
   case OP_SOFTSIGN: return arena_printf(a, "$0 / (%s + %s($0))", L(1), F("fabs"));
+  case OP_SWISH: return arena_printf(a, "$0 / (%s + %s(%s * $0))", L(1), F("exp"), L(-attr_float(n, "alpha", 1.0)));
   case OP_THRESHOLDEDRELU:
     return arena_printf(a, "$0 > %s ? $0 : %s", L(attr_float(n, "alpha", 1.0)), L(0));
   default: return NULL;
