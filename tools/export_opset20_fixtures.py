@@ -18,9 +18,12 @@ in the ONNX backend-test layout:
 the outputs being ONNX Runtime's on the exported file (checked against
 PyTorch's own outputs here, 1e-4).
 
-Route: real PyTorch export, not hand-written graphs. Produced with torch 2.15.0
-(PyPI's linux wheel, run on CPU), transformers 5.x, onnxscript and
-onnxruntime from PyPI in a throw-away venv. Not run by CI (CI has no torch):
+Route: real PyTorch export, not hand-written graphs. Produced with torch
+2.15.0 (PyPI's linux wheel, run on CPU), transformers 5.24.0, onnxscript
+0.7.2, onnx 1.23.2 and onnxruntime 1.32.0 from PyPI in a throw-away venv;
+reruns with those versions write the same bytes (fixed seeds). PyPI's torch
+wheel needs its CUDA libraries installed even on CPU (without them `import
+torch` fails on libcufile.so.0), some 3 GB. Not run by CI (CI has no torch):
     python3 -m venv /tmp/torchvenv
     /tmp/torchvenv/bin/pip install torch transformers onnxscript onnx onnxruntime
     /tmp/torchvenv/bin/python tools/export_opset20_fixtures.py [--out tests/opset20] [NAME ...]
