@@ -827,9 +827,11 @@ add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--
 # by tools/export_opset20_fixtures.py (torch 2.15, not run by CI) with
 # external weights (model.onnx.data) as the exporter writes them, and ONNX
 # Runtime's outputs: each through `kiln check`, generated C and interpreter.
-# bert joins the list once ONNX Gelu (opset 20) is an op kiln reads (today:
-# "node 'node_gelu' (Gelu): unsupported op 'Gelu'").
-foreach(name encoder llama)
+# <name>_dyn: the same model exported with batch and sequence symbolic
+# (Shape/Gather/Concat/Range/Expand shape arithmetic, bound and folded).
+# bert and bert_dyn join the list once ONNX Gelu (opset 20) is an op kiln
+# reads (today: "node 'node_gelu' (Gelu): unsupported op 'Gelu'").
+foreach(name encoder llama encoder_dyn llama_dyn)
   set(dir ${T}/opset20/${name})
   add_test(NAME opset20_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
   add_test(NAME opset20_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})

@@ -10,6 +10,7 @@ current PyTorch hands kiln (issue 20):
     encoder  torch.nn.TransformerEncoder (d_model 32, 2 heads, 2 layers, batch_first)
     bert     transformers.BertModel (hidden 32, 2 layers, padding mask)
     llama    transformers.LlamaForCausalLM (hidden 32, 2 layers, GQA 2:1, causal + padding mask)
+and each again as <name>_dyn with batch and sequence symbolic (dynamic_shapes).
 Each is randomly initialised from a fixed seed, exported with the exporter's
 defaults (dynamo=True, the opset it picks, static input shapes), and written
 in the ONNX backend-test layout:
@@ -86,6 +87,10 @@ def llama(gen):
 
 
 MODELS = dict(encoder=encoder, bert=bert, llama=llama)
+# the same models exported with batch and sequence symbolic (torch.export
+# Dims, as a user asks for a reusable file): the graphs then compute their
+# shapes with Shape/Gather/Concat/Range/Expand, which kiln binds and folds
+NAMES = list(MODELS) + [n + "_dyn" for n in MODELS]
 
 
 class Outputs(torch.nn.Module):
@@ -111,7 +116,8 @@ def save(path, arr, name):
 def export(name, out):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
-    model, inputs = MODELS[name](gen)
+    dynamic = name.endswith("_dyn")
+    model, inputs = MODELS[name[:-4] if dynamic else name](gen)
     model.eval()
     with torch.no_grad():   # off the init's zero biases and unit norm weights, which the exporter dedups
         for p in model.parameters():
@@ -124,7 +130,12 @@ def export(name, out):
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
-    torch.onnx.export(wrapped, args, path, input_names=names)   # the defaults: dynamo, its opset
+    dims = None
+    if dynamic:
+        batch, seq = torch.export.Dim("batch", min=1, max=8), torch.export.Dim("seq", min=2, max=16)
+        dims = (tuple({0: batch, 1: seq} for _ in args),)   # Outputs.forward(*args)
+    # the defaults otherwise: dynamo, the opset it picks, weights in model.onnx.data
+    torch.onnx.export(wrapped, args, path, input_names=names, dynamic_shapes=dims)
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)
     opset = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
@@ -147,7 +158,7 @@ def export(name, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "opset20"))
-    ap.add_argument("names", nargs="*", default=list(MODELS))
+    ap.add_argument("names", nargs="*", default=NAMES)
     a = ap.parse_args()
     print("torch", torch.__version__, "onnxruntime", ort.__version__, "onnx", onnx.__version__)
     for name in a.names:
