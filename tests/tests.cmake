@@ -826,14 +826,17 @@ add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--
 # 20): tiny nn.TransformerEncoder, HF BertModel and LlamaForCausalLM written
 # by tools/export_opset20_fixtures.py (torch 2.15, not run by CI) with
 # external weights (model.onnx.data) as the exporter writes them, and ONNX
-# Runtime's outputs: each through `kiln check`, generated C and interpreter.
-# <name>_dyn: the same model exported with batch and sequence symbolic
+# Runtime's outputs: each through `kiln check`, generated C (portable and
+# --isa=native) and interpreter. bert's and llama's test_data_set_1 mask
+# every key: the rows sdpa's decomposition turns from NaN (Softmax of -inf)
+# to 0 (IsNaN/Where). <name>_dyn: the same model exported with batch and sequence symbolic
 # (Shape/Gather/Concat/Range/Expand shape arithmetic, bound and folded).
 # bert and bert_dyn join the list once ONNX Gelu (opset 20) is an op kiln
 # reads (today: "node 'node_gelu' (Gelu): unsupported op 'Gelu'").
 foreach(name encoder llama encoder_dyn llama_dyn)
   set(dir ${T}/opset20/${name})
   add_test(NAME opset20_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+  add_test(NAME opset20_${name}_native COMMAND ${KILN_BIN} check -q --isa=native ${dir})
   add_test(NAME opset20_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
 endforeach()
 # the encoder's attention fuses as the opset-14 export's does
