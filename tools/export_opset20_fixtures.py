@@ -3,16 +3,18 @@
 
 Why: since torch 2.9, `torch.onnx.export(model, args, "m.onnx")` goes through
 torch.export (the "dynamo" exporter) and writes opset 20 graphs in forms the
-TorchScript exporter never wrote: Gelu (opset 20), LayerNormalization,
-IsNaN/Where around the softmax, ReduceMean with axes as an input, Split with
-num_outputs, Shape-fed Expand/Reshape. These fixtures are what a user of
-current PyTorch hands kiln (issue 20):
+TorchScript exporter never wrote; these hold Gelu (opset 20),
+LayerNormalization, IsNaN/Where after the softmax, a GatherND'd bool mask,
+ReduceMean with axes as an input and, with symbolic dims, Shape-fed
+Range/Expand/Reshape. They are what a user of current PyTorch hands kiln
+(issue 20):
     encoder  torch.nn.TransformerEncoder (d_model 32, 2 heads, 2 layers, batch_first)
     bert     transformers.BertModel (hidden 32, 2 layers, padding mask)
     llama    transformers.LlamaForCausalLM (hidden 32, 2 layers, GQA 2:1, causal + padding mask)
 and each again as <name>_dyn with batch and sequence symbolic (dynamic_shapes).
 Each is randomly initialised from a fixed seed, exported with the exporter's
-defaults (dynamo=True, the opset it picks, static input shapes), and written
+defaults (dynamo=True, the opset it picks; static input shapes but for
+_dyn), and written
 in the ONNX backend-test layout:
     tests/opset20/<name>/model.onnx
     tests/opset20/<name>/test_data_set_0/input_K.pb, output_K.pb
