@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export the four benchmark models of issue 5 to ONNX, with one random input set.
+"""Export the benchmark models (issue 5's four, issue 20's two recurrent ones) to ONNX, with one random input set.
 
 Run with Debian's python (python3-torch 1.13, python3-onnx), never a pip torch:
     /usr/bin/python3 bench/export_models.py --out build/bench/models [--only NAME ...]
@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import export_fixtures as fx  # noqa: E402  (reused, not modified)
+import export_recurrent_fixtures as rx  # noqa: E402  (the recurrent models, at bench sizes)
 
 SEED = 5000
 OPSET = 14
@@ -75,6 +76,11 @@ MODELS = {
     "enc4_d256_s64": (lambda g: encoder_model(g, 256, 8, 1024, 4, 64), "out"),
     "encdec2_d128_s32": (lambda g: encdec_model(g), "logits"),
     "minilm6_d384_s128": (lambda g: encoder_model(g, 384, 12, 1536, 6, 128, "gelu"), "out"),
+    # recurrent (issue 20): a diacritiser's bidirectional 2-layer LSTM over 100 characters, and
+    # a name romaniser's Embedding + GRU encoder over 32
+    "lstm_bi2_h256_s100": (lambda g: rx.build_lstm(g, feat=64, hidden=256, classes=16, batch=1, seq=100,
+                                                   lengths=(100,)), "logits"),
+    "gru_enc_h256_s32": (lambda g: rx.build_gru(g, vocab=100, emb=64, hidden=256, seq=32), ["outputs", "hidden"]),
 }
 
 
@@ -90,7 +96,7 @@ def main():
         gen = torch.Generator().manual_seed(SEED + k)
         torch.manual_seed(SEED + k)
         model, inputs = build(gen)
-        fx.export_one(a.out, name, model, inputs, [out_name], OPSET)
+        fx.export_one(a.out, name, model, inputs, out_name if isinstance(out_name, list) else [out_name], OPSET)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ bool interp_state_start(const Graph *g, int i, Tensor *t);
 
 typedef struct CheckOptions {
   double rtol, atol;
+  double min_cosine;      /* --min-cosine: a float output must also reach this cosine with the
+                             reference (0: not asked) */
   bool interp;            /* compare the interpreter instead of generated C */
   bool keep;              /* keep the build folder */
   bool quiet;

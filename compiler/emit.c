@@ -96,6 +96,9 @@ const char *emit_double_literal(Emit *e, DType dt, double v) {
 const char *emit_literal(Emit *e, DType dt, const void *data, int64_t i) {
   if (dt_is_half(dt)) /* stored as its bit pattern */
     return arena_printf(e->g->arena, "0x%04x", ((const uint16_t *)data)[i]);
+  KILN_ASSERT(!dt_is_packed(dt)); /* packed constants are emitted as their bytes (emit_file.c) */
+  if (dt_is_minifloat(dt)) /* float8: its code */
+    return arena_printf(e->g->arena, "0x%02x", ((const uint8_t *)data)[i]);
   if (dt_is_float(dt))
     return emit_double_literal(e, dt, el_get_f(dt, data, i));
   if (dt == DT_BOOL)
@@ -223,7 +226,46 @@ static double elementwise_ns(const char *expr) {
 /* Loop nest over the output shape; each operand indexes with its own
  * broadcast strides. Adjacent dims that are contiguous for every operand
  * merge, so same-shape operands give a single flat loop. */
+const char *emit_elem(Emit *e, int vid, const char *idx) {
+  DType dt = e->g->vals[vid].type.dt;
+  const char *ref = emit_ref(e, vid);
+  Arena *a = e->g->arena;
+  if (dt == DT_F4E2M1)
+    return arena_printf(a, "kiln_f4e2m1_to_f32(kiln_get_u4(%s, %s))", ref, idx);
+  if (dt_is_packed(dt))
+    return arena_printf(a, "kiln_get_%s(%s, %s)", dt_name(dt), ref, idx);
+  if (dt_is_half(dt) || dt_is_minifloat(dt)) /* read as floats */
+    return arena_printf(a, "kiln_%s_to_f32(%s[%s])", dt_name(dt), ref, idx);
+  return arena_printf(a, "%s[%s]", ref, idx);
+}
+
+void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide, const EmitStore *st) {
+  static const EmitStore dflt = {true, MF_UP};
+  st = st ? st : &dflt;
+  DType dt = e->g->vals[out].type.dt;
+  const char *ref = emit_ref(e, out);
+  /* one rounding from double: through float "to odd" */
+  const char *f = wide ? arena_printf(e->g->arena, "kiln_f64_to_f32_odd((double)(%s))", x)
+                       : arena_printf(e->g->arena, "(float)(%s)", x);
+  if (dt == DT_F8E8M0)
+    emit_line(e, "%s[%s] = kiln_f32_to_f8e8m0(%s, %d, %d);", ref, idx, f, st->saturate, st->round_mode);
+  else if (dt == DT_F4E2M1)
+    emit_line(e, "kiln_set_4(%s, %s, kiln_f32_to_f4e2m1(%s));", ref, idx, f);
+  else if (dt_is_minifloat(dt))
+    emit_line(e, "%s[%s] = kiln_f32_to_%s(%s, %d);", ref, idx, dt_name(dt), f, st->saturate);
+  else if (dt_is_packed(dt)) /* the low bits of the integer (a float truncates first) */
+    emit_line(e, "kiln_set_%d(%s, %s, (unsigned)(int64_t)(%s));", dt_bits(dt), ref, idx, x);
+  else if (dt_is_half(dt))
+    emit_line(e, "%s[%s] = kiln_f32_to_%s(%s);", ref, idx, dt_name(dt), f);
+  else
+    emit_line(e, "%s[%s] = (%s)(%s);", ref, idx, dt_ctype(dt), x);
+}
+
 void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char *expr) {
+  emit_elementwise_store(e, ins, nin, out, expr, NULL);
+}
+
+void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const char *expr, const EmitStore *how) {
   Graph *g = e->g;
   const Type *ot = &g->vals[out].type;
   int rank = ot->rank;
@@ -263,7 +305,7 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
   }
   if (type_numel(ot) == 0)
     return;
-  const char *idx[MAX_RANK + 1];
+  const char *idx[MAX_RANK + 1] = {0};
   for (int k = 0; k <= nin; k++) {
     Buf b = {0};
     for (int d = 0; d < r; d++) {
@@ -279,7 +321,7 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
     idx[k] = arena_strdup(g->arena, b.len ? b.s : "0");
     buf_free(&b);
   }
-  if (r > 0)
+  if (r > 0 && !dt_is_packed(ot->dt))
     emit_parallel_for(e, md[0], (double)type_numel(ot) * elementwise_ns(expr));
   for (int d = 0; d < r; d++) {
     emit_line(e, "for (int i%d = 0; i%d < %lld; i%d++) {", d, d, (long long)md[d], d);
@@ -292,11 +334,7 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
       while (isdigit((unsigned char)p[1]))
         k = k * 10 + (*++p - '0');
       KILN_ASSERT(k < nin);
-      DType dt = g->vals[ins[k]].type.dt;
-      if (dt_is_half(dt)) /* f16/bf16 elements are read as floats */
-        buf_printf(&x, "kiln_%s_to_f32(%s[%s])", dt_name(dt), emit_ref(e, ins[k]), idx[k]);
-      else
-        buf_printf(&x, "%s[%s]", emit_ref(e, ins[k]), idx[k]);
+      buf_puts(&x, emit_elem(e, ins[k], idx[k]));
     } else {
       buf_put(&x, p, 1);
     }
@@ -306,14 +344,7 @@ void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char
     DType dt = g->vals[ins[k]].type.dt;
     wide = wide || dt == DT_F64 || (dt_is_int(dt) && dt_size(dt) >= 4);
   }
-  if (dt_is_half(ot->dt) && wide) /* one rounding from double: through float "to odd" */
-    emit_line(e, "%s[%s] = kiln_f32_to_%s(kiln_f64_to_f32_odd((double)(%s)));", emit_ref(e, out), idx[nin],
-              dt_name(ot->dt), x.s ? x.s : "");
-  else if (dt_is_half(ot->dt)) /* computed in float, rounded to nearest even on the store */
-    emit_line(e, "%s[%s] = kiln_f32_to_%s((float)(%s));", emit_ref(e, out), idx[nin], dt_name(ot->dt),
-              x.s ? x.s : "");
-  else
-    emit_line(e, "%s[%s] = (%s)(%s);", emit_ref(e, out), idx[nin], dt_ctype(ot->dt), x.s ? x.s : "");
+  emit_elem_store(e, out, idx[nin], x.s ? x.s : "", wide, how);
   buf_free(&x);
   for (int d = 0; d < r; d++) {
     e->indent--;

@@ -95,6 +95,24 @@ const char *emit_double_literal(Emit *e, DType dt, double v);
 void emit_elementwise(Emit *e, const Node *n, const char *expr);
 /* The same for an explicit list of inputs (value ids) and output. */
 void emit_elementwise_vals(Emit *e, const int *ins, int nin, int out, const char *expr);
+/* How a result is stored in a float8 or e8m0 output (Cast's attributes):
+ * saturate, and e8m0's round_mode (MF_UP, ...). The default is {true, MF_UP}. */
+typedef struct EmitStore {
+  bool saturate;
+  int round_mode;
+} EmitStore;
+/* emit_elementwise_vals with the store's rules given (NULL: the default).
+ * Narrow operands are read through kiln_f8e4m3fn_to_f32, kiln_get_i4 and
+ * friends, and packed results stored a code at a time (never split among
+ * threads: two threads would write the same byte). */
+void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const char *expr, const EmitStore *st);
+/* Element idx (a C expression) of value vid as a C expression: a float for
+ * f16, bf16, float8 and float4, an int for the packed integers, else the
+ * element itself. */
+const char *emit_elem(Emit *e, int vid, const char *idx);
+/* out[idx] = x, converted to out's type (x's operands `wide`: f64 or
+ * 32/64-bit integers, which a float does not hold exactly; st as above). */
+void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide, const EmitStore *st);
 
 /* ---- threads (--threads N) -------------------------------------------------
  * One mechanism for every kernel. Call emit_parallel_for right before

@@ -112,6 +112,12 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
   buf_puts(c, "}\n\n");
 }
 
+/* Blob mode: an entry point called before a successful bind returns
+ * KILN_E_WEIGHTS_UNBOUND (one branch per call) instead of reading NULL. */
+static const char *unbound_check(const Emit *e) {
+  return e->blob ? "  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n" : "";
+}
+
 /* NAME_encode(_ws): the encode entry, which empties the caches. */
 static void put_encode_entry(Buf *c, Emit *e, const char **pn, const DecoderEntry *en) {
   Graph *g = e->g;
@@ -120,8 +126,8 @@ static void put_encode_entry(Buf *c, Emit *e, const char **pn, const DecoderEntr
   put_encode_params(c, g, pn, en);
   buf_puts(c, ") {\n  if (!workspace || !state");
   put_encode_names(c, g, pn, en, " || !");
-  buf_printf(c, ")\n    return KILN_E_ARG;\n  %s_%s_forward((unsigned char *)workspace, %sstate", p, en->name,
-             e->blob ? "bound_weights, " : "");
+  buf_printf(c, ")\n    return KILN_E_ARG;\n%s  %s_%s_forward((unsigned char *)workspace, %sstate", unbound_check(e), p,
+             en->name, e->blob ? "bound_weights, " : "");
   put_encode_names(c, g, pn, en, ", ");
   buf_printf(c, ");\n  state->kiln_length = 0; /* a new source: the caches start empty */\n"
                 "  return KILN_OK;\n}\n\nint %s_%s(%s_state *state", p, en->name, p);
@@ -169,9 +175,10 @@ void emit_decoder_entries(Buf *c, Emit *e, const char **pn) {
                     "  memcpy(chunk, tokens, (size_t)n * sizeof *chunk);\n"
                     "  const int64_t start[1] = {state->kiln_length}, count[1] = {n};\n",
                  p, en->name, p, (long long)en->tokens, P, (long long)en->tokens, p, P, P, (long long)en->tokens);
-    buf_printf(c, "  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
+    buf_printf(c, "%s  %s_%s_forward((unsigned char *)workspace, %sstate, %s, start, count, logits);\n"
                   "  state->kiln_length += %s;\n  return KILN_OK;\n}\n\n",
-               p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk", step ? "1" : "n");
+               unbound_check(e), p, en->name, e->blob ? "bound_weights, " : "", step ? "tokens" : "chunk",
+               step ? "1" : "n");
     if (step)
       buf_printf(c, "int %s_step(%s_state *state, int64_t token, float logits[%s_VOCAB]) {\n"
                     "  return %s_step_ws(%s_workspace, state, token, logits);\n}\n\n",

@@ -71,6 +71,8 @@ const char *emit_array_dims(Arena *a, const Type *t) {
     return "[]";
   if (t->rank == 0)
     return "[1]";
+  if (dt_is_packed(t->dt)) /* 4- and 2-bit elements: their bytes, element 0 in the low bits */
+    return arena_printf(a, "[%zu]", type_bytes(t));
   Buf b = {0};
   for (int i = 0; i < t->rank; i++)
     buf_printf(&b, "[%lld]", (long long)t->dims[i]);
@@ -251,14 +253,14 @@ const char *emit_run_call(Graph *g, const char *prefix) {
  * the instructions before this). */
 enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD };
 
-static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind) {
+static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind, bool blob) {
   bool first = true;
   if (kind == SIG_FORWARD) {
     buf_printf(b, "static void %s_forward(unsigned char *restrict ws,\n    const struct %s_weights *restrict weights",
                prefix, prefix);
     first = false;
   } else {
-    buf_printf(b, "void %s_run%s(", prefix, kind == SIG_RUN_WS ? "_ws" : "");
+    buf_printf(b, "%s %s_run%s(", blob ? "int" : "void", prefix, kind == SIG_RUN_WS ? "_ws" : "");
   }
   if (kind == SIG_RUN_WS) {
     buf_puts(b, "void *workspace");
@@ -290,7 +292,8 @@ const char emit_weights_codes[] =
     "  KILN_E_WEIGHTS_ALIGN = 2,   /* not 64-byte aligned */\n"
     "  KILN_E_WEIGHTS_MAGIC = 3,   /* not a kiln weights blob */\n"
     "  KILN_E_WEIGHTS_VERSION = 4, /* another blob format version or byte order */\n"
-    "  KILN_E_WEIGHTS_MODEL = 5    /* another model's blob, or other weights */\n};\n#endif\n";
+    "  KILN_E_WEIGHTS_MODEL = 5,   /* another model's blob, or other weights */\n"
+    "  KILN_E_WEIGHTS_UNBOUND = 6  /* a run before any successful bind: nothing computed */\n};\n#endif\n";
 
 /* The header's end: the tokenizer's declarations (if any), then the
  * extern "C" block and the include guard closed. */
@@ -307,8 +310,9 @@ void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *b
                 " * .incbin's the file), or %s_bind_weights(blob, size) for the file's bytes\n"
                 " * that the app has read or mapped (64-byte aligned). Both return KILN_OK\n"
                 " * or a KILN_E_WEIGHTS_* code (%s_weights_error() says which) and leave the\n"
-                " * previous binding in place on error. Calling %s_run before a successful\n"
-                " * bind is undefined behaviour. */\n",
+                " * previous binding in place on error. Before a successful bind, %s_run\n"
+                " * (and every other entry point) returns KILN_E_WEIGHTS_UNBOUND and\n"
+                " * computes nothing. */\n",
              p, P, p, p, p, p, p);
   buf_printf(h, "#define %s_WEIGHTS_SIZE %zu\n#define %s_WEIGHTS_HASH UINT64_C(0x%016llx)\n", P, blob->size,
              P, (unsigned long long)blob->hash);
@@ -381,16 +385,17 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
     if (is_param(g, i) || in)
-      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements */\n", P,
+      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements%s */\n", P,
                  !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", emit_upper(a, pn[i]),
-                 (long long)type_numel(t));
+                 (long long)type_numel(t),
+                 dt_is_packed(t->dt) ? arena_printf(a, ", %s packed in %zu bytes", dt_name(t->dt), type_bytes(t)) : "");
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   if (has_state(g))
     put_state_decls(h, g, o->prefix, pn);
-  put_signature(h, g, o->prefix, pn, SIG_RUN);
+  put_signature(h, g, o->prefix, pn, SIG_RUN, blob != NULL);
   buf_puts(h, ";\n");
-  put_signature(h, g, o->prefix, pn, SIG_RUN_WS);
+  put_signature(h, g, o->prefix, pn, SIG_RUN_WS, blob != NULL);
   buf_puts(h, ";\n");
   emit_header_end(h, tok);
 }
@@ -414,6 +419,10 @@ static Weight weight_at(Emit *e, int k) {
   }
   const Value *v = &g->vals[id];
   char ts[160];
+  if (dt_is_narrow(v->type.dt)) /* float8 codes, packed 4- and 2-bit elements: their bytes */
+    return (Weight){DT_U8, v->data, (int64_t)type_bytes(&v->type),
+                    arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                    false};
   return (Weight){v->type.dt, v->data, type_numel(&v->type),
                   arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
                   false};
@@ -533,6 +542,7 @@ static void emit_bind_weights(Buf *c, Emit *e) {
     "  case KILN_E_WEIGHTS_MAGIC: return \"not a kiln weights blob\";\n"
     "  case KILN_E_WEIGHTS_VERSION: return \"a weights blob of another format version or byte order\";\n"
     "  case KILN_E_WEIGHTS_MODEL: return \"the weights blob of another model (or other weights)\";\n"
+    "  case KILN_E_WEIGHTS_UNBOUND: return \"no weights blob bound yet (bind one before running the model)\";\n"
     "  default: return \"unknown error\";\n  }\n}\n",
     p);
 }
@@ -769,7 +779,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     buf_free(&tok);
     return true;
   }
-  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS);
+  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS, false);
   buf_puts(c, " {\n");
   if (e.blob)
     buf_puts(c, "  (void)ws;\n  (void)weights;\n");
@@ -806,17 +816,20 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     buf_printf(c, "  KILN_ADAPT_END(%s);\n", emit_adapt_name(g, 0));
   buf_puts(c, "}\n\n");
   if (e.blob) {
-    put_signature(c, g, o->prefix, pn, SIG_RUN_WS);
-    buf_printf(c, " {\n  %s_forward((unsigned char *)workspace, bound_weights%s", o->prefix,
+    /* one branch per call: a run before a successful bind computes nothing */
+    put_signature(c, g, o->prefix, pn, SIG_RUN_WS, true);
+    buf_printf(c, " {\n  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n"
+                  "  %s_forward((unsigned char *)workspace, bound_weights%s", o->prefix,
                has_state(g) ? ", state" : "");
     for (int i = 0; i < g->ninputs + g->noutputs; i++)
       if (is_param(g, i))
         buf_printf(c, ", %s", pn[i]);
-    buf_puts(c, ");\n}\n\n");
+    buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
   }
-  put_signature(c, g, o->prefix, pn, SIG_RUN);
-  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s_run_ws(workspace%s",
-             (long long)(g->ws_size ? g->ws_size : 1), o->prefix, has_state(g) ? ", state" : "");
+  put_signature(c, g, o->prefix, pn, SIG_RUN, e.blob != NULL);
+  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s%s_run_ws(workspace%s",
+             (long long)(g->ws_size ? g->ws_size : 1), e.blob ? "return " : "", o->prefix,
+             has_state(g) ? ", state" : "");
   for (int i = 0; i < g->ninputs + g->noutputs; i++)
     if (is_param(g, i))
       buf_printf(c, ", %s", pn[i]);

@@ -25,6 +25,14 @@ static const DTInfo dtinfo[DT_MAX_] = {
     [DT_U32] = {"u32", "uint32_t", 4, 'u'},   [DT_U64] = {"u64", "uint64_t", 8, 'u'},
     [DT_BOOL] = {"bool", "bool", 1, 'b'},     [DT_F16] = {"f16", "uint16_t", 2, 'f'},
     [DT_BF16] = {"bf16", "uint16_t", 2, 'f'}, [DT_STRING] = {"string", NULL, 0, 0},
+    [DT_F8E4M3FN] = {"f8e4m3fn", "uint8_t", 1, 'f'},
+    [DT_F8E4M3FNUZ] = {"f8e4m3fnuz", "uint8_t", 1, 'f'},
+    [DT_F8E5M2] = {"f8e5m2", "uint8_t", 1, 'f'},
+    [DT_F8E5M2FNUZ] = {"f8e5m2fnuz", "uint8_t", 1, 'f'},
+    [DT_F8E8M0] = {"f8e8m0", "uint8_t", 1, 'f'},
+    [DT_F4E2M1] = {"f4e2m1", "uint8_t", 1, 'f'}, /* packed: see packed_bits */
+    [DT_U4] = {"u4", "uint8_t", 1, 'u'},      [DT_I4] = {"i4", "uint8_t", 1, 'i'},
+    [DT_U2] = {"u2", "uint8_t", 1, 'u'},      [DT_I2] = {"i2", "uint8_t", 1, 'i'},
 };
 
 static const DTInfo *dti(DType dt) {
@@ -38,6 +46,119 @@ const char *dt_ctype(DType dt) { return dti(dt)->ctype; }
 size_t dt_size(DType dt) { return dti(dt)->size; }
 bool dt_is_float(DType dt) { return dti(dt)->kind == 'f'; }
 bool dt_is_half(DType dt) { return dt == DT_F16 || dt == DT_BF16; }
+bool dt_is_narrow(DType dt) { return dt >= DT_F8E4M3FN && dt <= DT_I2; }
+bool dt_is_minifloat(DType dt) { return dt_is_narrow(dt) && dt_is_float(dt); }
+/* bits of an element of a packed type, 0 for the others */
+static int packed_bits(DType dt) {
+  return dt == DT_U4 || dt == DT_I4 || dt == DT_F4E2M1 ? 4 : dt == DT_U2 || dt == DT_I2 ? 2 : 0;
+}
+bool dt_is_packed(DType dt) { return packed_bits(dt) != 0; }
+int dt_bits(DType dt) { return packed_bits(dt) ? packed_bits(dt) : 8 * (int)dti(dt)->size; }
+
+/* ---- float8, float4, e8m0 ---------------------------------------------------
+ * A code is sign | exponent | mantissa. The kinds differ in their special
+ * codes: e4m3fn has no infinity and NaN is S.1111.111 (so its largest value
+ * is 448); e5m2 is IEEE-like (inf S.11111.00, NaN above it); the "uz" kinds
+ * have no -0, their only NaN is 0x80, and their bias is one more; f4e2m1
+ * has neither NaN nor infinity; e8m0 is an exponent alone, 2^(code - 127),
+ * with 0xFF its NaN. */
+typedef struct MiniFmt {
+  int mbits, bias;
+  unsigned maxmag;   /* the largest finite code without its sign */
+  unsigned signbit;  /* 0x80, or 0x8 for float4 */
+  bool inf, uz;      /* has infinities (e5m2); unsigned zero, NaN 0x80 */
+} MiniFmt;
+
+static MiniFmt minifmt(DType dt) {
+  switch (dt) {
+  case DT_F8E4M3FN: return (MiniFmt){3, 7, 0x7e, 0x80, false, false};
+  case DT_F8E4M3FNUZ: return (MiniFmt){3, 8, 0x7f, 0x80, false, true};
+  case DT_F8E5M2: return (MiniFmt){2, 15, 0x7b, 0x80, true, false};
+  case DT_F8E5M2FNUZ: return (MiniFmt){2, 16, 0x7f, 0x80, false, true};
+  default: KILN_ASSERT(dt == DT_F4E2M1); return (MiniFmt){1, 1, 0x7, 0x8, false, false};
+  }
+}
+
+double minifloat_to_double(DType dt, unsigned code) {
+  if (dt == DT_F8E8M0)
+    return code == 0xff ? NAN : ldexp(1, (int)code - 127);
+  MiniFmt f = minifmt(dt);
+  unsigned mag = code & (f.signbit - 1);
+  if ((f.uz && code == 0x80) || (dt == DT_F8E4M3FN && mag == 0x7f) || (f.inf && mag > 0x7c))
+    return NAN;
+  if (f.inf && mag == 0x7c)
+    return code & f.signbit ? -INFINITY : INFINITY;
+  int e = (int)(mag >> f.mbits), m = (int)(mag & ((1u << f.mbits) - 1));
+  double v = e == 0 ? ldexp(m, 1 - f.bias - f.mbits) : ldexp(m + (1 << f.mbits), e - f.bias - f.mbits);
+  return code & f.signbit ? -v : v;
+}
+
+/* e8m0: the power of two that v rounds to, as Cast's round_mode says. */
+static unsigned e8m0_from_double(double v, bool saturate, int round_mode) {
+  if (isnan(v))
+    return 0xff;
+  double a = fabs(v); /* negative values are unspecified: their magnitude */
+  if (isinf(a))
+    return saturate ? 0xfe : 0xff;
+  if (a == 0)
+    return saturate ? 0 : 0xff;
+  int e;
+  double f = frexp(a, &e) * 2; /* a = f * 2^(e-1), f in [1, 2) */
+  int ex = e - 1 + (round_mode == MF_UP ? f > 1 : round_mode == MF_NEAREST ? f >= 1.5 : 0);
+  if (ex < -127)
+    return saturate ? 0 : 0xff;
+  if (ex > 127)
+    return saturate ? 0xfe : 0xff;
+  return (unsigned)(ex + 127);
+}
+
+unsigned minifloat_from_double(DType dt, double v, bool saturate, int round_mode) {
+  if (dt == DT_F8E8M0)
+    return e8m0_from_double(v, saturate, round_mode);
+  MiniFmt f = minifmt(dt);
+  if (dt == DT_F4E2M1)
+    saturate = true; /* no NaN, no infinity: saturate applies to float8 only */
+  unsigned sign = signbit(v) ? f.signbit : 0;
+  unsigned nan = f.uz ? 0x80 : sign | (f.inf ? 0x7e : 0x7f);
+  unsigned over = saturate ? sign | f.maxmag : f.inf ? sign | 0x7c : nan;
+  if (isnan(v)) /* float4: ml_dtypes (ONNX's reference) gives a zero of the other sign */
+    return dt == DT_F4E2M1 ? sign ^ f.signbit : nan;
+  double a = fabs(v);
+  if (isinf(a))
+    return over;
+  if (a == 0)
+    return f.uz ? 0 : sign;
+  int e;
+  frexp(a, &e); /* a in [2^(e-1), 2^e) */
+  int exp = e - 1 < 1 - f.bias ? 1 - f.bias : e - 1;
+  if (exp + f.bias > 64) /* far beyond every kind's range */
+    return over;
+  double q = nearbyint(ldexp(a, f.mbits - exp)); /* the significand, ties to even */
+  unsigned mag = q < ldexp(1, f.mbits) ? (unsigned)q /* subnormal, or zero */
+                                       : (unsigned)(exp + f.bias - 1) * (1u << f.mbits) + (unsigned)q;
+  if (mag > f.maxmag)
+    return over;
+  return mag == 0 && f.uz ? 0 : sign | mag;
+}
+
+unsigned packed_get(DType dt, const void *p, int64_t i) {
+  int bits = packed_bits(dt), per = 8 / bits;
+  unsigned byte = ((const uint8_t *)p)[i / per];
+  return byte >> (i % per * bits) & ((1u << bits) - 1);
+}
+
+void packed_set(DType dt, void *p, int64_t i, unsigned v) {
+  int bits = packed_bits(dt), per = 8 / bits, sh = (int)(i % per) * bits;
+  uint8_t *b = (uint8_t *)p + i / per, mask = (uint8_t)(((1u << bits) - 1) << sh);
+  *b = (uint8_t)((*b & ~mask) | ((v << sh) & mask));
+}
+
+/* A packed signed code, sign-extended. */
+static int64_t packed_get_signed(DType dt, const void *p, int64_t i) {
+  int bits = packed_bits(dt);
+  int64_t v = packed_get(dt, p, i);
+  return v >= (1 << (bits - 1)) ? v - (1 << bits) : v;
+}
 
 /* ---- f16 and bf16: bit patterns of 16-bit binary floats ---------------------
  * f16 (IEEE binary16): 5 exponent bits, bias 15, 10 mantissa bits; bf16:
@@ -104,6 +225,11 @@ double el_get_f(DType dt, const void *p, int64_t i) {
   case DT_U16: return ((const uint16_t *)p)[i];
   case DT_U32: return ((const uint32_t *)p)[i];
   case DT_U64: return (double)((const uint64_t *)p)[i];
+  case DT_F8E4M3FN: case DT_F8E4M3FNUZ: case DT_F8E5M2: case DT_F8E5M2FNUZ: case DT_F8E8M0:
+    return minifloat_to_double(dt, ((const uint8_t *)p)[i]);
+  case DT_F4E2M1: return minifloat_to_double(dt, packed_get(dt, p, i));
+  case DT_I4: case DT_I2: return (double)packed_get_signed(dt, p, i);
+  case DT_U4: case DT_U2: return packed_get(dt, p, i);
   default: KILN_ASSERT(!"el_get_f: unsupported dtype"); return 0;
   }
 }
@@ -120,8 +246,10 @@ static int64_t f2i(double v) {
 }
 
 int64_t el_get_i(DType dt, const void *p, int64_t i) {
+  if (dt_is_float(dt))
+    return f2i(el_get_f(dt, p, i));
   switch (dt) {
-  case DT_F32: case DT_F64: case DT_F16: case DT_BF16: return f2i(el_get_f(dt, p, i));
+  case DT_I4: case DT_I2: return packed_get_signed(dt, p, i);
   case DT_I8: return ((const int8_t *)p)[i];
   case DT_I16: return ((const int16_t *)p)[i];
   case DT_I32: return ((const int32_t *)p)[i];
@@ -138,7 +266,9 @@ uint64_t el_get_u(DType dt, const void *p, int64_t i) {
   case DT_U16: return ((const uint16_t *)p)[i];
   case DT_U32: return ((const uint32_t *)p)[i];
   case DT_U64: return ((const uint64_t *)p)[i];
-  case DT_F32: case DT_F64: case DT_F16: case DT_BF16: {
+  case DT_U4: case DT_U2: return packed_get(dt, p, i);
+  case DT_F32: case DT_F64: case DT_F16: case DT_BF16: case DT_F8E4M3FN: case DT_F8E4M3FNUZ:
+  case DT_F8E5M2: case DT_F8E5M2FNUZ: case DT_F8E8M0: case DT_F4E2M1: {
     double v = el_get_f(dt, p, i);
     if (v != v || v <= -1.0)
       return (uint64_t)f2i(v);
@@ -156,6 +286,9 @@ void el_set_f(DType dt, void *p, int64_t i, double v) {
   case DT_F64: ((double *)p)[i] = v; return;
   case DT_F16: case DT_BF16: ((uint16_t *)p)[i] = half_from_double(dt, v); return;
   case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+  case DT_F8E4M3FN: case DT_F8E4M3FNUZ: case DT_F8E5M2: case DT_F8E5M2FNUZ: case DT_F8E8M0:
+    ((uint8_t *)p)[i] = (uint8_t)minifloat_from_double(dt, v, true, MF_UP); return;
+  case DT_F4E2M1: packed_set(dt, p, i, minifloat_from_double(dt, v, true, MF_UP)); return;
   default:
     if (dt_is_signed_int(dt))
       el_set_i(dt, p, i, f2i(v));
@@ -168,7 +301,9 @@ void el_set_i(DType dt, void *p, int64_t i, int64_t v) {
   switch (dt) {
   case DT_F32: ((float *)p)[i] = (float)v; return;
   case DT_F64: ((double *)p)[i] = (double)v; return;
-  case DT_F16: case DT_BF16: el_set_f(dt, p, i, (double)v); return;
+  case DT_F16: case DT_BF16: case DT_F8E4M3FN: case DT_F8E4M3FNUZ: case DT_F8E5M2:
+  case DT_F8E5M2FNUZ: case DT_F8E8M0: case DT_F4E2M1: el_set_f(dt, p, i, (double)v); return;
+  case DT_I4: case DT_I2: packed_set(dt, p, i, (unsigned)(uint64_t)v); return; /* the low bits */
   case DT_I8: ((int8_t *)p)[i] = (int8_t)v; return;
   case DT_I16: ((int16_t *)p)[i] = (int16_t)v; return;
   case DT_I32: ((int32_t *)p)[i] = (int32_t)v; return;
@@ -183,8 +318,10 @@ void el_set_u(DType dt, void *p, int64_t i, uint64_t v) {
   switch (dt) {
   case DT_F32: ((float *)p)[i] = (float)v; return;
   case DT_F64: ((double *)p)[i] = (double)v; return;
-  case DT_F16: case DT_BF16: el_set_f(dt, p, i, (double)v); return;
+  case DT_F16: case DT_BF16: case DT_F8E4M3FN: case DT_F8E4M3FNUZ: case DT_F8E5M2:
+  case DT_F8E5M2FNUZ: case DT_F8E8M0: case DT_F4E2M1: el_set_f(dt, p, i, (double)v); return;
   case DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+  case DT_U4: case DT_U2: packed_set(dt, p, i, (unsigned)v); return;
   case DT_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
   case DT_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
   case DT_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
@@ -233,7 +370,11 @@ bool type_dims_ok(const Type *t, bool unknown_ok) {
 
 bool type_size_ok(const Type *t) { return type_dims_ok(t, false); }
 
-size_t type_bytes(const Type *t) { return (size_t)type_numel(t) * dt_size(t->dt); }
+size_t type_bytes(const Type *t) {
+  if (dt_is_packed(t->dt))
+    return ((size_t)type_numel(t) * (size_t)dt_bits(t->dt) + 7) / 8;
+  return (size_t)type_numel(t) * dt_size(t->dt);
+}
 
 bool type_equal(const Type *a, const Type *b) {
   if (a->dt != b->dt || a->rank != b->rank)

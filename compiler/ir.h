@@ -24,7 +24,12 @@ typedef enum DType {
   DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_U16 = 4, DT_I16 = 5, DT_I32 = 6,
   DT_I64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_F16 = 10, DT_F64 = 11,
   DT_U32 = 12, DT_U64 = 13, DT_BF16 = 16,
-  DT_MAX_ = 17
+  /* the narrow types (ONNX 1.14-1.20): float8 codes, 4- and 2-bit integers
+   * and float4, and the e8m0 scale of the MX formats (see DESIGN.md,
+   * "Narrow element types") */
+  DT_F8E4M3FN = 17, DT_F8E4M3FNUZ = 18, DT_F8E5M2 = 19, DT_F8E5M2FNUZ = 20,
+  DT_U4 = 21, DT_I4 = 22, DT_F4E2M1 = 23, DT_F8E8M0 = 24, DT_U2 = 25, DT_I2 = 26,
+  DT_MAX_ = 27
 } DType;
 
 bool dt_supported(DType dt);      /* numeric or bool, and kiln computes with it */
@@ -34,6 +39,28 @@ const char *dt_ctype(DType dt);   /* "float", "int64_t", "bool", ... */
 size_t dt_size(DType dt);
 bool dt_is_float(DType dt);       /* f32, f64, and f16/bf16 (stored as uint16_t bit patterns) */
 bool dt_is_half(DType dt);        /* f16 or bf16: computed in f32 by the generated code */
+/* The narrow types: float8 (4 kinds and e8m0), float4 and the 4- and 2-bit
+ * integers. Only ops flagged OPF_NARROW read or write them. */
+bool dt_is_narrow(DType dt);
+/* float8, float4 and e8m0: codes computed in f32, like f16 */
+bool dt_is_minifloat(DType dt);
+/* Packed: 4-bit and 2-bit types, several elements a byte, element 0 in the
+ * lowest bits (ONNX's order). dt_bits gives the bits an element takes; a
+ * packed tensor takes ceil(numel * bits / 8) bytes (type_bytes), and
+ * dt_size is 1, the byte its C array is made of. */
+bool dt_is_packed(DType dt);
+int dt_bits(DType dt);
+/* A float8/float4/e8m0 code as a double (exact), and a double rounded to
+ * one, ties to even, with ONNX Cast's rules for NaN, infinities and values
+ * beyond the largest code (`saturate`: the largest code; otherwise NaN, or
+ * inf for f8e5m2). e8m0 rounds as round_mode says (MF_UP, the default, away
+ * from zero; MF_DOWN toward it; MF_NEAREST, ties up). */
+enum { MF_UP = 0, MF_DOWN = 1, MF_NEAREST = 2 };
+double minifloat_to_double(DType dt, unsigned code);
+unsigned minifloat_from_double(DType dt, double v, bool saturate, int round_mode);
+/* The code of element i of packed data p, and storing one (the low bits of v). */
+unsigned packed_get(DType dt, const void *p, int64_t i);
+void packed_set(DType dt, void *p, int64_t i, unsigned v);
 /* An f16/bf16 bit pattern as a double (exact), and a double rounded to
  * nearest, ties to even, as one (overflow to inf, NaN stays NaN). */
 double half_to_double(DType dt, uint16_t h);

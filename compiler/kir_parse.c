@@ -294,14 +294,14 @@ static bool parse_elem(Parser *p, DType dt, void *data, int64_t i) {
   errno = 0;
   if (dt_is_signed_int(dt)) {
     long long v = strtoll(t, &end, 10);
-    int bits = (int)dt_size(dt) * 8;
+    int bits = dt_bits(dt);
     bool range = bits == 64 || (v >= -(1LL << (bits - 1)) && v < (1LL << (bits - 1)));
     if (fl || *end || errno || !range)
       return perr(p, "'%s' is not a %s value", t, dt_name(dt));
     el_set_i(dt, data, i, v);
   } else {
     unsigned long long v = strtoull(t, &end, 10);
-    int bits = (int)dt_size(dt) * 8;
+    int bits = dt_bits(dt);
     bool range = t[0] != '-' && (bits == 64 || v < (1ULL << bits));
     if (fl || *end || errno || !range)
       return perr(p, "'%s' is not a %s value", t, dt_name(dt));

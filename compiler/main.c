@@ -108,6 +108,8 @@ static const char *usage_compile =
 static const char *usage_check =
     "check options:\n"
     "  --rtol=X --atol=X          tolerances (default 1e-4 and 1e-5): |got-want| <= atol + rtol*|want|\n"
+    "  --min-cosine=C             a float output must also have cosine >= C with the reference\n"
+    "                             (quantized models: int8 rounding differs between engines)\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
     "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
@@ -402,6 +404,11 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.rtol = atof(v);
     } else if ((v = opt_value(argc, argv, &i, "--atol"))) {
       c->check.atol = atof(v);
+    } else if ((v = opt_value(argc, argv, &i, "--min-cosine"))) {
+      char *end;
+      c->check.min_cosine = strtod(v, &end);
+      if (end == v || *end || !(c->check.min_cosine >= -1 && c->check.min_cosine <= 1))
+        die("--min-cosine=%s: expected a number from -1 to 1", v);
     } else if ((v = opt_value(argc, argv, &i, "--cc"))) {
       c->check.cc = v;
     } else if ((v = opt_value(argc, argv, &i, "--isa"))) {

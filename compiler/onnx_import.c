@@ -13,6 +13,9 @@
 
 #include "onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_ort_lstm.h"
+#include "onnx_attention.h"
+#include "onnx_contrib_quant.h"
 #include "ops.h"
 
 typedef struct Importer {
@@ -108,7 +111,8 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
                         (long long)MAX_NUMEL);
     numel *= tp->dims[i];
   }
-  size_t es = dt_size(dt), bytes = (size_t)numel * es;
+  size_t bytes = type_bytes(&t->type); /* packed types: ceil(numel * bits / 8) */
+  int64_t nfield = dt_is_packed(dt) ? (int64_t)bytes : numel; /* packed: int32_data holds bytes */
   bool external =
       tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   /* sizes are checked before allocating, so a lying header costs nothing */
@@ -124,15 +128,20 @@ static bool decode_tensor(Importer *im, const Onnx__TensorProto *tp, Tensor *t, 
   case DT_U32: case DT_U64: have = tp->n_uint64_data; field = "uint64_data"; break;
   default: have = tp->n_int32_data; field = "int32_data"; break;
   }
-  if (!external && !tp->has_raw_data && have != (size_t)numel)
-    return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape", what, field,
-                      have, (long long)numel);
+  if (!external && !tp->has_raw_data && have != (size_t)nfield)
+    return diag_error(im->d, "%s: %s has %zu values; expected %lld for its shape%s", what, field,
+                      have, (long long)nfield, dt_is_packed(dt) ? " (packed bytes)" : "");
   if (external) /* allocated once the file is known to hold the bytes */
     return read_external(im, tp, bytes, &t->data, what);
   t->data = arena_alloc(im->a, bytes ? bytes : 1);
   if (tp->has_raw_data) {
     if (bytes)
       memcpy(t->data, tp->raw_data.data, bytes); /* little-endian host assumed */
+    return true;
+  }
+  if (dt_is_packed(dt) || dt_is_minifloat(dt)) { /* the codes, a byte each */
+    for (int64_t i = 0; i < nfield; i++)
+      ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i];
     return true;
   }
   for (int64_t i = 0; i < numel; i++) {
@@ -158,6 +167,9 @@ static bool decode_sparse(Importer *im, const Onnx__SparseTensorProto *sp, Tenso
   if (sp->n_dims > MAX_RANK || !dt_is_int(idx.type.dt))
     return diag_error(im->d, "%s: bad sparse tensor; expected rank <= %d and integer indices",
                       what, MAX_RANK);
+  if (dt_is_packed(vals.type.dt))
+    return diag_error(im->d, "%s: sparse tensor of %s; expected a type of whole bytes (a packed "
+                      "sparse tensor is not supported)", what, dt_name(vals.type.dt));
   memset(t, 0, sizeof *t);
   t->type.dt = vals.type.dt;
   t->type.rank = (int)sp->n_dims;
@@ -478,6 +490,10 @@ static bool check_op_version(Importer *im, const OpInfo *oi, const char *op_type
   if (ver <= 0)
     return diag_error(im->d, "node '%s' (%s): %s exists from opset %d; the model imports opset %d",
                       nname, op_type, op_type, oi->since, opset);
+  if (ver < oi->since)
+    return diag_error(im->d, "node '%s' (%s): opset %d means %s version %d, which kiln does not "
+                      "implement; expected versions %d to %d (opsets %d to %d)", nname, op_type, opset,
+                      op_type, ver, oi->since, oi->upto, oi->since, next_change(op_type, oi->upto) - 1);
   if (ver > oi->upto)
     return diag_error(im->d, "node '%s' (%s): opset %d means %s version %d, which kiln does not "
                       "implement yet; expected a model whose opset gives %s version %d or older "
@@ -502,6 +518,11 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
+  if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/onnx_ort_lstm.c */
+  if (onnx_attention_handles(dom, op_type)) /* a chain of standard ops: compiler/onnx_attention.c */
+    return onnx_attention_import(g, np, nname, im->d);
+  if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/onnx_contrib_quant.c */
+    return contrib_quant_import(g, im->d, np, nname, value_for, im);
   if (*dom && strcmp(dom, "ai.onnx") != 0 && !ort_rope)
     return diag_error(im->d, "node '%s' (%s): domain '%s' is not supported; expected the default "
                       "ONNX domain", nname, op_type, dom);

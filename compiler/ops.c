@@ -86,6 +86,11 @@ bool op_state_in_place(const Graph *g, int vid) {
 bool op_check_half(const Graph *g, const Node *n, Diag *d) {
   for (int k = 0; k < n->nin + n->nout; k++) {
     int v = k < n->nin ? n->in[k] : n->out[k - n->nin];
+    if (v >= 0 && dt_is_narrow(g->vals[v].type.dt) && !(op_table[n->op].flags & OPF_NARROW))
+      return diag_node(d, g, n, "'%s' is %s, which %s does not compute; expected a wider type (insert "
+                       "a Cast or a DequantizeLinear: kiln computes the float8, float4 and 2- and 4-bit "
+                       "types in Cast, the linear quantization ops and the ops that move them whole only)",
+                       g->vals[v].name, dt_name(g->vals[v].type.dt), op_table[n->op].name);
     if (v < 0 || !dt_is_half(g->vals[v].type.dt) || (op_table[n->op].flags & OPF_HALF))
       continue;
     return diag_node(d, g, n, "'%s' is %s, which %s does not compute; expected f32 (insert a Cast: "

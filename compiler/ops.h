@@ -52,6 +52,11 @@ typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
  *                     inputs: its output is much larger than its inputs
  *                     (DequantizeBlocks: 4-8x the blocks), and passes
  *                     fuse it into its readers instead (fold.c)
+ *   OPF_NARROW        reads and writes the narrow types (float8, float4,
+ *                     e8m0, 4- and 2-bit integers; dt_is_narrow): Cast,
+ *                     the linear quantization ops and the ops that move
+ *                     bytes without reading elements; others refuse them
+ *                     (op_check_half)
  * Ops that accumulate into their output input by input (Max, Sum, ...) or
  * write before they read (GEMMs and their epilogues) have no INPLACE flag. */
 enum {
@@ -62,6 +67,7 @@ enum {
   OPF_HALF = 1 << 4,
   OPF_UPDATE = 1 << 5,
   OPF_NOFOLD = 1 << 6,
+  OPF_NARROW = 1 << 7,
 };
 
 typedef struct OpInfo {
@@ -97,7 +103,8 @@ int op_version_beyond(int op, int opset);
  * (emit_elementwise reads them through kiln_f16_to_f32 and friends) and
  * copied as bit patterns by the data-movement ops: the ops flagged
  * OPF_HALF. False, with a message naming the node, when n reads or writes
- * one and its op is not flagged. Called after _infer and before _emit. */
+ * one and its op is not flagged; the same for the narrow types and
+ * OPF_NARROW. Called after _infer and before _emit. */
 bool op_check_half(const Graph *g, const Node *n, Diag *d);
 /* Is state vid written in place by a node (an OPF_UPDATE op, CacheWrite)?
  * Such a state needs no next value: the node changes it where it lives. */

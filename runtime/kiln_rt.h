@@ -335,6 +335,127 @@ KILN_MATH uint16_t kiln_f32_to_bf16(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); /* ties to even; a carry may give inf */
 }
 
+/* ---- the narrow types: float8, float4, e8m0, 4- and 2-bit integers -----------
+ * Stored as their codes in uint8_t: float8 and e8m0 one a byte, the 4- and
+ * 2-bit types packed, element 0 in the lowest bits of byte 0 (ONNX's
+ * order). Floats are computed in float like f16: read exactly, written
+ * rounded to nearest, ties to even, with ONNX Cast's rules for NaN,
+ * infinities and values past the largest code (`sat`: the largest code;
+ * otherwise NaN, or inf for e5m2). */
+KILN_MATH int kiln_get_u4(const uint8_t *p, int64_t i) { return p[i >> 1] >> ((i & 1) * 4) & 15; }
+KILN_MATH int kiln_get_i4(const uint8_t *p, int64_t i) { return (kiln_get_u4(p, i) ^ 8) - 8; }
+KILN_MATH int kiln_get_u2(const uint8_t *p, int64_t i) { return p[i >> 2] >> ((i & 3) * 2) & 3; }
+KILN_MATH int kiln_get_i2(const uint8_t *p, int64_t i) { return (kiln_get_u2(p, i) ^ 2) - 2; }
+KILN_MATH void kiln_set_4(uint8_t *p, int64_t i, unsigned v) {
+  const int sh = (int)(i & 1) * 4;
+  p[i >> 1] = (uint8_t)((p[i >> 1] & ~(15u << sh)) | (v & 15u) << sh);
+}
+KILN_MATH void kiln_set_2(uint8_t *p, int64_t i, unsigned v) {
+  const int sh = (int)(i & 3) * 2;
+  p[i >> 2] = (uint8_t)((p[i >> 2] & ~(3u << sh)) | (v & 3u) << sh);
+}
+
+/* The value of a code without its sign bit: mbits mantissa bits, exponent
+ * bias `bias` (exact in float). */
+KILN_MATH float kiln_minifloat_to_f32(uint32_t mag, int mbits, int bias) {
+  const uint32_t e = mag >> mbits, m = mag & ((1u << mbits) - 1u);
+  if (e == 0) /* zero or subnormal: m * 2^(1 - bias - mbits) */
+    return (float)m * kiln_float_of_bits((uint32_t)(128 - bias - mbits) << 23);
+  return kiln_float_of_bits((e + 127u - (uint32_t)bias) << 23 | m << (23 - mbits));
+}
+KILN_MATH float kiln_signed_f32(float v, int neg) { return neg ? -v : v; }
+
+KILN_MATH float kiln_f8e4m3fn_to_f32(uint8_t c) {
+  return (c & 0x7f) == 0x7f ? NAN : kiln_signed_f32(kiln_minifloat_to_f32(c & 0x7fu, 3, 7), c & 0x80);
+}
+KILN_MATH float kiln_f8e4m3fnuz_to_f32(uint8_t c) {
+  return c == 0x80 ? NAN : kiln_signed_f32(kiln_minifloat_to_f32(c & 0x7fu, 3, 8), c & 0x80);
+}
+KILN_MATH float kiln_f8e5m2_to_f32(uint8_t c) {
+  const uint32_t m = c & 0x7fu;
+  return m > 0x7c ? NAN : kiln_signed_f32(m == 0x7c ? INFINITY : kiln_minifloat_to_f32(m, 2, 15), c & 0x80);
+}
+KILN_MATH float kiln_f8e5m2fnuz_to_f32(uint8_t c) {
+  return c == 0x80 ? NAN : kiln_signed_f32(kiln_minifloat_to_f32(c & 0x7fu, 2, 16), c & 0x80);
+}
+KILN_MATH float kiln_f4e2m1_to_f32(int c) { return kiln_signed_f32(kiln_minifloat_to_f32((uint32_t)c & 7u, 1, 1), c & 8); }
+KILN_MATH float kiln_f8e8m0_to_f32(uint8_t c) {
+  return c == 0xff ? NAN : c == 0 ? 0x1p-127f : kiln_float_of_bits((uint32_t)c << 23);
+}
+
+/* The code (without sign) of |f| (bits a, finite) rounded to mbits mantissa
+ * bits and exponent bias `bias`, ties to even, with no upper limit: the
+ * caller compares it with its largest code. */
+KILN_MATH uint32_t kiln_minifloat_mag(uint32_t a, int mbits, int bias) {
+  const int fe = (int)(a >> 23) ? (int)(a >> 23) : 1;      /* f32's biased exponent */
+  const uint32_t m = (a & 0x7fffffu) | (a >> 23 ? 0x800000u : 0u); /* with the hidden bit */
+  const int te = fe - 127 + bias;                          /* the target's biased exponent */
+  const int shift = 23 - mbits + (te < 1 ? 1 - te : 0);    /* subnormal: a larger quantum */
+  if (shift > 24) /* below half the smallest subnormal */
+    return 0;
+  const uint32_t q = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  const uint32_t r = q + (rest > half || (rest == half && (q & 1u))); /* a carry bumps the exponent */
+  return te < 1 ? r : ((uint32_t)(te - 1) << mbits) + r;
+}
+
+KILN_MATH uint8_t kiln_f32_to_f8e4m3fn(float f, int sat) {
+  const uint32_t x = kiln_bits_of_float(f), a = x & 0x7fffffffu, s = x >> 24 & 0x80u;
+  if (a > 0x7f800000u) /* NaN, its sign kept */
+    return (uint8_t)(s | 0x7f);
+  const uint32_t c = a == 0x7f800000u ? 0xffu : kiln_minifloat_mag(a, 3, 7);
+  return (uint8_t)(s | (c <= 0x7e ? c : sat ? 0x7e : 0x7f));
+}
+KILN_MATH uint8_t kiln_f32_to_f8e5m2(float f, int sat) {
+  const uint32_t x = kiln_bits_of_float(f), a = x & 0x7fffffffu, s = x >> 24 & 0x80u;
+  if (a > 0x7f800000u)
+    return (uint8_t)(s | 0x7e);
+  const uint32_t c = a == 0x7f800000u ? 0xffu : kiln_minifloat_mag(a, 2, 15);
+  return (uint8_t)(s | (c <= 0x7b ? c : sat ? 0x7b : 0x7c));
+}
+/* the "uz" kinds: no -0 (a negative result of 0 is +0), NaN 0x80 alone */
+KILN_MATH uint8_t kiln_f32_to_uz(float f, int sat, int mbits, int bias) {
+  const uint32_t x = kiln_bits_of_float(f), a = x & 0x7fffffffu, s = x >> 24 & 0x80u;
+  if (a > 0x7f800000u)
+    return 0x80;
+  const uint32_t c = a == 0x7f800000u ? 0xffu : kiln_minifloat_mag(a, mbits, bias);
+  return (uint8_t)(c == 0 ? 0 : c <= 0x7f ? s | c : sat ? s | 0x7f : 0x80);
+}
+KILN_MATH uint8_t kiln_f32_to_f8e4m3fnuz(float f, int sat) { return kiln_f32_to_uz(f, sat, 3, 8); }
+KILN_MATH uint8_t kiln_f32_to_f8e5m2fnuz(float f, int sat) { return kiln_f32_to_uz(f, sat, 2, 16); }
+/* float4 has no NaN nor infinity: it saturates, and a NaN becomes a zero
+ * of the other sign (what ml_dtypes, ONNX's reference, gives) */
+KILN_MATH unsigned kiln_f32_to_f4e2m1(float f) {
+  const uint32_t x = kiln_bits_of_float(f), a = x & 0x7fffffffu, s = x >> 28 & 8u;
+  if (a > 0x7f800000u)
+    return s ^ 8u;
+  const uint32_t c = a == 0x7f800000u ? 7u : kiln_minifloat_mag(a, 1, 1);
+  return s | (c <= 7u ? c : 7u);
+}
+/* e8m0: 2^(c - 127), the power of two |f| rounds to: mode 0 up (away from
+ * zero), 1 down, 2 nearest (ties up); past either end the end code when
+ * saturating, else NaN (0xff). */
+KILN_MATH uint8_t kiln_f32_to_f8e8m0(float f, int sat, int mode) {
+  const uint32_t a = kiln_bits_of_float(f) & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return 0xff;
+  if (a == 0x7f800000u)
+    return sat ? 0xfe : 0xff;
+  if (a == 0)
+    return sat ? 0 : 0xff;
+  int e = (int)(a >> 23) - 127;  /* |f| = m * 2^e, m in [1, 2) */
+  uint32_t m = a & 0x7fffffu;
+  if (e == -127) {               /* subnormal: m * 2^-149, normalised */
+    e = -126;
+    while (!(m & 0x800000u)) {
+      m <<= 1;
+      e--;
+    }
+    m &= 0x7fffffu;
+  }
+  e += mode == 0 ? m != 0 : mode == 2 ? m >= 0x400000u : 0;
+  return (uint8_t)(e < -127 ? (sat ? 0 : 0xff) : e > 127 ? (sat ? 0xfe : 0xff) : e + 127);
+}
+
 /* ---- threads that step aside (--threads N, built with -fopenmp) -------------
  * Every parallel loop ends at a barrier that waits for all N threads. When
  * another process holds one of the cores, the thread that shares it is

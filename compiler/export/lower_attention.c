@@ -4,9 +4,10 @@
  *
  *   [Slice q_slice] [Transpose q_perm] Q,
  *   [Slice k_slice] [repeat the shared heads] [Transpose k_perm] Kᵀ
- *   -> MatMul -> Mul scale
+ *   -> MatMul -> Mul scale -> [Div softcap -> Tanh -> Mul softcap, softcap_first]
  *   -> Add mask | Where(mask, mask_fill, s) -> [Max(s, score_min)]
  *   -> [TopK(k) -> Slice k-1 -> Less -> Where(less, topk_fill, s)]
+ *   -> [Div softcap -> Tanh -> Mul softcap, after the mask]
  *   -> Softmax(last axis) -> MatMul [Slice v_slice] [repeat] [Transpose v_perm] V
  *   -> [Transpose y_perm]
  *
@@ -86,6 +87,12 @@ static int ch_topk(Lowering *c, int s, int64_t k, double fill) {
   return lw_op(c, OP_WHERE, (int[]){below, lw_scalar(c, "topk_fill", fill), s}, 3);
 }
 
+/* softcap · tanh(s / softcap) (Gemma 2, ONNX's Attention, ORT's GQA). */
+static int ch_softcap(Lowering *c, int s, double softcap) {
+  int cap = lw_scalar(c, "softcap", softcap);
+  return lw_op(c, OP_MUL, (int[]){lw_unary(c, OP_TANH, lw_op(c, OP_DIV, (int[]){s, cap}, 2)), cap}, 2);
+}
+
 static int ch_softmax(Lowering *c, int s) {
   if (c->failed)
     return -1;
@@ -117,6 +124,8 @@ bool attention_lower(Graph *g, int node, Diag *d) {
   int s = lw_op(&c, OP_MATMUL, (int[]){ch_layout(&c, qp, q), ch_layout(&c, kp, k)}, 2);
   if (sp.scale != 1)
     s = lw_op(&c, OP_MUL, (int[]){s, lw_scalar(&c, "scale", sp.scale)}, 2);
+  if (sp.softcap > 0 && sp.softcap_first)
+    s = ch_softcap(&c, s, sp.softcap);
   if (mask >= 0 && gval(g, mask)->type.dt == DT_BOOL)
     s = lw_op(&c, OP_WHERE, (int[]){mask, lw_scalar(&c, "mask_fill", sp.mask_fill), s}, 3);
   else if (mask >= 0)
@@ -125,6 +134,8 @@ bool attention_lower(Graph *g, int node, Diag *d) {
     s = lw_op(&c, OP_MAX, (int[]){s, lw_scalar(&c, "score_min", sp.score_min)}, 2);
   if (sp.topk)
     s = ch_topk(&c, s, sp.topk, sp.topk_fill);
+  if (sp.softcap > 0 && !sp.softcap_first)
+    s = ch_softcap(&c, s, sp.softcap);
   int y = lw_op(&c, OP_MATMUL, (int[]){ch_softmax(&c, s), ch_layout(&c, vp, v)}, 2);
   return lw_result(&c, ch_layout(&c, yp, y), 0);
 }

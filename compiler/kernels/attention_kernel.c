@@ -222,7 +222,8 @@ static uint8_t *block_classes(Emit *e, const Plan *p) {
   for (int64_t qt = 0; qt < p->nqt; qt++)
     for (int64_t kt = 0; kt < p->nkt; kt++) {
       uint8_t *c = &bits[qt * p->nkt + kt];
-      bool skip_ok = !keep[qt] && p->sp.topk == 0;
+      bool skip_ok = !keep[qt] && p->sp.topk == 0 && (p->sp.softcap == 0 || p->sp.softcap_first); /* -inf is
+                                                                                              -softcap after */
       *c = *c == 1 ? CL_CLEAR : *c == 2 && skip_ok ? CL_SKIP : CL_MIXED;
     }
   return bits;
@@ -432,13 +433,27 @@ static void apply_topk(Emit *e, const Plan *p, Buf *b) {
              emit_double_literal(e, p->ge.dt, p->sp.topk_fill));
 }
 
-/* The mask and top-k steps after the scores (vec: the vector paths, which
- * may have added the mask already). */
+/* The softcap on every score of the tile, masked ones included (-inf
+ * becomes -softcap), in the order the unfused Div, Tanh, Mul round. */
+static void apply_softcap(Emit *e, const Plan *p, Buf *b) {
+  const char *cap = emit_double_literal(e, p->ge.dt, p->sp.softcap);
+  buf_printf(b, "for (int r = 0; r < %d; r++) /* softcap: cap * tanh(s / cap) */\n  for (int j = 0; j < tw; j++)\n",
+             p->mr);
+  buf_printf(b, "    s[r][j] = %s(s[r][j] / %s) * %s;\n", emit_mathfn(e, p->ge.dt, "tanh"), cap, cap);
+}
+
+/* The mask, top-k and softcap steps after the scores (vec: the vector
+ * paths, which may have added the mask already). */
 static void after_scores(Emit *e, const Plan *p, Buf *b, bool vec) {
+  bool cap = p->sp.softcap > 0;
+  if (cap && p->sp.softcap_first)
+    apply_softcap(e, p, b);
   if (p->mask_el && !(vec && p->mask_regs))
     apply_mask(e, p, b);
   if (p->sp.topk)
     apply_topk(e, p, b);
+  if (cap && !p->sp.softcap_first)
+    apply_softcap(e, p, b);
 }
 
 /* ---- the plain C path ------------------------------------------------------------ */
@@ -718,7 +733,8 @@ static void plan_mask(Plan *p) {
   p->causal_off = k == ATTN_MASK_CAUSAL ? p->sp.causal_off : 0;
   p->mask_el = k == ATTN_MASK_NONE ? 0 : k == ATTN_MASK_CAUSAL ? 'c' : p->ge.mdt == DT_BOOL ? 'b' : 'a';
   double f = p->sp.mask_fill;
-  p->pad_skip = k == ATTN_MASK_PADDING && !p->sp.topk && (p->mask_el == 'a' || (isinf(f) && f < 0));
+  p->pad_skip = k == ATTN_MASK_PADDING && !p->sp.topk && (p->sp.softcap == 0 || p->sp.softcap_first) &&
+                (p->mask_el == 'a' || (isinf(f) && f < 0));
 }
 
 /* ", each K and V head shared by G query heads" when they are grouped. */
@@ -737,7 +753,11 @@ static void describe(Emit *e, const Plan *p) {
             (long long)ge->dv, emit_double_literal(e, DT_F64, p->sp.scale), (long long)ge->s, (long long)ge->dh,
             (long long)ge->dh, (long long)ge->t,
             p->sp.mask ? arena_printf(ar(e), " + %s mask", attn_mask_name(p->sp.mask)) : "",
-            p->sp.topk ? arena_printf(ar(e), ", top %lld", (long long)p->sp.topk) : "", (long long)ge->t,
+            p->sp.topk     ? arena_printf(ar(e), ", top %lld", (long long)p->sp.topk)
+            : p->sp.softcap ? arena_printf(ar(e), ", softcap %s%s", emit_double_literal(e, DT_F64, p->sp.softcap),
+                                           p->sp.softcap_first ? " before the mask" : "")
+                            : "",
+            (long long)ge->t,
             (long long)ge->dv, p->mr, (long long)p->kt);
 }
 
@@ -754,9 +774,9 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   plan_mask(&p);
   plan_keys(&p);
   p.single = p.nkt == 1 && !p.table && !p.sp.topk;
-  p.mask_regs = p.mask_el == 'a' && !p.table && p.ge.mst[p.ge.rank - 2] == 0 && p.ge.mst[p.ge.rank - 1] == 1 &&
+  p.mask_regs = p.mask_el == 'a' && !p.table && p.sp.softcap == 0 && p.ge.mst[p.ge.rank - 2] == 0 && p.ge.mst[p.ge.rank - 1] == 1 &&
                 p.ge.t % 16 == 0;
-  p.fused_max = (!p.mask_el || p.mask_regs) && !p.sp.topk && p.ge.t % 16 == 0;
+  p.fused_max = (!p.mask_el || p.mask_regs) && !p.sp.topk && p.sp.softcap == 0 && p.ge.t % 16 == 0;
   plan_work(e, &p);
   if (p.table && emit_block_table(e, &p) == 0)
     p.mask_el = 0; /* no block needs the mask */

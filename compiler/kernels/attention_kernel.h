@@ -67,7 +67,7 @@ int64_t attn_lead_offset(const AttnGeom *ge, const int64_t *st, int64_t b);
  * (ge->kdiv, ge->vdiv). */
 int64_t attn_group_offset(const AttnGeom *ge, const int64_t *st, const int64_t *div, int64_t b);
 
-/* Everything the kernel is generated from. The first six fields are the
+/* Everything the kernel is generated from. The first eight fields are the
  * op's attributes (attn_read, compiler/ops/attention.h, fills them and ge). */
 typedef struct AttnSpec {
   double scale;          /* default 1/√Dh */
@@ -77,6 +77,8 @@ typedef struct AttnSpec {
   double topk_fill;      /* what topk drops becomes (default -inf) */
   double score_min;      /* the (masked) scores below it become it (default -inf: no clamp); finite only
                           * <= ATTN_MASKED_BELOW, where it changes just the rows masked entirely */
+  double softcap;        /* > 0: each score s (masked ones too) becomes softcap · tanh(s / softcap); 0 off */
+  bool softcap_first;    /* the softcap before the mask (masked scores stay masked), not after */
   AttnGeom ge;           /* dims, strides, dtypes */
   const char *name;      /* the node's name: comments and the block table's array names */
   const char *mask_name; /* the mask value's name, for comments (NULL: no mask) */

@@ -5,7 +5,10 @@
  * Rows. A pre-pass turns a block of X's rows into u8, each row with its
  * own scale s[i] and zero point z[i] (the rule of w8a8_quantize_row,
  * compiler/ops/fused.c, step for step in f32: min/max with 0 included,
- * 1/s, round half to even, clamp), into a local array au of MB rows of
+ * 1/s, round half to even, clamp) -- or, per tensor (act_quant=
+ * "u8_tensor"), with the one scale and zero point that ONNX's
+ * DynamicQuantizeLinear finds over all of X, dividing by the scale as it
+ * does, found by one pass over X before the first block -- into a local array au of MB rows of
  * ceil(K/4) int32 words (four u8 a word, the tail zero). MB is every row
  * when M·K fits IG_BLOCK_BYTES (MiniLM's largest, 128 x 1536, is 192 KiB),
  * else the rows go in blocks of MB and the rest. With spec.rot, each row
@@ -194,10 +197,11 @@ static void emit_row_range_vec(Emit *e, int vw, long long kv) {
   emit_line(e, "}");
 }
 
-/* mn, mx = the row ar's min and max with 0 included (t counts the
- * elements done: the vector loops, then the rest). */
-static void emit_row_range(Emit *e, const IGeo *g) {
-  long long k = g->k, k16 = g->k / 16 * 16, k8 = g->k / 8 * 8;
+/* mn, mx = the min and max of ar[0 .. len) with 0 included (t counts the
+ * elements done: the vector loops, then the rest): a row of X, or all of
+ * X for a per-tensor scale. */
+static void emit_row_range(Emit *e, int64_t len) {
+  long long k = len, k16 = len / 16 * 16, k8 = len / 8 * 8;
   emit_line(e, "float mn = 0, mx = 0;");
   emit_line(e, "int t = 0;");
   emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
@@ -213,18 +217,20 @@ static void emit_row_range(Emit *e, const IGeo *g) {
   emit_line(e, "}");
 }
 
-/* ur = the row ar as u8 by inv and zf (the vector loop, then the rest). */
-static void emit_row_u8(Emit *e, const IGeo *g) {
+/* ur = the row ar as u8 by inv and zf, or (per tensor) by dividing by sd
+ * as DynamicQuantizeLinear does (the vector loop, then the rest). */
+static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
   long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16;
+  const char *op = per_tensor ? "div" : "mul", *by = per_tensor ? "sd" : "inv";
   emit_line(e, "t = 0;");
   emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
   if (k16) {
     emit_line(e, "{");
-    emit_line(e, "  const __m512 vinv = _mm512_set1_ps(inv), vz = _mm512_set1_ps(zf), v0 = _mm512_setzero_ps(), "
-                 "v255 = _mm512_set1_ps(255.0f);");
+    emit_line(e, "  const __m512 vby = _mm512_set1_ps(%s), vz = _mm512_set1_ps(zf), v0 = _mm512_setzero_ps(), "
+                 "v255 = _mm512_set1_ps(255.0f);", by);
     emit_line(e, "  for (; t < %lld; t += 16) {", k16);
-    emit_line(e, "    __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(ar + t), vinv), "
-                 "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);");
+    emit_line(e, "    __m512 q = _mm512_roundscale_ps(_mm512_%s_ps(_mm512_loadu_ps(ar + t), vby), "
+                 "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);", op);
     emit_line(e, "    q = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(q, vz), v0), v255);");
     emit_line(e, "    _mm_storeu_si128((__m128i *)(void *)(ur + t), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));");
     emit_line(e, "  }");
@@ -232,7 +238,7 @@ static void emit_row_u8(Emit *e, const IGeo *g) {
   }
   emit_line(e, "#endif");
   emit_line(e, "for (; t < %lld; t++) {", k);
-  emit_line(e, "  float q = nearbyintf(ar[t] * inv) + zf;");
+  emit_line(e, "  float q = nearbyintf(ar[t] %s %s) + zf;", per_tensor ? "/" : "*", by);
   emit_line(e, "  q = q > 0 ? q : 0;");
   emit_line(e, "  q = q < 255 ? q : 255;");
   emit_line(e, "  ur[t] = (uint8_t)q;");
@@ -242,7 +248,8 @@ static void emit_row_u8(Emit *e, const IGeo *g) {
 }
 
 /* Rows [off, off + rows) of X into au, as, az: the f32 steps of
- * w8a8_quantize_row (compiler/ops/fused.c). The vector forms keep its
+ * w8a8_quantize_row (compiler/ops/fused.c), or per tensor those of
+ * w8a8_tensor_params and w8a8_quantize_div there. The vector forms keep its
  * results: min_ps(x, m) is x < m ? x : m, max_ps(q, 0) is q > 0 ? q : 0,
  * and the u8 are integers below 256 in f32. */
 static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
@@ -257,18 +264,50 @@ static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64
     emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", k4, 4 * k4, 4 * k4 - k);
   else
     emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld] */", k4, 4 * k4);
-  emit_row_range(e, g);
-  emit_line(e, "float sc = (mx - mn) / 255.0f;");
-  emit_line(e, "sc = sc >= 0x1p-126f ? sc : 1.0f; /* a zero row (or one below FLT_MIN): any scale */");
-  emit_line(e, "const float inv = 1.0f / sc;");
-  emit_line(e, "float zf = nearbyintf(-mn * inv);");
-  emit_line(e, "zf = zf > 0 ? zf : 0;");
-  emit_line(e, "zf = zf < 255 ? zf : 255;");
-  emit_row_u8(e, g);
-  emit_line(e, "as[i] = sc;");
-  emit_line(e, "az[i] = (int32_t)zf;");
+  if (s->per_tensor) { /* X's scale ts and zero point tz, found before the blocks */
+    emit_line(e, "const float zf = tz;");
+    emit_line(e, "int t;");
+    emit_row_u8(e, g, true);
+    emit_line(e, "as[i] = ts;");
+    emit_line(e, "az[i] = (int32_t)tz;");
+  } else {
+    emit_row_range(e, g->k);
+    emit_line(e, "float sc = (mx - mn) / 255.0f;");
+    emit_line(e, "sc = sc >= 0x1p-126f ? sc : 1.0f; /* a zero row (or one below FLT_MIN): any scale */");
+    emit_line(e, "const float inv = 1.0f / sc;");
+    emit_line(e, "float zf = nearbyintf(-mn * inv);");
+    emit_line(e, "zf = zf > 0 ? zf : 0;");
+    emit_line(e, "zf = zf < 255 ? zf : 255;");
+    emit_row_u8(e, g, false);
+    emit_line(e, "as[i] = sc;");
+    emit_line(e, "az[i] = (int32_t)zf;");
+  }
   e->indent--;
   emit_line(e, "}");
+}
+
+/* Per tensor: ts, tz = the scale and zero point of all of X[M,K] by
+ * DynamicQuantizeLinear's rule, (max - min) / 255 and round(0 - min / s)
+ * clamped (w8a8_tensor_params in compiler/ops/fused.c); sd, what the rows
+ * divide by (1 when s is 0: X is then all zeros, every u is tz = 0). */
+static void emit_tensor_params(Emit *e, const IGemmSpec *s) {
+  if (s->fixed) { /* a static QuantizeLinear's constants */
+    emit_line(e, "const float ts = %s, tz = %d.0f; /* X's scale and zero point, fixed */",
+              emit_double_literal(e, DT_F32, s->fixed_scale), s->fixed_zp);
+    emit_line(e, "const float sd = ts;");
+    return;
+  }
+  emit_line(e, "float ts, tz; /* X as one tensor: scale and zero point (DynamicQuantizeLinear's rule) */");
+  emit_line(e, "{");
+  e->indent++;
+  emit_line(e, "const float *ar = a; /* all of X, [%lld] */", (long long)(s->m * s->k));
+  emit_row_range(e, s->m * s->k);
+  emit_line(e, "ts = (mx - mn) / 255.0f;");
+  emit_line(e, "tz = ts > 0.0f ? nearbyintf(0.0f - mn / ts) : 0.0f;");
+  emit_line(e, "tz = tz < 0.0f ? 0.0f : tz > 255.0f ? 255.0f : tz;");
+  e->indent--;
+  emit_line(e, "}");
+  emit_line(e, "const float sd = ts > 0.0f ? ts : 1.0f;");
 }
 
 /* ---- one register tile -------------------------------------------------------- */
@@ -513,7 +552,8 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
 
 bool emit_igemm(Emit *e, const IGemmSpec *s) {
   if (s->m < 0 || s->n < 0 || s->k < 0 || s->k > INT32_MAX / (255 * 127) ||
-      (s->rot && ((s->rot != 16 && s->rot != 32 && s->rot != 64) || s->k % s->rot)))
+      (s->rot && ((s->rot != 16 && s->rot != 32 && s->rot != 64) || s->k % s->rot || s->per_tensor)) ||
+      (s->fixed && (!s->per_tensor || !(s->fixed_scale > 0) || s->fixed_zp < 0 || s->fixed_zp > 255)))
     return false;
   if (s->m == 0 || s->n == 0)
     return true;
@@ -556,6 +596,8 @@ bool emit_igemm(Emit *e, const IGemmSpec *s) {
             (long long)(g.mb * g.k4 > 0 ? g.mb * g.k4 : 1), (long long)g.mb, (long long)g.k4);
   emit_line(e, "float as[%lld]; /* [%lld]: each row's scale */", (long long)g.mb, (long long)g.mb);
   emit_line(e, "int32_t az[%lld]; /* [%lld]: each row's zero point */", (long long)g.mb, (long long)g.mb);
+  if (s->per_tensor)
+    emit_tensor_params(e, s);
   int64_t mfull = s->m / g.mb * g.mb;
   if (mfull == s->m && g.mb == s->m) {
     emit_block(e, s, &g, s->m, "0");

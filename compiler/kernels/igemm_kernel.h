@@ -3,7 +3,9 @@
  * input (act_quant="u8"); the generator sees no Node:
  *
  *   u[i,k], s[i], z[i] = X's row i as u8 (per row, asymmetric: the rule of
- *                        w8a8_quantize_row in compiler/ops/fused.c)
+ *                        w8a8_quantize_row in compiler/ops/fused.c), or
+ *                        with per_tensor one s and z for all of X (ONNX's
+ *                        DynamicQuantizeLinear: w8a8_tensor_params there)
  *   Y[M,N] = act(s[i]·scale[n]·(Σ_k u[i,k]·Bq[k,n] - z[i]·colsum[n]) + bias[n]) + R
  *
  * Bq s8 [K,N] is packed at compile time into vpdpbusd's layout (groups of
@@ -30,6 +32,13 @@ typedef struct IGemmSpec {
   int rot;             /* 16, 32 or 64 (dividing K): each row of X is multiplied by the
                           block Hadamard matrix of blocks of rot before it is quantized
                           (Linear's act_rot); 0: not */
+  bool per_tensor;     /* one scale and zero point for all of X, by DynamicQuantizeLinear's
+                          rule (Linear's act_quant="u8_tensor", made from ONNX Runtime's
+                          quantize_dynamic chains); false: one per row */
+  bool fixed;          /* with per_tensor: the scale and zero point are these constants
+                          (a static QuantizeLinear's, Linear's act_quant="u8_static") */
+  float fixed_scale;   /* > 0 */
+  int fixed_zp;        /* 0 .. 255 */
 } IGemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block)

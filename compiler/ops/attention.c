@@ -179,6 +179,8 @@ static void read_spec(const Node *n, const AttnGeom *ge, AttnSpec *sp) {
   sp->topk = attr_int(n, "topk", 0);
   sp->topk_fill = attr_float(n, "topk_fill", -INFINITY);
   sp->score_min = attr_float(n, "score_min", -INFINITY);
+  sp->softcap = attr_float(n, "softcap", 0);
+  sp->softcap_first = attr_int(n, "softcap_first", 0) != 0;
 }
 
 void attn_read(const Graph *g, const Node *n, AttnSpec *sp, AttnGeom *ge) {
@@ -294,6 +296,13 @@ bool attention_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "score_min is %g%s; expected -inf or a finite value <= -1e30 (it then changes "
                      "only rows whose every score is masked), without topk", sp.score_min,
                      sp.topk ? " with topk" : "");
+  int64_t first = attr_int(n, "softcap_first", 0);
+  if (first != 0 && first != 1)
+    return diag_node(d, g, n, "softcap_first is %lld; expected 0 (after the mask) or 1 (before it)",
+                     (long long)first);
+  if (!(sp.softcap >= 0) || isinf(sp.softcap) || (sp.softcap > 0 && (sp.topk || !isinf(sp.score_min))))
+    return diag_node(d, g, n, "softcap is %g%s; expected 0 (off) or a finite value > 0, without topk and "
+                     "score_min", sp.softcap, sp.topk || !isinf(sp.score_min) ? " with topk or score_min" : "");
   node_out(g, n, 0)->type = yt;
   return true;
 }
@@ -311,7 +320,13 @@ static int by_value_desc(const void *pa, const void *pb) {
   return a < b ? 1 : a > b ? -1 : 0;
 }
 
-/* Scores of query row i of head b into sc[0..T): scale · q·k, then mask. */
+/* cap · tanh(s / cap) as Div, Tanh, Mul round it. */
+static double capped(DType dt, double s, double cap) {
+  return round_dt(dt, round_dt(dt, tanh(round_dt(dt, s / cap))) * cap);
+}
+
+/* Scores of query row i of head b into sc[0..T): scale · q·k, then mask
+ * (and the softcap before or after it). */
 static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in, int64_t b, int64_t i,
                        double *sc) {
   DType dt = ge->dt;
@@ -326,11 +341,16 @@ static void row_scores(const AttnGeom *ge, const AttnSpec *sp, const Tensor *in,
       dot += el_get_f(dt, in[0].data, qo + x * ge->qst[r - 1]) *
              el_get_f(dt, in[1].data, ko + x * ge->kst[r - 2] + j * ge->kst[r - 1]);
     double s = round_dt(dt, sp->scale * dot);
+    if (sp->softcap > 0 && sp->softcap_first)
+      s = capped(dt, s, sp->softcap);
     if (ge->has_mask && ge->mdt == DT_BOOL)
       s = el_get_u(DT_BOOL, in[3].data, mo + j * ge->mst[r - 1]) ? round_dt(dt, sp->mask_fill) : s;
     else if (ge->has_mask)
       s = round_dt(dt, s + el_get_f(dt, in[3].data, mo + j * ge->mst[r - 1]));
-    sc[j] = s < sp->score_min ? round_dt(dt, sp->score_min) : s; /* Max(s, score_min): NaN stays */
+    s = s < sp->score_min ? round_dt(dt, sp->score_min) : s; /* Max(s, score_min): NaN stays */
+    if (sp->softcap > 0 && !sp->softcap_first)
+      s = capped(dt, s, sp->softcap);
+    sc[j] = s;
   }
 }
 
@@ -422,7 +442,8 @@ bool attention_emit(Emit *e, const Node *n) {
  * and P·V 2·S·T·Dv (multiply-adds count 2); each of the S·T scores then
  * costs 1 for the scale, 1 for the mask when there is one (the add, or the
  * select of a bool mask), 1 for top-k when on (the compare with the row's
- * k-th largest; finding it is not counted) and Softmax's 5 (max, subtract,
+ * k-th largest; finding it is not counted), 3 for the softcap when on
+ * (divide, tanh, multiply) and Softmax's 5 (max, subtract,
  * exp, sum, normalise). Every score counts, masked or not: the op's
  * arithmetic, not what the kernel skips (blocks above a causal diagonal,
  * all-masked blocks of a static mask). */
@@ -430,6 +451,7 @@ int64_t attention_flops(const Graph *g, const Node *n) {
   AttnSpec sp;
   AttnGeom ge;
   attn_read(g, n, &sp, &ge);
-  int64_t per_score = 2 * ge.dh + 2 * ge.dv + 1 + (ge.has_mask ? 1 : 0) + (sp.topk > 0 ? 1 : 0) + 5;
+  int64_t per_score = 2 * ge.dh + 2 * ge.dv + 1 + (ge.has_mask ? 1 : 0) + (sp.topk > 0 ? 1 : 0) +
+                      (sp.softcap > 0 ? 3 : 0) + 5;
   return ge.nb * ge.s * ge.t * per_score;
 }

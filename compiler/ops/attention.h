@@ -43,7 +43,14 @@
  * Max(scores, score_min), as Hugging Face's Llama does with finfo.min: it
  * must be <= -1e30 (ATTN_MASKED_BELOW), where the clamp changes only a row
  * whose every score is masked — its softmax is then uniform (Y is the mean
- * of V's rows) instead of NaN; not with topk. */
+ * of V's rows) instead of NaN; not with topk.
+ * `softcap` (default 0: off) > 0 bounds every score after the mask:
+ * softcap · tanh(s / softcap) (Gemma 2; ONNX Attention's softcap), so a
+ * masked -inf becomes -softcap, a weight the softmax keeps — as ONNX
+ * defines it; the kernel then skips no masked block. With `softcap_first`
+ * = 1 the softcap applies to the scaled scores before the mask instead
+ * (Hugging Face's Gemma 2, ONNX Runtime's GroupQueryAttention): masked
+ * scores stay masked. Not with topk or a finite score_min. */
 #ifndef KILN_ATTENTION_H
 #define KILN_ATTENTION_H
 

@@ -1,6 +1,7 @@
 /* binary.c — elementwise ops of two inputs with numpy broadcasting:
  * arithmetic (Add Sub Mul Div Pow Mod), comparisons (-> bool), logic on
- * bools (And Or Xor), BitShift and PRelu.
+ * bools (And Or Xor), bitwise logic on integers (BitwiseAnd BitwiseOr
+ * BitwiseXor), BitShift and PRelu.
  *
  * _eval computes floats in double, signed integers in int64 with wrapping
  * (as C's narrowing conversion gives), unsigned in uint64. Integer division
@@ -19,6 +20,10 @@ static bool is_compare(int op) {
 
 static bool is_logic(int op) { return op == OP_AND || op == OP_OR || op == OP_XOR; }
 
+static bool is_bitwise(int op) {
+  return op == OP_BITWISEAND || op == OP_BITWISEOR || op == OP_BITWISEXOR;
+}
+
 bool binary_infer(Graph *g, Node *n, Diag *d) {
   Value *a = node_in(g, n, 0), *b = node_in(g, n, 1), *y = node_out(g, n, 0);
   DType dt = a->type.dt;
@@ -29,6 +34,8 @@ bool binary_infer(Graph *g, Node *n, Diag *d) {
     return diag_node(d, g, n, "input '%s' is %s; expected bool", a->name, dt_name(dt));
   if (!is_logic(n->op) && n->op != OP_EQUAL && dt == DT_BOOL)
     return diag_node(d, g, n, "input '%s' is bool; expected a numeric type", a->name);
+  if (is_bitwise(n->op) && (dt == DT_BOOL || !dt_is_int(dt)))
+    return diag_node(d, g, n, "input '%s' is %s; expected an integer type", a->name, dt_name(dt));
   if (n->op == OP_BITSHIFT && !dt_is_unsigned_int(dt))
     return diag_node(d, g, n, "input '%s' is %s; expected an unsigned integer type", a->name,
                      dt_name(dt));
@@ -94,6 +101,9 @@ static int64_t eval_i(const Node *n, int64_t a, int64_t b) {
   case OP_AND: return a && b;
   case OP_OR: return a || b;
   case OP_XOR: return !a != !b;
+  case OP_BITWISEAND: return a & b;
+  case OP_BITWISEOR: return a | b;
+  case OP_BITWISEXOR: return a ^ b;
   default: KILN_ASSERT(!"binary int op"); return 0;
   }
 }
@@ -118,6 +128,9 @@ static uint64_t eval_u(const Node *n, uint64_t a, uint64_t b) {
   case OP_AND: return a && b;
   case OP_OR: return a || b;
   case OP_XOR: return !a != !b;
+  case OP_BITWISEAND: return a & b;
+  case OP_BITWISEOR: return a | b;
+  case OP_BITWISEXOR: return a ^ b;
   default: KILN_ASSERT(!"binary unsigned op"); return 0;
   }
 }
@@ -160,6 +173,9 @@ bool binary_emit(Emit *e, const Node *n) {
   case OP_AND: x = "$0 && $1"; break;
   case OP_OR: x = "$0 || $1"; break;
   case OP_XOR: x = "$0 != $1"; break;
+  case OP_BITWISEAND: x = "$0 & $1"; break;
+  case OP_BITWISEOR: x = "$0 | $1"; break;
+  case OP_BITWISEXOR: x = "$0 ^ $1"; break;
   case OP_PRELU: x = "$0 < 0 ? $1 * $0 : $0"; break;
   case OP_BITSHIFT:
     x = strcmp(attr_str(n, "direction", "LEFT"), "LEFT") == 0 ? "$0 << $1" : "$0 >> $1";

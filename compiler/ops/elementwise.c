@@ -388,30 +388,56 @@ bool cast_infer(Graph *g, Node *n, Diag *d) {
         snprintf(what, sizeof what, "type code %lld", (long long)a->i);
       else
         snprintf(what, sizeof what, "%s (type code %lld)", dt_name(to), (long long)a->i);
-      return diag_node(d, g, n, "Cast to %s is not supported; expected f32, f64, f16, bf16, a "
+      return diag_node(d, g, n, "Cast to %s is not supported; expected f32, f64, f16, bf16, float8, float4, a "
                        "signed or unsigned integer type or bool (strings are out of kiln's scope)",
                        what);
     }
   }
+  const char *mode = attr_str(n, "round_mode", "up");
+  if (strcmp(mode, "up") && strcmp(mode, "down") && strcmp(mode, "nearest"))
+    return diag_node(d, g, n, "round_mode '%s'; expected up, down or nearest", mode);
   Type t = x->type;
   t.dt = to;
   node_out(g, n, 0)->type = t;
   return true;
 }
 
+/* Cast-19's `saturate` (default 1) and Cast-24's `round_mode` ("up",
+ * "down", "nearest"; default "up"), which only conversions to float8 and
+ * e8m0 read. */
+static bool cast_saturate(const Node *n) { return attr_int(n, "saturate", 1) != 0; }
+
+static int cast_round_mode(const Node *n) {
+  const char *m = attr_str(n, "round_mode", "up");
+  return !strcmp(m, "down") ? MF_DOWN : !strcmp(m, "nearest") ? MF_NEAREST : MF_UP;
+}
+
 bool cast_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
-  (void)n;
   (void)d;
   int64_t cnt = type_numel(&in[0].type);
-  for (int64_t i = 0; i < cnt; i++)
-    el_convert(out[0].type.dt, out[0].data, i, in[0].type.dt, in[0].data, i);
+  DType to = out[0].type.dt;
+  bool sat = cast_saturate(n);
+  int mode = cast_round_mode(n);
+  for (int64_t i = 0; i < cnt; i++) {
+    if (dt_is_minifloat(to)) {
+      unsigned c = minifloat_from_double(to, el_get_f(in[0].type.dt, in[0].data, i), sat, mode);
+      if (dt_is_packed(to))
+        packed_set(to, out[0].data, i, c);
+      else
+        ((uint8_t *)out[0].data)[i] = (uint8_t)c;
+    } else {
+      el_convert(to, out[0].data, i, in[0].type.dt, in[0].data, i);
+    }
+  }
   return true;
 }
 
 /* C's conversion is Cast: floats truncate toward zero into integers, any
- * nonzero (or NaN) becomes true. CastLike reads only input 0. */
+ * nonzero (or NaN) becomes true. CastLike reads only input 0. A float8 or
+ * e8m0 result takes the node's saturate and round_mode. */
 bool cast_emit(Emit *e, const Node *n) {
-  emit_elementwise_vals(e, n->in, 1, n->out[0], "$0");
+  EmitStore st = {cast_saturate(n), cast_round_mode(n)};
+  emit_elementwise_store(e, n->in, 1, n->out[0], "$0", &st);
   return true;
 }
 

@@ -16,6 +16,16 @@
  *           32 or 64, dividing K) multiplies each row of X by the block
  *           Hadamard matrix H (blocks of B, ±1) before it is quantized:
  *           W then holds H·W/B (compiler/passes/quantize.c).
+ *           {act_quant="u8_tensor"} (made by compiler/passes/fuse_dynquant.c
+ *           from ONNX Runtime's DynamicQuantizeLinear -> MatMulInteger ->
+ *           Cast -> Mul chains) quantizes all of X with one scale s and
+ *           zero point z, by DynamicQuantizeLinear's rule
+ *           (w8a8_tensor_params), and the sums are as above: then Y is what
+ *           that chain computes, bit for bit up to the f32 epilogue.
+ *           {act_quant="u8_static", act_scale=s, act_zp=z} (made by
+ *           compiler/passes/fuse_qdq.c from quantize_static's QuantizeLinear
+ *           -> DequantizeLinear before a product) quantizes X with that
+ *           constant s (> 0) and z (0..255) the same way.
  *           With a seventh input rows i64[1] (a decoder's prefill, made by
  *           compiler/passes/bound_rows.c), only X's first `rows` rows (of M)
  *           are computed and Y's others are 0
@@ -149,9 +159,14 @@ static bool linear_act_quant_ok(Graph *g, Node *n, const Type *tw, const Value *
     return diag_node(d, g, n, "act_rot without act_quant; expected act_rot only with act_quant=\"u8\"");
   if (!aq && !cs)
     return true;
-  if (!aq || aq->kind != ATTR_STRING || strcmp(aq->s, "u8"))
-    return diag_node(d, g, n, "act_quant is %s%s%s; expected act_quant=\"u8\" with input W_colsum",
-                     aq ? "'" : "absent", aq ? str_attr(n, "act_quant") : "", aq ? "'" : "");
+  if (!aq || aq->kind != ATTR_STRING || (strcmp(aq->s, "u8") && strcmp(aq->s, "u8_tensor") && strcmp(aq->s, "u8_static")))
+    return diag_node(d, g, n, "act_quant is %s%s%s; expected act_quant=\"u8\" or \"u8_tensor\" with input "
+                     "W_colsum", aq ? "'" : "absent", aq ? str_attr(n, "act_quant") : "", aq ? "'" : "");
+  double as = attr_float(n, "act_scale", 0);
+  int64_t az = attr_int(n, "act_zp", -1);
+  if (!strcmp(aq->s, "u8_static") && (!(as > 0 && as < 3.4e38) || az < 0 || az > 255))
+    return diag_node(d, g, n, "act_quant=\"u8_static\" with act_scale %g and act_zp %lld; expected a finite "
+                     "act_scale > 0 and act_zp from 0 to 255", as, (long long)az);
   if (!ws || !cs)
     return diag_node(d, g, n, "act_quant=\"u8\" needs inputs W_scale and W_colsum; %s is absent",
                      ws ? "W_colsum" : "W_scale");
@@ -162,6 +177,8 @@ static bool linear_act_quant_ok(Graph *g, Node *n, const Type *tw, const Value *
     return diag_node(d, g, n, "W_colsum is %s and W is %s; expected W_colsum i32[N] for W[K,N]",
                      type_str(&cs->type, sc, sizeof sc), type_str(tw, sw, sizeof sw));
   const Attr *ar = attr_get(n, "act_rot");
+  if (ar && strcmp(aq->s, "u8"))
+    return diag_node(d, g, n, "act_rot with act_quant=\"%s\"; expected act_rot only with act_quant=\"u8\"", aq->s);
   if (ar && (ar->kind != ATTR_INT || (ar->i != 16 && ar->i != 32 && ar->i != 64) || tw->dims[0] % ar->i))
     return diag_node(d, g, n, "act_rot is %s for K = %lld; expected 16, 32 or 64, dividing K",
                      ar->kind == ATTR_INT ? arena_printf(g->arena, "%lld", (long long)ar->i) : "not an int",
@@ -239,6 +256,37 @@ static void w8a8_quantize_row(const float *x, int64_t k, uint8_t *u, float *s, i
   *z = (int32_t)zf;
 }
 
+/* w8a8 {act_quant="u8_tensor"}: the scale *s and zero point *z of all of
+ * x[0..cnt), by ONNX's DynamicQuantizeLinear (as ONNX Runtime computes it,
+ * and kiln's own dynamic_quantize_eval): min and max with 0 included, s =
+ * (max - min) / 255, z = round(0 - min / s) clamped to [0, 255] (0 when s
+ * is 0). Each step one f32 operation, as the kernel's (igemm_kernel.c,
+ * emit_tensor_params). */
+static void w8a8_tensor_params(const float *x, int64_t cnt, float *s, float *z) {
+  float mn = 0, mx = 0;
+  for (int64_t t = 0; t < cnt; t++) {
+    mn = x[t] < mn ? x[t] : mn;
+    mx = x[t] > mx ? x[t] : mx;
+  }
+  float sc = (mx - mn) / 255.0f;
+  float zf = sc > 0.0f ? nearbyintf(0.0f - mn / sc) : 0.0f;
+  *s = sc;
+  *z = zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf;
+}
+
+/* Row x[0..k) as u8 by scale s and zero point zf, dividing as
+ * DynamicQuantizeLinear does: u = clamp(round(x / s) + zf, 0, 255) (s 0:
+ * x is all zeros, and u is zf). */
+static void w8a8_quantize_div(const float *x, int64_t k, float s, float zf, uint8_t *u) {
+  float sd = s > 0.0f ? s : 1.0f;
+  for (int64_t t = 0; t < k; t++) {
+    float q = nearbyintf(x[t] / sd) + zf;
+    q = q > 0 ? q : 0;
+    q = q < 255 ? q : 255;
+    u[t] = (uint8_t)q;
+  }
+}
+
 /* w8a8 {act_rot=b}: x[0..k) times the block-diagonal Hadamard matrix, in
  * place: per block of b, the butterflies (p, q) -> (p + q, p - q) at
  * distances h = 1, 2, .., b/2 in that order, in f32 (the generated kernel
@@ -286,8 +334,17 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   uint8_t *u = colsum ? malloc((size_t)(k ? k : 1)) : NULL;
   int rot = (int)attr_int(n, "act_rot", 0);
   float *xr = rot ? malloc(sizeof(float) * (size_t)k) : NULL;
-  float us = 1;
+  float us = 1, tz = 0;
   int32_t uz = 0;
+  bool per_tensor = colsum && strcmp(str_attr(n, "act_quant"), "u8");
+  if (per_tensor && !strcmp(str_attr(n, "act_quant"), "u8_static")) { /* fixed */
+    us = (float)attr_float(n, "act_scale", 1);
+    tz = (float)attr_int(n, "act_zp", 0);
+    uz = (int32_t)tz;
+  } else if (per_tensor) { /* one scale and zero point for all M rows */
+    w8a8_tensor_params(in[0].data, m * k, &us, &tz);
+    uz = (int32_t)tz;
+  }
   for (int64_t i = 0; i < m; i++) {
     const float *xi = colsum && i < m_run ? (const float *)in[0].data + i * k : NULL;
     if (xi && rot) {
@@ -295,7 +352,9 @@ bool linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
       w8a8_rotate_row(xr, k, rot);
       xi = xr;
     }
-    if (xi)
+    if (xi && per_tensor)
+      w8a8_quantize_div(xi, k, us, tz, u);
+    else if (xi)
       w8a8_quantize_row(xi, k, u, &us, &uz);
     for (int64_t j = 0; j < nn; j++) {
       if (i >= m_run) { /* past the rows input: 0 */
@@ -409,7 +468,10 @@ static bool linear_emit_w8a8(Emit *e, const Node *nd, int64_t m, int64_t n, int6
   const Value *wv = gval(g, nd->in[1]);
   KILN_ASSERT(wv->data);
   IGemmSpec s = {.m = m, .n = n, .k = k, .a = emit_ref(e, nd->in[0]), .bq = wv->data, .b_name = wv->name,
-                 .act = gemm_act[linear_act(nd)], .rot = (int)attr_int(nd, "act_rot", 0)};
+                 .act = gemm_act[linear_act(nd)], .rot = (int)attr_int(nd, "act_rot", 0),
+                 .per_tensor = strcmp(str_attr(nd, "act_quant"), "u8") != 0,
+                 .fixed = !strcmp(str_attr(nd, "act_quant"), "u8_static"),
+                 .fixed_scale = (float)attr_float(nd, "act_scale", 1), .fixed_zp = (int)attr_int(nd, "act_zp", 0)};
   /* in this order: weights are named by first use */
   s.scale = emit_ref(e, nd->in[4]);
   s.colsum = emit_ref(e, nd->in[5]);

@@ -407,6 +407,11 @@ bool reshape_emit(Emit *e, const Node *n) {
     return true;
   }
   const Type *ot = &gval(e->g, n->out[0])->type;
+  if (dt_is_packed(ot->dt)) { /* 4- and 2-bit elements: the same bytes */
+    if (type_bytes(ot))
+      emit_line(e, "memcpy(%s, %s, %zu);", emit_ref(e, n->out[0]), emit_ref(e, n->in[0]), type_bytes(ot));
+    return true;
+  }
   Copy c = {.rank = 1, .dims = {type_numel(ot)}, .dst_st = {1}, .src_st = {1}};
   emit_copy(e, n->out[0], n->in[0], c);
   return true;

@@ -1,5 +1,5 @@
 /* pool.c — the CNN ops that work per image and channel: MaxPool,
- * AveragePool, GlobalAveragePool, GlobalMaxPool and LRN (family `pool`),
+ * AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool and LRN (family `pool`),
  * BatchNormalization and InstanceNormalization (family `batchnorm`).
  *
  * X is [N, C, spatial...]; N * C "planes" of S positions each. MaxPool
@@ -125,9 +125,12 @@ static bool include_pad(const Node *n) {
 static bool infer_window_pool(Graph *g, Node *n, Diag *d) {
   const Value *x = node_in(g, n, 0);
   DType dt = x->type.dt;
-  if (n->op == OP_AVERAGEPOOL ? !is_float(dt) : (dt == DT_BOOL || !dt_supported(dt)))
+  bool fl = n->op == OP_AVERAGEPOOL || n->op == OP_LPPOOL;
+  if (fl ? !is_float(dt) : (dt == DT_BOOL || !dt_supported(dt)))
     return diag_node(d, g, n, "input '%s' is %s; expected %s", x->name, dt_name(dt),
-                     n->op == OP_AVERAGEPOOL ? "f32 or f64" : "a numeric type");
+                     fl ? "f32 or f64" : "a numeric type");
+  if (n->op == OP_LPPOOL && (attr_int(n, "p", 2) < 1 || attr_int(n, "p", 2) > 64))
+    return diag_node(d, g, n, "p is %lld; expected a norm order of 1 to 64", (long long)attr_int(n, "p", 2));
   Window w;
   char why[WHY];
   if (!pool_window(n, &x->type, &w, why))
@@ -152,7 +155,7 @@ static bool infer_window_pool(Graph *g, Node *n, Diag *d) {
 
 bool pool_infer(Graph *g, Node *n, Diag *d) {
   const Value *x = node_in(g, n, 0);
-  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL)
+  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL || n->op == OP_LPPOOL)
     return infer_window_pool(g, n, d);
   if (!is_float(x->type.dt))
     return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
@@ -222,11 +225,16 @@ static void eval_window(const Node *n, const Window *w, const Tensor *in, Tensor
       best = xi;
       arg = p * isz + plane_index(w, pos, col);
     }
-    sum += dt_is_float(dt) ? el_get_f(dt, in[0].data, xi) : 0;
+    double v = dt_is_float(dt) ? el_get_f(dt, in[0].data, xi) : 0;
+    sum += n->op == OP_LPPOOL ? pow(fabs(v), (double)attr_int(n, "p", 2)) : v;
     cnt++;
   }
   if (n->op == OP_AVERAGEPOOL) {
     el_set_f(dt, out[0].data, yi, sum / (double)(include_pad(n) ? cnt_pad : cnt));
+    return;
+  }
+  if (n->op == OP_LPPOOL) { /* the padding adds zeros to the sum */
+    el_set_f(dt, out[0].data, yi, pow(sum, 1.0 / (double)attr_int(n, "p", 2)));
     return;
   }
   if (best >= 0)
@@ -267,7 +275,7 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
   const Type *xt = &in[0].type;
   DType dt = xt->dt;
-  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL) {
+  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL || n->op == OP_LPPOOL) {
     Window w;
     char why[WHY];
     KILN_ASSERT(pool_window(n, xt, &w, why));
@@ -423,7 +431,9 @@ static bool emit_window_pool(Emit *e, const Node *n) {
     buf_printf(&sy, "[o%s]", sx);
     buf_printf(&s, "[%s]", land_expr(a, &w, j, arena_printf(a, "o%s", sx), arena_printf(a, "k%s", sx)));
   }
-  emit_line(e, "/* y[p]%s = the %s of x[p]%s over the taps k < %s inside x;", sy.s, maxp ? "max" : "mean",
+  int64_t lp = n->op == OP_LPPOOL ? attr_int(n, "p", 2) : 0;
+  emit_line(e, "/* y[p]%s = the %s of x[p]%s over the taps k < %s inside x;", sy.s,
+            maxp ? "max" : lp ? arena_printf(a, "L%lld norm", (long long)lp) : "mean",
             s.s, flat_dims(a, ns, w.k));
   emit_line(e, " * %s;",
             !maxp      ? (incl ? "the padding counts as zeros" : "the padding does not count")
@@ -463,7 +473,14 @@ static bool emit_window_pool(Emit *e, const Node *n) {
       nopen++;
     }
   const char *xi = window_flat(a, ns, land, w.in, false);
-  if (!maxp) {
+  if (lp) {
+    const char *v = arena_printf(a, "xp[%s]", xi);
+    emit_line(e, "sum += %s;", lp == 1   ? arena_printf(a, "%s(%s)", emit_mathfn(e, dt, "fabs"), v)
+                               : lp == 2 ? arena_printf(a, "%s * %s", v, v)
+                                         : arena_printf(a, "%s(%s(%s), %s)", emit_mathfn(e, dt, "pow"),
+                                                        emit_mathfn(e, dt, "fabs"), v,
+                                                        emit_double_literal(e, dt, (double)lp)));
+  } else if (!maxp) {
     emit_line(e, "sum += xp[%s];", xi);
   } else if (!indices) {
     emit_line(e, "if (xp[%s] > best)", xi);
@@ -482,6 +499,10 @@ static bool emit_window_pool(Emit *e, const Node *n) {
   const char *yi = window_flat(a, ns, ov, w.out, false);
   if (maxp)
     emit_line(e, "yp[%s] = best;", yi);
+  else if (lp)
+    emit_line(e, "yp[%s] = %s;", yi, lp == 1 ? "sum" : lp == 2 ? arena_printf(a, "%s(sum)", emit_mathfn(e, dt, "sqrt"))
+                                      : arena_printf(a, "%s(sum, %s)", emit_mathfn(e, dt, "pow"),
+                                                     emit_double_literal(e, dt, 1.0 / (double)lp)));
   else
     emit_line(e, "yp[%s] = sum / %s;", yi, divisor(e, &w, dc, dt));
   if (indices)
@@ -498,7 +519,7 @@ static bool emit_window_pool(Emit *e, const Node *n) {
 bool pool_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   Arena *a = g->arena;
-  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL)
+  if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL || n->op == OP_LPPOOL)
     return emit_window_pool(e, n);
   const Type *xt = &node_in(g, n, 0)->type;
   DType dt = xt->dt;

@@ -29,11 +29,14 @@ static Arena *ar(Emit *e) { return e->g->arena; }
 bool quant_is_8bit(DType dt) { return dt == DT_U8 || dt == DT_I8; }
 
 int64_t quant_min(DType dt) {
-  return dt == DT_U8 ? 0 : dt == DT_I8 ? -128 : dt == DT_U16 ? 0 : dt == DT_I16 ? -32768 : INT32_MIN;
+  if (dt_is_unsigned_int(dt))
+    return 0;
+  return dt == DT_I8 ? -128 : dt == DT_I16 ? -32768 : dt == DT_I4 ? -8 : dt == DT_I2 ? -2 : INT32_MIN;
 }
 
 int64_t quant_max(DType dt) {
-  return dt == DT_U8 ? 255 : dt == DT_I8 ? 127 : dt == DT_U16 ? 65535 : dt == DT_I16 ? 32767 : INT32_MAX;
+  return dt == DT_U8 ? 255 : dt == DT_I8 ? 127 : dt == DT_U16 ? 65535 : dt == DT_I16 ? 32767 : dt == DT_U4 ? 15
+         : dt == DT_I4 ? 7 : dt == DT_U2 ? 3 : dt == DT_I2 ? 1 : INT32_MAX;
 }
 
 double quant_param_f(const Tensor *t, int64_t c) {
@@ -123,18 +126,30 @@ static const Tensor *opt_in(const Node *n, const Tensor *in, int i) {
 }
 
 /* Check a scale / zero-point input: a scalar or 1 element, or 1-D of x's
- * axis dim. */
+ * axis dim, or (block_size > 0, opset 21) x's shape with ceil(dim / block)
+ * along the axis. */
 static bool check_param(Graph *g, Node *n, int slot, const Type *x, int axis, const char *what, Diag *d) {
   Value *p = node_in(g, n, slot);
   if (!p)
     return true;
-  int64_t cnt = type_numel(&p->type);
-  if (p->type.rank > 1 || (cnt != 1 && (x->rank == 0 || p->type.rank != 1 || cnt != x->dims[axis]))) {
-    char s[128], sx[128];
-    return diag_node(d, g, n, "%s '%s' is %s for x %s; expected a scalar, or 1-D of x's axis-%d dim "
-                     "(%lld)", what, p->name, type_str(&p->type, s, sizeof s), type_str(x, sx, sizeof sx),
-                     axis, x->rank ? (long long)x->dims[axis] : 1LL);
+  int64_t cnt = type_numel(&p->type), block = attr_int(n, "block_size", 0);
+  char s[128], sx[128];
+  if (cnt != 1 && block > 0) {
+    bool ok = p->type.rank == x->rank;
+    for (int i = 0; ok && i < x->rank; i++)
+      ok = p->type.dims[i] == (i == axis ? (x->dims[i] + block - 1) / block : x->dims[i]);
+    if (!ok)
+      return diag_node(d, g, n, "%s '%s' is %s for x %s and block_size %lld; expected x's shape with "
+                       "ceil(%lld / %lld) = %lld along axis %d", what, p->name, type_str(&p->type, s, sizeof s),
+                       type_str(x, sx, sizeof sx), (long long)block, (long long)x->dims[axis], (long long)block,
+                       (long long)((x->dims[axis] + block - 1) / block), axis);
+    return true;
   }
+  if (p->type.rank > 1 || (cnt != 1 && (x->rank == 0 || p->type.rank != 1 || cnt != x->dims[axis])))
+    return diag_node(d, g, n, "%s '%s' is %s for x %s; expected a scalar, or 1-D of x's axis-%d dim "
+                     "(%lld), or blocks of block_size along the axis", what, p->name,
+                     type_str(&p->type, s, sizeof s), type_str(x, sx, sizeof sx),
+                     axis, x->rank ? (long long)x->dims[axis] : 1LL);
   return true;
 }
 
@@ -154,11 +169,6 @@ static bool get_axis(Graph *g, Node *n, const Type *x, int *axis, Diag *d) {
   return true;
 }
 
-/* C expression: element c of parameter `ref` of `count` elements. */
-static const char *param_c(Emit *e, const char *ref, int64_t count) {
-  return arena_printf(ar(e), count == 1 ? "%s[0]" : "%s[c]", ref);
-}
-
 /* Open `for (o) for (c) for (i)` over an AxisView; the element index is
  * `(o * C + c) * inner + i`, available as `k`. Closed by close_axis_loops. */
 static void open_axis_loops(Emit *e, AxisView v) {
@@ -174,23 +184,84 @@ static void close_axis_loops(Emit *e) {
   emit_line(e, "    }");
 }
 
-/* ---- QuantizeLinear ---------------------------------------------------------- */
+/* ---- QuantizeLinear, DequantizeLinear ----------------------------------------
+ * Where the element (o, c, i) of x's [outer, C, inner] view finds its scale
+ * and zero point: the only one (per tensor), the c-th (per axis), or that
+ * of its block (blocked, opset 21: the parameters have x's shape with
+ * nblk = ceil(C / block) along the axis). */
+typedef struct QParam {
+  AxisView v;
+  int64_t block, nblk; /* 0, 0 unless blocked */
+} QParam;
+
+static QParam qparam(const Node *n, const Type *x, const Type *scale) {
+  int64_t count = type_numel(scale), block = attr_int(n, "block_size", 0);
+  QParam q = {node_view(n, x, count), 0, 0};
+  if (count != 1 && block > 0) {
+    q.block = block;
+    q.nblk = (q.v.c + block - 1) / block;
+  }
+  return q;
+}
+
+static int64_t qparam_at(QParam q, int64_t o, int64_t c, int64_t i) {
+  if (q.block)
+    return (o * q.nblk + c / q.block) * q.v.inner + i;
+  return q.v.c == 1 ? 0 : c; /* per tensor: one; per axis: the c-th */
+}
+
+static const char *qparam_c(Emit *e, QParam q) {
+  if (q.block)
+    return arena_printf(ar(e), "(o * %lld + c / %lld) * %lld + i", (long long)q.nblk, (long long)q.block,
+                        (long long)q.v.inner);
+  return q.v.c == 1 ? "0" : "c";
+}
+
+static bool is_half_or_f32(DType dt) { return dt == DT_F32 || dt_is_half(dt); }
+/* A scale: f32, f16, bf16, or (opset 24) e8m0, the MX formats' power of two */
+static bool scale_type_ok(DType dt) { return is_half_or_f32(dt) || dt == DT_F8E8M0; }
+
+/* The types a QuantizeLinear may produce (and a DequantizeLinear read,
+ * with i32): 8-, 16-, 4- and 2-bit integers, float8 and float4. */
+static bool quant_type_ok(DType dt) {
+  return dt == DT_U8 || dt == DT_I8 || dt == DT_U16 || dt == DT_I16 || (dt_is_narrow(dt) && dt != DT_F8E8M0);
+}
+
+/* QuantizeLinear-21's block_size (non-negative) and QuantizeLinear-23's
+ * precision: the division x / scale is f32 here, which is what precision
+ * 0 (unset) means for f32 and f16 scales, and FLOAT says. */
+static bool check_quant_attrs(Graph *g, Node *n, Diag *d) {
+  int64_t block = attr_int(n, "block_size", 0), prec = attr_int(n, "precision", 0);
+  if (block < 0)
+    return diag_node(d, g, n, "block_size %lld; expected 0 (per tensor or axis) or a positive block",
+                     (long long)block);
+  if (prec != 0 && prec != DT_F32)
+    return diag_node(d, g, n, "precision %lld; expected 0 or 1 (FLOAT: kiln divides in f32)", (long long)prec);
+  return true;
+}
 
 bool quantize_linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *s = node_in(g, n, 1), *zp = node_in(g, n, 2);
   int axis;
-  if (x->type.dt != DT_F32 && x->type.dt != DT_I32 && x->type.dt != DT_F16)
-    return diag_node(d, g, n, "x '%s' is %s; expected f32, f16 or i32", x->name, dt_name(x->type.dt));
-  if (s->type.dt != DT_F32)
-    return diag_node(d, g, n, "y_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
-  if (zp && !quant_is_8bit(zp->type.dt))
-    return diag_node(d, g, n, "y_zero_point '%s' is %s; expected u8 or i8", zp->name, dt_name(zp->type.dt));
-  if (!get_axis(g, n, &x->type, &axis, d) || !check_param(g, n, 1, &x->type, axis, "y_scale", d) ||
-      !check_param(g, n, 2, &x->type, axis, "y_zero_point", d))
+  if (!is_half_or_f32(x->type.dt) && x->type.dt != DT_I32)
+    return diag_node(d, g, n, "x '%s' is %s; expected f32, f16, bf16 or i32", x->name, dt_name(x->type.dt));
+  if (!scale_type_ok(s->type.dt))
+    return diag_node(d, g, n, "y_scale '%s' is %s; expected f32, f16, bf16 or f8e8m0", s->name,
+                     dt_name(s->type.dt));
+  int64_t odt = attr_int(n, "output_dtype", 0);
+  DType y = zp ? zp->type.dt : odt ? (DType)odt : DT_U8;
+  if (zp && odt && odt != zp->type.dt)
+    return diag_node(d, g, n, "output_dtype %lld is not y_zero_point's type (%s); expected the same type",
+                     (long long)odt, dt_name(zp->type.dt));
+  if (odt < 0 || odt >= DT_MAX_ || !quant_type_ok(y))
+    return diag_node(d, g, n, "the output type is %s; expected u8, i8, u16, i16, u4, i4, u2, i2, a float8 "
+                     "or f4e2m1", odt < 0 || odt >= DT_MAX_ ? "?" : dt_name(y));
+  if (!check_quant_attrs(g, n, d) || !get_axis(g, n, &x->type, &axis, d) ||
+      !check_param(g, n, 1, &x->type, axis, "y_scale", d) || !check_param(g, n, 2, &x->type, axis, "y_zero_point", d))
     return false;
-  Type y = x->type;
-  y.dt = zp ? zp->type.dt : DT_U8;
-  node_out(g, n, 0)->type = y;
+  Type yt = x->type;
+  yt.dt = y;
+  node_out(g, n, 0)->type = yt;
   return true;
 }
 
@@ -199,17 +270,32 @@ static int64_t quantize_one(float x, float s, int64_t zp, DType dt) {
   return saturate_q(nearbyintf(x / s), zp, dt);
 }
 
+/* One element of QuantizeLinear into y: an integer type as quantize_one;
+ * float8 rounds x / s (its zero point is 0 and ONNX's reference leaves it
+ * out, which keeps -0), saturating or not; float4 rounds x / s + zp. */
+static void quantize_into(DType dt, void *y, int64_t k, float x, float s, const Tensor *zp, int64_t p, bool sat) {
+  if (dt == DT_F4E2M1) {
+    float zf = zp->data ? (float)el_get_f(zp->type.dt, zp->data, p) : 0.0f;
+    packed_set(dt, y, k, minifloat_from_double(dt, (double)(x / s + zf), true, MF_UP));
+  } else if (dt_is_minifloat(dt)) {
+    ((uint8_t *)y)[k] = (uint8_t)minifloat_from_double(dt, (double)(x / s), sat, MF_UP);
+  } else {
+    el_set_i(dt, y, k, quantize_one(x, s, zp->data ? el_get_i(zp->type.dt, zp->data, p) : 0, dt));
+  }
+}
+
 bool quantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
-  AxisView v = node_view(n, &in[0].type, type_numel(&in[1].type));
-  DType dt = out[0].type.dt;
+  QParam q = qparam(n, &in[0].type, &in[1].type);
   const Tensor *zp = opt_in(n, in, 2);
-  for (int64_t o = 0, k = 0; o < v.outer; o++)
-    for (int64_t c = 0; c < v.c; c++)
-      for (int64_t i = 0; i < v.inner; i++, k++)
-        el_set_i(dt, out[0].data, k,
-                 quantize_one((float)el_get_f(in[0].type.dt, in[0].data, k), (float)quant_param_f(&in[1], c),
-                              quant_param_i(zp, c), dt));
+  bool sat = attr_int(n, "saturate", 1) != 0;
+  for (int64_t o = 0, k = 0; o < q.v.outer; o++)
+    for (int64_t c = 0; c < q.v.c; c++)
+      for (int64_t i = 0; i < q.v.inner; i++, k++) {
+        int64_t p = qparam_at(q, o, c, i);
+        quantize_into(out[0].type.dt, out[0].data, k, (float)el_get_f(in[0].type.dt, in[0].data, k),
+                      (float)el_get_f(in[1].type.dt, in[1].data, p), zp, p, sat);
+      }
   return true;
 }
 
@@ -218,70 +304,110 @@ static void emit_quantize_store(Emit *e, const char *y, const char *x, const cha
   emit_saturate(e, y, arena_printf(ar(e), "nearbyintf(%s / %s)", x, s), zp, dt);
 }
 
-/* An element of x as float in C. */
-static const char *float_elem(Emit *e, int vid, const char *idx) {
-  DType dt = gval(e->g, vid)->type.dt;
-  const char *ref = emit_ref(e, vid);
-  if (dt_is_half(dt))
-    return arena_printf(ar(e), "kiln_%s_to_f32(%s[%s])", dt_name(dt), ref, idx);
-  return arena_printf(ar(e), "(float)%s[%s]", ref, idx);
-}
-
 bool quantize_linear_emit(Emit *e, const Node *n) {
-  int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
-  AxisView v = node_view(n, &gval(e->g, n->in[0])->type, ns);
-  DType dt = gval(e->g, n->out[0])->type.dt;
-  const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
-  emit_line(e, "/* y = saturate(rint(x / scale) + zero_point), per %s */", ns == 1 ? "tensor" : "axis");
-  open_axis_loops(e, v);
-  emit_quantize_store(e, arena_printf(ar(e), "%s[k]", emit_ref(e, n->out[0])), float_elem(e, n->in[0], "k"),
-                      param_c(e, emit_ref(e, n->in[1]), ns), zp, dt);
+  Graph *g = e->g;
+  QParam q = qparam(n, &gval(g, n->in[0])->type, &gval(g, n->in[1])->type);
+  DType dt = gval(g, n->out[0])->type.dt;
+  const char *pi = qparam_c(e, q);
+  const char *x = emit_elem(e, n->in[0], "k"), *s = emit_elem(e, n->in[1], pi);
+  const char *zp = node_has_in(n, 2) ? emit_elem(e, n->in[2], pi) : "0";
+  const char *per = q.block ? "block" : q.v.c == 1 ? "tensor" : "axis";
+  EmitStore st = {attr_int(n, "saturate", 1) != 0, MF_UP};
+  if (dt == DT_F4E2M1) {
+    emit_line(e, "/* y = f4e2m1(x / scale + zero_point), per %s */", per);
+    open_axis_loops(e, q.v);
+    emit_elem_store(e, n->out[0], "k", arena_printf(ar(e), "(float)%s / %s + %s", x, s, zp), false, &st);
+  } else if (dt_is_minifloat(dt)) {
+    emit_line(e, "/* y = %s(x / scale), %s, per %s */", dt_name(dt), st.saturate ? "saturating" : "not saturating",
+              per);
+    open_axis_loops(e, q.v);
+    emit_elem_store(e, n->out[0], "k", arena_printf(ar(e), "(float)%s / %s", x, s), false, &st);
+  } else if (dt_is_packed(dt)) {
+    emit_line(e, "/* y = saturate(rint(x / scale) + zero_point), per %s */", per);
+    open_axis_loops(e, q.v);
+    emit_line(e, "const int32_t zp = %s;", zp);
+    emit_line(e, "int32_t y;");
+    emit_quantize_store(e, "y", arena_printf(ar(e), "(float)%s", x), s, "zp", dt);
+    emit_elem_store(e, n->out[0], "k", "y", false, NULL);
+  } else {
+    emit_line(e, "/* y = saturate(rint(x / scale) + zero_point), per %s */", per);
+    open_axis_loops(e, q.v);
+    emit_quantize_store(e, arena_printf(ar(e), "%s[k]", emit_ref(e, n->out[0])), arena_printf(ar(e), "(float)%s", x),
+                        s, zp, dt);
+  }
   close_axis_loops(e);
   return true;
 }
 
-/* ---- DequantizeLinear -------------------------------------------------------- */
-
 bool dequantize_linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *s = node_in(g, n, 1), *zp = node_in(g, n, 2);
   int axis;
-  if (!quant_is_8bit(x->type.dt) && x->type.dt != DT_I32)
-    return diag_node(d, g, n, "x '%s' is %s; expected u8, i8 or i32", x->name, dt_name(x->type.dt));
-  if (s->type.dt != DT_F32)
-    return diag_node(d, g, n, "x_scale '%s' is %s; expected f32", s->name, dt_name(s->type.dt));
+  if (!quant_type_ok(x->type.dt) && x->type.dt != DT_I32)
+    return diag_node(d, g, n, "x '%s' is %s; expected u8, i8, u16, i16, i32, u4, i4, u2, i2, a float8 or "
+                     "f4e2m1", x->name, dt_name(x->type.dt));
+  if (!scale_type_ok(s->type.dt))
+    return diag_node(d, g, n, "x_scale '%s' is %s; expected f32, f16, bf16 or f8e8m0", s->name,
+                     dt_name(s->type.dt));
   if (zp && zp->type.dt != x->type.dt)
     return diag_node(d, g, n, "x_zero_point '%s' is %s; expected x's type, %s", zp->name,
                      dt_name(zp->type.dt), dt_name(x->type.dt));
-  if (!get_axis(g, n, &x->type, &axis, d) || !check_param(g, n, 1, &x->type, axis, "x_scale", d) ||
-      !check_param(g, n, 2, &x->type, axis, "x_zero_point", d))
+  int64_t odt = attr_int(n, "output_dtype", 0);
+  if (odt && (odt >= DT_MAX_ || !is_half_or_f32((DType)odt)))
+    return diag_node(d, g, n, "output_dtype %lld; expected 0 (x_scale's type), 1 (FLOAT), 10 (FLOAT16) or "
+                     "16 (BFLOAT16)", (long long)odt);
+  if (!check_quant_attrs(g, n, d) || !get_axis(g, n, &x->type, &axis, d) ||
+      !check_param(g, n, 1, &x->type, axis, "x_scale", d) || !check_param(g, n, 2, &x->type, axis, "x_zero_point", d))
     return false;
+  if (!odt && !is_half_or_f32(s->type.dt))
+    return diag_node(d, g, n, "x_scale '%s' is %s and output_dtype is not set; expected output_dtype FLOAT, "
+                     "FLOAT16 or BFLOAT16", s->name, dt_name(s->type.dt));
   Type y = x->type;
-  y.dt = DT_F32;
+  y.dt = odt ? (DType)odt : s->type.dt;
   node_out(g, n, 0)->type = y;
   return true;
 }
 
+/* (x - zp) * scale in f32, the difference exact in int32; float8 and
+ * float4 codes are values already (their zero point is 0: ONNX's reference
+ * leaves it out). The product is rounded once more to an f16/bf16 output. */
 bool dequantize_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
-  AxisView v = node_view(n, &in[0].type, type_numel(&in[1].type));
-  float *y = out[0].data;
+  QParam q = qparam(n, &in[0].type, &in[1].type);
   const Tensor *zp = opt_in(n, in, 2);
-  for (int64_t o = 0, k = 0; o < v.outer; o++)
-    for (int64_t c = 0; c < v.c; c++)
-      for (int64_t i = 0; i < v.inner; i++, k++)
-        y[k] = (float)(int32_t)(el_get_i(in[0].type.dt, in[0].data, k) - quant_param_i(zp, c)) *
-               (float)quant_param_f(&in[1], c);
+  DType xdt = in[0].type.dt;
+  for (int64_t o = 0, k = 0; o < q.v.outer; o++)
+    for (int64_t c = 0; c < q.v.c; c++)
+      for (int64_t i = 0; i < q.v.inner; i++, k++) {
+        int64_t p = qparam_at(q, o, c, i);
+        float s = (float)el_get_f(in[1].type.dt, in[1].data, p);
+        float x = dt_is_float(xdt) ? (float)el_get_f(xdt, in[0].data, k)
+                                   : (float)(int32_t)(el_get_i(xdt, in[0].data, k) -
+                                                      (zp->data ? el_get_i(zp->type.dt, zp->data, p) : 0));
+        el_set_f(out[0].type.dt, out[0].data, k, (double)(x * s));
+      }
   return true;
 }
 
 bool dequantize_linear_emit(Emit *e, const Node *n) {
-  int64_t ns = type_numel(&gval(e->g, n->in[1])->type);
-  AxisView v = node_view(n, &gval(e->g, n->in[0])->type, ns);
-  const char *zp = node_has_in(n, 2) ? param_c(e, emit_ref(e, n->in[2]), ns) : "0";
-  emit_line(e, "/* y = (x - zero_point) * scale, per %s */", ns == 1 ? "tensor" : "axis");
-  open_axis_loops(e, v);
-  emit_line(e, "%s[k] = (float)(int32_t)((int64_t)%s[k] - (int64_t)%s) * %s;", emit_ref(e, n->out[0]),
-            emit_ref(e, n->in[0]), zp, param_c(e, emit_ref(e, n->in[1]), ns));
+  Graph *g = e->g;
+  QParam q = qparam(n, &gval(g, n->in[0])->type, &gval(g, n->in[1])->type);
+  DType xdt = gval(g, n->in[0])->type.dt, ydt = gval(g, n->out[0])->type.dt;
+  const char *pi = qparam_c(e, q), *per = q.block ? "block" : q.v.c == 1 ? "tensor" : "axis";
+  const char *x = emit_elem(e, n->in[0], "k"), *s = emit_elem(e, n->in[1], pi);
+  const char *zp = node_has_in(n, 2) && !dt_is_float(xdt) ? emit_elem(e, n->in[2], pi) : NULL;
+  const char *v;
+  if (dt_is_float(xdt)) {
+    emit_line(e, "/* y = x * scale, per %s */", per);
+    v = arena_printf(ar(e), "%s * %s", x, s);
+  } else {
+    emit_line(e, "/* y = (x - zero_point) * scale, per %s */", per);
+    v = arena_printf(ar(e), "(float)(int32_t)((int64_t)%s - (int64_t)%s) * %s", x, zp ? zp : "0", s);
+  }
+  open_axis_loops(e, q.v);
+  if (ydt == DT_F32)
+    emit_line(e, "%s[k] = %s;", emit_ref(e, n->out[0]), v);
+  else
+    emit_elem_store(e, n->out[0], "k", v, false, NULL);
   close_axis_loops(e);
   return true;
 }
@@ -402,15 +528,20 @@ bool int_matmul_infer(Graph *g, Node *n, Diag *d) {
   MatGeom mg;
   Type y;
   matmul_geom(&a->type, &b->type, &mg, &y);
-  for (int k = 0; k < n->nin; k++) { /* zero points: the type of their operand; scales: f32 */
+  /* zero points: the type of their operand; scales: f32, or (opset 21)
+   * all three f16 or bf16, read as floats */
+  DType sdt = s.as >= 0 && node_in(g, n, s.as) ? node_in(g, n, s.as)->type.dt : DT_F32;
+  if (!is_half_or_f32(sdt))
+    sdt = DT_F32;
+  for (int k = 0; k < n->nin; k++) {
     Value *p = node_in(g, n, k);
     bool zp_a = k == s.azp, zp_b = k == s.bzp, zp_y = k == s.yzp;
     if (!p || k == s.a || k == s.b)
       continue;
-    DType want = zp_a ? a->type.dt : zp_b ? b->type.dt : zp_y ? p->type.dt : DT_F32;
+    DType want = zp_a ? a->type.dt : zp_b ? b->type.dt : zp_y ? p->type.dt : sdt;
     if (p->type.dt != want || (zp_y && !quant_is_8bit(want)))
       return diag_node(d, g, n, "input %d '%s' is %s; expected %s", k, p->name, dt_name(p->type.dt),
-                       zp_y ? "u8 or i8" : dt_name(want));
+                       zp_y ? "u8 or i8" : k == s.as ? "f32, f16 or bf16" : dt_name(want));
   }
   if (!check_vec(g, n, s.azp, mg.m, "a_zero_point", d) || !check_vec(g, n, s.bzp, mg.n, "b_zero_point", d) ||
       !check_vec(g, n, s.as, mg.m, "a_scale", d) || !check_vec(g, n, s.bs, mg.n, "b_scale", d) ||
@@ -477,7 +608,7 @@ static const char *vec_elem(Emit *e, const Node *n, int slot, const char *var) {
   if (slot < 0 || !node_has_in(n, slot))
     return "0";
   int64_t cnt = type_numel(&gval(e->g, n->in[slot])->type);
-  return arena_printf(ar(e), "%s[%s]", emit_ref(e, n->in[slot]), cnt == 1 ? "0" : var);
+  return emit_elem(e, n->in[slot], cnt == 1 ? "0" : var); /* f16/bf16 scales read as floats */
 }
 
 /* Y's element (bi, m, j) from the sum in variable `acc` of C type acct:

@@ -88,10 +88,14 @@ static void node_mask(const Node *n, const Tensor *axes_in, int rank, bool red[M
   KILN_ASSERT(ok);
 }
 
-static bool dtype_ok(int op, DType dt) {
+/* ReduceMax and ReduceMin take bool from opset 20 (any / all of the axes:
+ * the unsigned path, false < true). */
+static bool dtype_ok(const Node *n, DType dt) {
+  bool maxmin = n->op == OP_REDUCEMAX || n->op == OP_REDUCEMIN;
   switch (dt) {
   case DT_F32: case DT_F64: case DT_I32: case DT_I64: case DT_U32: case DT_U64: return true;
-  case DT_I8: case DT_U8: return op == OP_REDUCEMAX || op == OP_REDUCEMIN;
+  case DT_I8: case DT_U8: return maxmin;
+  case DT_BOOL: return maxmin && n->opset >= 20;
   default: return false;
   }
 }
@@ -99,10 +103,10 @@ static bool dtype_ok(int op, DType dt) {
 bool reduce_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0);
   const Type *xt = &x->type;
-  if (!dtype_ok(n->op, xt->dt))
+  if (!dtype_ok(n, xt->dt))
     return diag_node(d, g, n, "input '%s' is %s; expected %s", x->name, dt_name(xt->dt),
                      n->op == OP_REDUCEMAX || n->op == OP_REDUCEMIN
-                         ? "f32, f64, i8, u8, i32, i64, u32 or u64"
+                         ? "f32, f64, i8, u8, i32, i64, u32 or u64 (or bool from opset 20)"
                          : "f32, f64, i32, i64, u32 or u64");
   Tensor axes_in = {{0}, NULL};
   if (axes_from_input(n)) {

@@ -1,9 +1,10 @@
 /* slice.c — windows onto a tensor: Slice (a strided box, steps may be
- * negative), Pad (constant, edge or reflect borders; negative pads crop)
+ * negative), Pad (constant, edge, reflect or wrap borders; negative pads
+ * crop; opset 18's axes input names the axes the pads are for)
  * and Trilu (keep the upper or lower triangle of the last two dims).
  *
  * Every index is resolved at compile time: Slice's starts/ends/axes/steps
- * and Pad's pads are constant inputs (attributes before opsets 10 and 11),
+ * and Pad's pads and axes are constant inputs (attributes before opsets 10 and 11),
  * so _emit writes plain copy loops whose offsets and strides are numbers.
  * Pad's constant_value is the one run-time operand: it does not change the
  * shape, so the C reads it from its tensor when it is not a constant.
@@ -342,7 +343,7 @@ bool slice_emit(Emit *e, const Node *n) {
 
 /* ---- Pad ------------------------------------------------------------------ */
 
-typedef enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT } PadMode;
+typedef enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_WRAP } PadMode;
 
 typedef struct PadPlan {
   PadMode mode;
@@ -355,13 +356,18 @@ typedef struct PadPlan {
  * [lo, hi) (c = padded coordinate - begin pad): -1 means "the constant".
  * Negative pads crop first and the borders then come from what is kept,
  * as onnxruntime does. Reflect repeats with period 2 * (hi - lo - 1), as
- * numpy's pad does for borders wider than the axis. */
+ * numpy's pad does for borders wider than the axis; wrap with period
+ * hi - lo. */
 static int64_t pad_src(PadMode mode, int64_t c, int64_t lo, int64_t hi) {
   if (c >= lo && c < hi)
     return c;
   if (mode == PAD_CONSTANT)
     return -1;
   int64_t len = hi - lo;
+  if (mode == PAD_WRAP) {
+    int64_t r = (c - lo) % len;
+    return lo + (r < 0 ? r + len : r);
+  }
   if (mode == PAD_EDGE || len == 1)
     return c < lo ? lo : hi - 1;
   int64_t period = 2 * (len - 1), r = (c - lo) % period;
@@ -372,8 +378,8 @@ static int64_t pad_src(PadMode mode, int64_t c, int64_t lo, int64_t hi) {
 
 static bool pad_plan(const Node *n, const Type *x, const Tensor *in, PadPlan *p, char *err,
                      size_t errn) {
-  int rank = x->rank, np = -1;
-  int64_t pads[2 * MAX_RANK];
+  int rank = x->rank, np = -1, na = -1;
+  int64_t given[2 * MAX_RANK], pads[2 * MAX_RANK] = {0}, axes[MAX_RANK];
   const char *mode = attr_str(n, "mode", "constant");
   if (!strcmp(mode, "constant"))
     p->mode = PAD_CONSTANT;
@@ -381,18 +387,40 @@ static bool pad_plan(const Node *n, const Type *x, const Tensor *in, PadPlan *p,
     p->mode = PAD_EDGE;
   else if (!strcmp(mode, "reflect"))
     p->mode = PAD_REFLECT;
+  else if (!strcmp(mode, "wrap") && n->opset >= 19)
+    p->mode = PAD_WRAP;
   else {
-    snprintf(err, errn, "mode is '%s'; expected \"constant\", \"reflect\" or \"edge\"", mode);
+    snprintf(err, errn, "mode is '%s'; expected \"constant\", \"reflect\", \"edge\"%s", mode,
+             n->opset >= 19 ? " or \"wrap\"" : " (or \"wrap\" from opset 19)");
     return false;
   }
-  bool ok = n->opset < 11 ? attr_ints(n, n->opset < 2 ? "paddings" : "pads", pads, &np, 2 * rank,
+  bool ok = n->opset < 11 ? attr_ints(n, n->opset < 2 ? "paddings" : "pads", given, &np, 2 * rank,
                                       err, errn)
-                          : tensor_ints(&in[1], "pads", pads, &np, 2 * rank, err, errn);
+                          : tensor_ints(&in[1], "pads", given, &np, 2 * rank, err, errn) &&
+                                tensor_ints(&in[3], "axes", axes, &na, rank, err, errn);
   if (!ok)
     return false;
-  if (np != 2 * rank) {
-    snprintf(err, errn, "pads has %d entries; expected 2 * rank = %d", np, 2 * rank);
+  int nax = na >= 0 ? na : rank;
+  if (np != 2 * nax) {
+    snprintf(err, errn, "pads has %d entries; expected 2 * %s = %d", np,
+             na >= 0 ? "the number of axes" : "rank", 2 * nax);
     return false;
+  }
+  bool seen[MAX_RANK] = {0};
+  for (int k = 0; k < nax; k++) {
+    int ax = k;
+    if (na >= 0 && !axis_norm(axes[k], rank, &ax)) {
+      snprintf(err, errn, "axis %lld out of range; expected [%d, %d)", (long long)axes[k], -rank,
+               rank);
+      return false;
+    }
+    if (seen[ax]) {
+      snprintf(err, errn, "axis %d is padded twice; expected unique axes", ax);
+      return false;
+    }
+    seen[ax] = true;
+    pads[ax] = given[k];
+    pads[rank + ax] = given[nax + k];
   }
   p->out = *x;
   for (int d = 0; d < rank; d++) {
@@ -427,10 +455,15 @@ bool pad_infer(Graph *g, Node *n, Diag *d) {
   if (n->opset < 11 && n->nin > 1)
     return diag_node(d, g, n, "opset %d Pad has %d inputs; expected 1 (pads and value are "
                      "attributes before opset 11)", n->opset, n->nin);
+  if (n->opset < 18 && n->nin > 3)
+    return diag_node(d, g, n, "opset %d Pad has %d inputs; expected at most 3 (the axes input "
+                     "is new in opset 18)", n->opset, n->nin);
   if (n->opset >= 11) {
     int64_t *v;
     int len;
     if (!const_input_ints(g, n, 1, "pads", &v, &len, d))
+      return false;
+    if (node_has_in(n, 3) && !const_input_ints(g, n, 3, "axes", &v, &len, d))
       return false;
   }
   if (cv && cv->type.dt != x->type.dt)
@@ -439,8 +472,8 @@ bool pad_infer(Graph *g, Node *n, Diag *d) {
   if (cv && type_numel(&cv->type) != 1)
     return diag_node(d, g, n, "constant_value '%s' has %lld elements; expected a scalar", cv->name,
                      (long long)type_numel(&cv->type));
-  Tensor t[3];
-  node_tensors(g, n, t, 3);
+  Tensor t[4];
+  node_tensors(g, n, t, 4);
   PadPlan p;
   char err[256];
   if (!pad_plan(n, &x->type, t, &p, err, sizeof err))
@@ -459,8 +492,8 @@ static void pad_value(const Node *n, DType dt, const Tensor *cv, uint64_t *buf) 
 }
 
 bool pad_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
-  Tensor t[3] = {{{0}, NULL}};
-  for (int i = 0; i < n->nin && i < 3; i++)
+  Tensor t[4] = {{{0}, NULL}};
+  for (int i = 0; i < n->nin && i < 4; i++)
     t[i] = in[i];
   PadPlan p;
   char err[256];
@@ -525,8 +558,8 @@ static void emit_pad_constant(Emit *e, const Node *n, const PadPlan *p) {
 bool pad_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Type *xt = &gval(g, n->in[0])->type;
-  Tensor t[3] = {{{0}, NULL}};
-  node_tensors(g, n, t, n->nin < 3 ? n->nin : 3);
+  Tensor t[4] = {{{0}, NULL}};
+  node_tensors(g, n, t, n->nin < 4 ? n->nin : 4);
   PadPlan p;
   char err[256];
   if (!pad_plan(n, xt, t, &p, err, sizeof err))
@@ -539,7 +572,7 @@ bool pad_emit(Emit *e, const Node *n) {
     emit_pad_constant(e, n, &p);
     return true;
   }
-  /* edge / reflect: each padded axis gets a table of source offsets in x */
+  /* edge / reflect / wrap: each padded axis gets a table of source offsets in x */
   Nest s = {.rank = xt->rank};
   int64_t xs[MAX_RANK];
   type_strides(xt, xs);
@@ -554,7 +587,7 @@ bool pad_emit(Emit *e, const Node *n) {
       s.tab[d][i] = pad_src(p.mode, i - p.begin[d], p.lo[d], p.hi[d]) * xs[d];
   }
   emit_line(e, "/* %s padding: y[i] = x[src(i)] per axis; src* are offsets into x */",
-            p.mode == PAD_EDGE ? "edge" : "reflect");
+            p.mode == PAD_EDGE ? "edge" : p.mode == PAD_WRAP ? "wrap" : "reflect");
   emit_nest(e, s, n->in[0], n->out[0]);
   return true;
 }

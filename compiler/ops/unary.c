@@ -11,13 +11,14 @@
 #include "../emit.h"
 #include "../ops.h"
 
-typedef enum { ANY_NUM, FLOAT_ONLY, SIGNED_OR_FLOAT, BOOL_ONLY } Domain;
+typedef enum { ANY_NUM, FLOAT_ONLY, SIGNED_OR_FLOAT, BOOL_ONLY, INT_ONLY } Domain;
 
 static Domain op_domain(int op) {
   switch (op) {
   case OP_ABS: case OP_SIGN: case OP_SHRINK: return ANY_NUM;
   case OP_NEG: case OP_RELU: return SIGNED_OR_FLOAT;
   case OP_NOT: return BOOL_ONLY;
+  case OP_BITWISENOT: return INT_ONLY;
   default: return FLOAT_ONLY;
   }
 }
@@ -27,6 +28,7 @@ static bool domain_ok(Domain dom, DType dt) {
   case ANY_NUM: return dt != DT_BOOL;
   case SIGNED_OR_FLOAT: return dt_is_float(dt) || dt_is_signed_int(dt);
   case BOOL_ONLY: return dt == DT_BOOL;
+  case INT_ONLY: return dt != DT_BOOL && dt_is_int(dt);
   default: return dt_is_float(dt);
   }
 }
@@ -36,6 +38,7 @@ static const char *domain_name(Domain dom) {
   case ANY_NUM: return "a numeric type";
   case SIGNED_OR_FLOAT: return "a float or signed integer type";
   case BOOL_ONLY: return "bool";
+  case INT_ONLY: return "an integer type";
   default: return "f32 or f64";
   }
 }
@@ -122,6 +125,7 @@ static int64_t eval_i(const Node *n, int64_t x, DType dt) {
   case OP_RELU: return x > 0 ? x : 0;
   case OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
   case OP_NOT: return !x;
+  case OP_BITWISENOT: return ~x;
   case OP_SHRINK: {
     double l = attr_float(n, "lambd", 0.5), b = attr_float(n, "bias", 0.0);
     return (int64_t)((double)x < -l ? (double)x + b : (double)x > l ? (double)x - b : 0);
@@ -219,6 +223,7 @@ static const char *c_int_expr(Emit *e, const Node *n, DType dt) {
   case OP_RELU: return "$0 > 0 ? $0 : 0";
   case OP_SIGN: return sign ? "$0 > 0 ? 1 : $0 < 0 ? -1 : 0" : "$0 > 0 ? 1 : 0";
   case OP_NOT: return "!$0";
+  case OP_BITWISENOT: return "~$0";
   case OP_SHRINK: {
     double l = attr_float(n, "lambd", 0.5), b = attr_float(n, "bias", 0.0);
     return arena_printf(a, "(double)$0 < %.17g ? (double)$0 + %.17g : (double)$0 > %.17g ? "

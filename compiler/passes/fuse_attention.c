@@ -12,6 +12,9 @@
  *           padding (runtime, the same for every query) or additive / bool;
  *   clamp   Max(scores, c) after the mask, c <= ATTN_MASKED_BELOW (Llama's
  *           finfo.min): score_min;
+ *   softcap Mul(Tanh(Div(scores, c)), c), c > 0 a scalar constant, last
+ *           before the Softmax (ONNX's Attention: softcap) or before the
+ *           mask (Gemma 2, ONNX Runtime's GroupQueryAttention: softcap_first);
  *   top-k   TopK(x, k) -> the k-th value (Gather -1 or k-1, or Slice) ->
  *           Unsqueeze [-> Expand] -> Less(x, kth) [-> Cast] -> Where(less,
  *           fill, x), the Explicit Sparse Transformer's masked_fill;
@@ -51,6 +54,8 @@ typedef struct Attn {
   int64_t topk;
   double topk_fill;
   double score_min;           /* a clamp of the masked scores (-inf: none) */
+  double softcap;             /* c · tanh(scores / c) before the Softmax (0: none) */
+  bool softcap_first;         /* ... before the mask */
   int64_t groups;             /* query heads per K/V head (1: one to one) */
   Node *last;
   const char *why;            /* set when it does not fuse */
@@ -426,9 +431,49 @@ static int peel_clamp(Fuser *f, Attn *a, int x) {
   return x;
 }
 
-/* From the Softmax's input back to the MatMul: clamp, top-k, mask, scale. */
+/* x = Mul(Tanh(Div(y, c)), c) (the Mul's operands in either order), c a
+ * positive scalar constant, each node read only here: y, the softcap in
+ * a->softcap. */
+static int peel_softcap(Fuser *f, Attn *a, int x) {
+  Graph *g = f->g;
+  Node *mul = fm_sole(f, x) ? fm_def(f, x, OP_MUL) : NULL;
+  double c, c2;
+  for (int i = 0; mul && i < 2; i++) {
+    Node *th = fm_sole(f, mul->in[i]) ? fm_def(f, mul->in[i], OP_TANH) : NULL;
+    Node *dv = th && fm_sole(f, th->in[0]) ? fm_def(f, th->in[0], OP_DIV) : NULL;
+    if (!dv || !fm_scalar_const(g, mul->in[1 - i], &c) || !fm_scalar_const(g, dv->in[1], &c2) || c != c2 ||
+        !(c > 0) || isinf(c) || !type_equal(&gval(g, dv->in[0])->type, &gval(g, x)->type))
+      continue;
+    if (a->m.n + 3 > MAX_MATCH)
+      return no(a, "the pattern has more nodes than the matcher holds"), x;
+    take(a, g, mul);
+    take(a, g, th);
+    take(a, g, dv);
+    a->softcap = c;
+    return dv->in[0];
+  }
+  return x;
+}
+
+/* x = Mul(y, 1.0) (either order), read only here, as many times as it
+ * is: y (MultiheadAttention's Mul(scores, 1.0) before its mask, after a
+ * softcap that other scales may not cross). */
+static int peel_units(Fuser *f, Attn *a, int x) {
+  for (;;) {
+    Node *p = fm_sole(f, x) ? fm_def(f, x, OP_MUL) : NULL;
+    double c;
+    int y;
+    if (!p || !scale_node(f->g, p, &c, &y) || c != 1 || !take(a, f->g, p))
+      return x;
+    x = y;
+  }
+}
+
+/* From the Softmax's input back to the MatMul: softcap, clamp, top-k,
+ * mask, scale. */
 static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
   Graph *g = f->g;
+  x = peel_softcap(f, a, x);
   x = peel_clamp(f, a, x);
   x = peel_topk(f, a, x);
   int readers = a->topk ? 3 : 1;
@@ -444,7 +489,11 @@ static Node *match_scores(Fuser *f, Attn *a, int x, const Type *st) {
     return NULL;
   for (int i = p->op == OP_WHERE ? 1 : 0; i < p->nin; i++) {
     Attn t = *a;
-    Node *mm2 = scores_matmul(f, &t, p->in[i], 1);
+    int x0 = a->softcap > 0 ? p->in[i] : peel_softcap(f, &t, peel_units(f, &t, p->in[i]));
+    if (t.softcap == 0) /* no softcap before the mask: the Mul by 1.0 is scores_matmul's */
+      t = *a, x0 = p->in[i];
+    t.softcap_first = t.softcap > 0 && a->softcap == 0;
+    Node *mm2 = scores_matmul(f, &t, x0, 1);
     if (mm2) {
       *a = t;
       return take_mask(f, a, p, p->in[i], st) ? mm2 : NULL;
@@ -518,6 +567,8 @@ static bool match_attention(Fuser *f, Attn *a, Node *sm) {
   a->scale = 1;
   a->mask = -1;
   a->score_min = -INFINITY;
+  a->softcap = 0;
+  a->softcap_first = false;
   identity_perms(a);
   if (!softmax_on_last_axis(g, sm))
     return no(a, "softmax axis is not the key axis");
@@ -530,6 +581,8 @@ static bool match_attention(Fuser *f, Attn *a, Node *sm) {
   Node *mm = match_scores(f, a, sm->in[0], st);
   if (!mm)
     return no(a, "the Softmax input is not Q·Kᵀ (a MatMul) through scale, mask and top-k ops read only here");
+  if (a->softcap > 0 && (a->topk || !isinf(a->score_min)))
+    return no(a, "a softcap with top-k or a clamp of the scores (kiln's Attention takes one of them)");
   if (!type_equal(&gval(g, mm->out[0])->type, st))
     return no(a, "the MatMul's scores change shape before the Softmax (a broadcast)");
   a->q = peel_operand(f, a, mm->in[0], a->perm[P_Q], false);
@@ -574,6 +627,10 @@ static void rewrite(Fuser *f, Attn *a) {
     node_add_attr(g, n, "mask_fill", ATTR_FLOAT)->f = a->fill;
   if (!isinf(a->score_min))
     node_add_attr(g, n, "score_min", ATTR_FLOAT)->f = a->score_min;
+  if (a->softcap > 0)
+    node_add_attr(g, n, "softcap", ATTR_FLOAT)->f = a->softcap;
+  if (a->softcap_first)
+    node_add_attr(g, n, "softcap_first", ATTR_INT)->i = 1;
   if (a->topk) {
     node_add_attr(g, n, "topk", ATTR_INT)->i = a->topk;
     node_add_attr(g, n, "topk_fill", ATTR_FLOAT)->f = a->topk_fill;
@@ -581,8 +638,10 @@ static void rewrite(Fuser *f, Attn *a) {
   const char *names[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   for (int p = 0; p < 4; p++)
     set_perm(g, n, names[p], a->perm[p], r);
-  const char *what = arena_printf(g->arena, "attention{mask=%s%s%s}", attn_mask_name(a->kind),
+  const char *what = arena_printf(g->arena, "attention{mask=%s%s%s%s}", attn_mask_name(a->kind),
                                   a->topk ? arena_printf(g->arena, ", topk=%lld", (long long)a->topk) : "",
+                                  a->softcap > 0 ? arena_printf(g->arena, ", softcap=%g%s", a->softcap,
+                                                                a->softcap_first ? " first" : "") : "",
                                   a->groups > 1 ? arena_printf(g->arena, ", kv shared by %lld query heads",
                                                                (long long)a->groups) : "");
   fm_fuse_done(f, n, what);

@@ -26,7 +26,7 @@ static Node *int8_weight(Fuser *f, int w, int *scale) {
     return NULL;
   const Value *q = &g->vals[dq->in[0]], *s = &g->vals[dq->in[1]];
   const Value *zp = node_has_in(dq, 2) ? &g->vals[dq->in[2]] : NULL;
-  if (!q->data || q->type.dt != DT_I8 || q->type.rank != 2 || !s->data)
+  if (!q->data || q->type.dt != DT_I8 || q->type.rank != 2 || !s->data || s->type.dt != DT_F32)
     return NULL;
   int64_t nn = q->type.dims[1], ns = type_numel(&s->type);
   int axis = 1;
@@ -54,6 +54,8 @@ static bool fuse_linear(Fuser *f, Node *n) {
   Graph *g = f->g;
   int x = n->in[0], w = n->in[1], bias = n->op == OP_LINEAR && node_has_in(n, 2) ? n->in[2] : -1;
   if (x < 0 || w < 0 || (n->op == OP_LINEAR && node_has_in(n, 3))) /* act comes before a residual */
+    return false;
+  if (n->op == OP_LINEAR && node_has_in(n, 5)) /* w8a8 (fuse_dynquant): it took its bias and act itself */
     return false;
   int wscale = n->op == OP_LINEAR && node_has_in(n, 4) ? n->in[4] : -1;
   Node *dq = n->op == OP_MATMUL && !g->vals[w].data ? int8_weight(f, w, &wscale) : NULL;

@@ -175,9 +175,13 @@ Node *fm_fuse_into(Fuser *f, Match *m, const Node *last, int op, const int *in, 
   qsort(m->idx, (size_t)m->n, sizeof(int), by_index);
   KILN_ASSERT(&g->nodes[m->idx[m->n - 1]] == last);
   Buf b = {0};
-  for (int i = 0; i < m->n; i++) {
+  const char *prev = NULL;
+  for (int i = 0; i < m->n; i++) { /* an origin once in a row: a chain one ONNX node became */
     const Node *s = &g->nodes[m->idx[i]];
-    buf_printf(&b, "%s%s", i ? " + " : "", s->origin ? s->origin : s->name);
+    const char *o = s->origin ? s->origin : s->name;
+    if (!prev || strcmp(prev, o))
+      buf_printf(&b, "%s%s", i ? " + " : "", o);
+    prev = o;
   }
   Node *n = &g->nodes[m->idx[m->n - 1]];
   n->name = g->nodes[m->idx[0]].name;

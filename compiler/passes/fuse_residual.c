@@ -5,6 +5,8 @@
  *
  * It runs after fuse_addnorm, which takes the adds a LayerNorm reads (see
  * there why), and after fuse_linear, which made the Linears. */
+#include <string.h>
+
 #include "../ops.h"
 #include "../passes.h"
 #include "fuse_match.h"
@@ -43,11 +45,15 @@ static bool fuse_linear_residual(Fuser *f, Node *add) {
       continue;
     fm_take(&m, g, add);
     const char *act = attr_str(lin, "act", "none");
-    /* an int8 W keeps its W_scale (slot 4) */
-    int in[5] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r,
-                 node_has_in(lin, 4) ? lin->in[4] : -1};
-    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, node_has_in(lin, 4) ? 5 : 4);
+    bool aq = node_has_in(lin, 5);
+    /* an int8 W keeps its W_scale (slot 4), a w8a8 one (fuse_dynquant's) its W_colsum (5) */
+    int in[6] = {lin->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1, r,
+                 node_has_in(lin, 4) ? lin->in[4] : -1, aq ? lin->in[5] : -1};
+    Node *n = fm_fuse_into(f, &m, add, OP_LINEAR, in, aq ? 6 : node_has_in(lin, 4) ? 5 : 4);
     fm_set_str(g, n, "act", act);
+    for (int i = 0; aq && i < lin->nattr; i++) /* act_quant and its act_scale, act_zp */
+      if (strcmp(lin->attrs[i].name, "act"))
+        *node_add_attr(g, n, lin->attrs[i].name, lin->attrs[i].kind) = lin->attrs[i];
     fm_fuse_done(f, n, "linear+residual");
     return true;
   }

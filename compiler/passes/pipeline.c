@@ -17,7 +17,11 @@ const Pass pass_list[] = {
     {"fuse_gelu", pass_fuse_gelu, "the erf and tanh GELU decompositions to Gelu"},
     {"fuse_layernorm", pass_fuse_layernorm, "the LayerNorm decomposition (ReduceMean .. Sqrt .. Div) to LayerNormalization"},
     {"fuse_rmsnorm", pass_fuse_rmsnorm, "the RMSNorm decomposition (x·x .. ReduceMean .. Sqrt .. Div) to RMSNormalization"},
+    {"fuse_dynquant", pass_fuse_dynquant, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [+ bias] "
+                                          "[+ Relu/Gelu] (ONNX Runtime's quantize_dynamic) to a w8a8 Linear"},
     {"fuse_linear", pass_fuse_linear, "MatMul by a constant weight [+ bias] [+ Relu/Gelu] to Linear"},
+    {"fuse_qdq", pass_fuse_qdq, "QuantizeLinear -> DequantizeLinear (static, per tensor) before an int8 Linear "
+                                "(quantize_static's QDQ) to a w8a8 Linear with that scale and zero point"},
     {"fuse_addnorm", pass_fuse_addnorm, "Add then LayerNormalization to AddLayerNorm"},
     {"fuse_residual", pass_fuse_residual, "Linear [-> views] + residual Add to Linear with a residual input"},
     {"fuse_transpose", pass_fuse_transpose, "Transposes around a MatMul of run-time operands to PermutedMatMul"},

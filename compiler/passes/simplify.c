@@ -5,7 +5,9 @@
  * (Reshape, Squeeze, Unsqueeze, Flatten) become aliases: the output shares
  * the input's storage, so no copy is emitted. Pow by a constant exponent
  * is spelled the cheaper way where the result is the same bits:
- * Pow(x, 1) is x, and an f32 Pow(x, 2) is Mul(x, x) (see square_pow). */
+ * Pow(x, 1) is x, and an f32 Pow(x, 2) is Mul(x, x) (see square_pow).
+ * A Pad whose pads are all 0 (ONNX Attention's mask padded to keys it
+ * already covers, compiler/onnx_attention.c) is x. */
 #include <string.h>
 
 #include "../ops.h"
@@ -56,6 +58,17 @@ static bool simplify_pow(Graph *g, Node *n) {
   return false;
 }
 
+/* Pad(x, pads) with constant pads all 0 (opset 11 on: pads an input). */
+static bool pads_nothing(const Graph *g, const Node *n) {
+  const Value *p = n->opset >= 11 ? node_in(g, n, 1) : NULL;
+  if (!p || !p->data || n->nin > 3 || !dt_is_int(p->type.dt))
+    return false;
+  for (int64_t i = 0, k = type_numel(&p->type); i < k; i++)
+    if (el_get_i(p->type.dt, p->data, i))
+      return false;
+  return true;
+}
+
 bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
   (void)o;
   graph_count_uses(g);
@@ -83,6 +96,12 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d) {
     case OP_POW:
       if (simplify_pow(g, n))
         graph_count_uses(g);
+      break;
+    case OP_PAD:
+      if (pads_nothing(g, n)) {
+        forward_value(g, n, n->in[0], n->out[0]);
+        graph_count_uses(g);
+      }
       break;
     default:
       if ((op_table[n->op].flags & OPF_VIEW) && !node_out(g, n, 0)->is_output)

@@ -122,9 +122,13 @@ def finish(c, scores, v, lead, s, dv, seq_first):
         c.write("y", list(lead) + [s, dv])
 
 
-def attention(name, kind, lead, s, t, dh, dv, seq_first=False, mask=None, topk=0, scale_on="q"):
+def attention(name, kind, lead, s, t, dh, dv, seq_first=False, mask=None, topk=0, scale_on="q", softcap=0,
+              softcap_first=False):
     """mask(c, scores, lead, s, t) -> masked scores; scale on "q" (Div(q, √Dh)
-    before the MatMul, MultiheadAttention) or "scores" (after, HF)."""
+    before the MatMul, MultiheadAttention) or "scores" (after, HF); softcap
+    > 0: softcap · tanh(scores / softcap) after the mask (Gemma 2, ONNX's
+    Attention), masked scores included; softcap_first: before the mask
+    (Gemma 2, ONNX Runtime's GroupQueryAttention)."""
     c = Case(name, kind)
     q, kt, v = qkv(c, lead, s, t, dh, dv, seq_first)
     sq = c.const("sqrt_dh", np.array(math.sqrt(dh), np.float32))
@@ -133,10 +137,16 @@ def attention(name, kind, lead, s, t, dh, dv, seq_first=False, mask=None, topk=0
     sc = c.node("MatMul", [q, kt], "scores")
     if scale_on == "scores":
         sc = c.node("Div", [sc, sq], "scaled")
+    if softcap and softcap_first:
+        cap = c.const("softcap", np.array(softcap, np.float32))
+        sc = c.node("Mul", [c.node("Tanh", [c.node("Div", [sc, cap], "capped_div")], "capped_tanh"), cap], "capped")
     if mask:
         sc = mask(c, sc, lead, s, t)
     if topk:
         sc = topk_nodes(c, sc, lead, s, t, topk)
+    if softcap and not softcap_first:
+        cap = c.const("softcap", np.array(softcap, np.float32))
+        sc = c.node("Mul", [c.node("Tanh", [c.node("Div", [sc, cap], "capped_div")], "capped_tanh"), cap], "capped")
     finish(c, sc, v, lead, s, dv, seq_first)
 
 
@@ -389,6 +399,16 @@ def main():
     gqa("gqa_h4_kv2_padding", "padding", 2, 4, 2, 6, 33, 8, mask=padding_bool)
     gqa("gqa_mqa_h4_kv1", "causal", 1, 4, 1, 9, 9, 32, mask=add_const(causal_values))
     gqa_broadcast("gqa_broadcast_h6_kv2", "none", 1, 6, 2, 7, 18, 16)
+    # softcap: masked keys weigh exp(-softcap - max), so no block is skipped
+    # (a padding row masked entirely is uniform, not NaN)
+    attention("softcap_none", "none", [2, 3], 13, 37, 8, 7, scale_on="scores", softcap=30.0)
+    attention("softcap_causal", "causal", [1, 2], 21, 70, 16, 16, mask=add_const(causal_values), softcap=2.0)
+    attention("softcap_padding", "padding", [3, 2], 6, 200, 32, 16, mask=padding_additive, softcap=5.0)
+    # before the mask: masked keys stay masked, every skip kept
+    attention("softcap_first_causal", "causal", [1, 2], 21, 70, 16, 16, mask=add_const(causal_values), softcap=2.0,
+              scale_on="scores", softcap_first=True)
+    attention("softcap_first_padding", "padding", [3, 2], 6, 200, 32, 16, mask=padding_additive, softcap=5.0,
+              softcap_first=True)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,21 @@ run compile enc.onnx -q --weights=blob -o s.c
 check blob_written 'test -f s.weights.bin && test -f s_weights.S'
 run compile enc.onnx --weights=inline -o s.c
 check stale_blob_removed '! test -e s.weights.bin && ! test -e s_weights.S && grep -q "removed s.weights.bin" err.txt'
+# blob mode: a run before the bind returns KILN_E_WEIGHTS_UNBOUND, after it KILN_OK
+cat > "$work/unbound.c" <<'EOC'
+#include <stdio.h>
+#include "ub.h"
+static float src[2][16][64], out[2][16][64];
+int main(void) {
+  int before = ub_run(src, out);
+  int bind = ub_bind_linked_weights();
+  int after = ub_run(src, out);
+  printf("%d %d %d %s\n", before, bind, after, ub_weights_error(before));
+  return !(before == KILN_E_WEIGHTS_UNBOUND && bind == KILN_OK && after == KILN_OK);
+}
+EOC
+run compile enc.onnx -q --weights=blob -o ub/ub.c
+check run_before_bind '(cd ub && cc -O1 -I. ../unbound.c ub.c ub_weights.S -lm -o app && ./app | grep -q "^6 0 0 no weights blob bound")'
 run compile "$symbolic" -q -o sym.c --shape X=2x3 --shape batch=2; check symbol_bound_twice 'test $rc = 0 && test -f sym.c'
 run info "$symbolic"; check info_symbolic 'test $rc = 0 && grep -q "f32\[1,3\]" out.txt && grep -q "symbolic dims .batch. are taken as 1" err.txt'
 echo "$pass passed, $fail failed"

@@ -38,7 +38,9 @@ bad() {
   else fail=$((fail + 1)); echo "FAIL bad:$name: $why"; fi
 }
 
-bad unwritable_path "cannot\|No such file" "$model" -o "$work/no/such/folder/model.onnx"
+# -o makes missing folders (as compile's does); a file in the way of one is refused
+touch "$work/a_file"
+bad unwritable_path "a file of that name is in the way" "$model" -o "$work/a_file/sub/model.onnx"
 bad no_output "no output file; expected -o OUT.onnx" "$model"
 bad not_onnx_suffix "expected a file name ending in .onnx" "$model" -o "$work/bad_not_onnx_suffix/out/model.c"
 bad no_such_model "missing.onnx" "$work/missing.onnx" -o @OUT

@@ -2,7 +2,8 @@
 # bad_kir.sh KILN CASE WORK — a w8a8 Linear in a .kir whose parts do not go
 # together is refused by linear_infer in one line, exit 1, no C written:
 # act_quant without W_colsum, act_rot not 16/32/64 dividing K, W_colsum
-# without act_quant, act_quant other than "u8". The .kir is the dump after
+# without act_quant, act_quant other than "u8", "u8_tensor" or "u8_static",
+# u8_static without a scale, a rotation with another act_quant. The .kir is the dump after
 # the quantize pass of make_cases.py's m5_k64_n64_gelu_res, edited.
 set -euo pipefail
 kiln=$1 case=$2 work=$3
@@ -32,7 +33,11 @@ bad no_colsum ' {act="gelu", act_quant="u8", act_rot=64}' \
 bad rot48 ', %w.colsum {act="gelu", act_quant="u8", act_rot=48}' \
   'act_rot is 48 for K = 64; expected 16, 32 or 64, dividing K'
 bad no_act_quant ', %w.colsum {act="gelu", act_rot=64}' \
-  'act_quant is absent; expected act_quant="u8" with input W_colsum'
+  'act_quant is absent; expected act_quant="u8" or "u8_tensor" with input W_colsum'
 bad s8 ', %w.colsum {act="gelu", act_quant="s8", act_rot=64}' \
-  "act_quant is 's8'; expected act_quant=\"u8\" with input W_colsum"
+  "act_quant is 's8'; expected act_quant=\"u8\" or \"u8_tensor\" with input W_colsum"
+bad static_no_scale ', %w.colsum {act="gelu", act_quant="u8_static", act_zp=3}' \
+  'act_quant="u8_static" with act_scale 0 and act_zp 3; expected a finite act_scale > 0 and act_zp from 0 to 255'
+bad static_rot ', %w.colsum {act="gelu", act_quant="u8_static", act_scale=0.5, act_zp=3, act_rot=64}' \
+  'act_rot with act_quant="u8_static"; expected act_rot only with act_quant="u8"'
 [ $fails = 0 ]
