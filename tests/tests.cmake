@@ -1145,3 +1145,21 @@ foreach(case lpnorm groupnorm mvn mish_swish)
   add_test(NAME norm_act_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/norm_act/${case})
   add_test(NAME norm_act_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/generated/norm_act/${case})
 endforeach()
+# Current PyTorch's default ONNX export (torch.export-based, opset 20; issue
+# 20): tiny nn.TransformerEncoder, HF BertModel and LlamaForCausalLM written
+# by tools/export_opset20_fixtures.py (torch 2.15, not run by CI) with
+# external weights (model.onnx.data) as the exporter writes them, and ONNX
+# Runtime's outputs: each through `kiln check`, generated C (portable and
+# --isa=native) and interpreter. bert's and llama's test_data_set_1 mask
+# every key: the rows sdpa's decomposition turns from NaN (Softmax of -inf)
+# to 0 (IsNaN/Where). <name>_dyn: the same model exported with batch and sequence symbolic
+# (Shape/Gather/Concat/Range/Expand shape arithmetic, bound and folded).
+foreach(name encoder llama bert encoder_dyn llama_dyn bert_dyn)
+  set(dir ${T}/opset20/${name})
+  add_test(NAME opset20_${name}_c COMMAND ${KILN_BIN} check -q ${dir})
+  add_test(NAME opset20_${name}_native COMMAND ${KILN_BIN} check -q --isa=native ${dir})
+  add_test(NAME opset20_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
+endforeach()
+# the encoder's attention fuses as the opset-14 export's does
+add_test(NAME opset20_encoder_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} ${T}/opset20/encoder
+         Attention=2 Softmax=0 Linear=8 AddLayerNorm=4)
