@@ -166,6 +166,10 @@ p1=$("$out/peak_fma" 1); p2=$("$out/peak_fma" 2)
 peak1=$(echo "$p1" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
 peak2=$(echo "$p2" | sed -E 's/.*gflops=([0-9.]+).*/\1/')
 echo "bench: FMA peak: $p1; $p2"
+load=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load" -v n="$(nproc)" 'BEGIN { exit !(l > 0.5 * n) }'; then
+  echo "bench: warning: load average $load on $(nproc) cores: the FMA peak and every timing are depressed"
+fi
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 # the vector extensions that decide the engines' kernels (OpenVINO's default

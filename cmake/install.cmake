@@ -39,6 +39,8 @@ add_custom_command(
   VERBATIM)
 add_custom_target(kiln_man ALL DEPENDS ${CMAKE_BINARY_DIR}/kiln.1)
 install(FILES ${CMAKE_BINARY_DIR}/kiln.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# bash completion (commands and options read from kiln's own help)
+install(FILES cmake/kiln.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME kiln)
 
 # CMake package: installed, and in the build tree
 configure_file(cmake/kilnConfig.cmake.in ${CMAKE_BINARY_DIR}/kilnConfig.cmake @ONLY)

@@ -149,6 +149,7 @@ add_test(NAME bad_cli COMMAND ${T}/bad/run_cli.sh ${KILN_BIN} ${T}/models/encode
 # a new user's first commands that must work (issue 26): help per command,
 # outputs named after the input, -o's folders made, stale blobs removed
 add_test(NAME cli_first_hour COMMAND ${T}/cli/first_hour.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
+add_test(NAME cli_completion COMMAND ${T}/cli/completion.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
 # every shell block of README.md, docs/*.md and bench/README.md and every
 # `$ ` command of the examples' headers, run as written in a fresh folder
 # (tests/docs/run_docs.py; blocks that fetch skip offline), and README's

@@ -50,7 +50,8 @@ cmakedir=$(dirname "$(find "$prefix" -name kilnConfig.cmake | head -1)")
 pcdir=$(dirname "$(find "$prefix" -name kiln.pc | head -1)")
 man=$prefix/share/man/man1/kiln.1
 missing=""
-for f in "$prefix/bin/kiln" "$prefix/include/kiln_rt.h" "$man" "$cmakedir/kilnConfig.cmake" \
+for f in "$prefix/bin/kiln" "$prefix/include/kiln_rt.h" "$man" "$prefix/share/bash-completion/completions/kiln" \
+         "$cmakedir/kilnConfig.cmake" \
          "$cmakedir/kilnConfigVersion.cmake" "$cmakedir/KilnAddModel.cmake" "$pcdir/kiln.pc"; do
   [ -f "$f" ] || missing="$missing $f"
 done
