@@ -10,7 +10,8 @@ comment (examples/*) are what a new user pastes: this runs them as written.
   document made (a user follows a page top to bottom). The folder holds
   links to the repository's top-level entries (build/, tests/, examples/,
   tools/, ...), so repository paths work and outputs (out/, dumps/) land in
-  the folder. Nothing else is set up: a block that needs kiln on PATH says
+  the folder (out/, gen/ and dumps/ are never linked: they start empty).
+  Nothing else is set up: a block that needs kiln on PATH says
   `export PATH=$PWD/build:$PATH` itself.
 - An HTML comment on the line before a block directs it:
     <!-- docs-test: file NAME -->     write the block (a script shown in the
@@ -103,9 +104,14 @@ def documents(root):
 
 
 def make_folder(root):
+    """A fresh folder with links to the repository's own top-level entries
+    (git's list, else every entry) and to build/; never to what commands
+    write (out/, gen/, dumps/): those start empty for every document."""
     work = tempfile.mkdtemp(prefix="kiln-docs.")
-    for entry in os.listdir(root):
-        if entry.startswith(".") or entry.startswith("build-"):
+    p = subprocess.run(["git", "-C", root, "ls-tree", "--name-only", "HEAD"], capture_output=True, text=True)
+    entries = p.stdout.split() if p.returncode == 0 and p.stdout.strip() else os.listdir(root)
+    for entry in set(entries) | {"build"}:
+        if entry.startswith(".") or entry in ("out", "gen", "dumps") or not os.path.exists(os.path.join(root, entry)):
             continue
         os.symlink(os.path.join(root, entry), os.path.join(work, entry))
     return work
