@@ -75,21 +75,6 @@ static int column_scale(Graph *g, int bs, int64_t n) {
   return ir_const(g, arena_printf(g->arena, "%s_per_column", s->name), DT_F32, 1, &n, v);
 }
 
-/* W_colsum i32[N] = Σ_k W[k,n]: the zero point's term. */
-static int column_sums(Graph *g, int w) {
-  const Type t = g->vals[w].type;
-  int64_t k = t.dims[0], n = t.dims[1];
-  int32_t *cs = arena_alloc(g->arena, sizeof(int32_t) * (size_t)(n ? n : 1));
-  const int8_t *wd = g->vals[w].data;
-  for (int64_t j = 0; j < n; j++) {
-    int32_t sum = 0;
-    for (int64_t i = 0; i < k; i++)
-      sum += wd[i * n + j];
-    cs[j] = sum;
-  }
-  return ir_const(g, arena_printf(g->arena, "%s.colsum", g->vals[w].name), DT_I32, 1, &n, cs);
-}
-
 /* The scale product Mul(xs, bs) that mul multiplies the cast sums by (the
  * operand of mul that is not c), or NULL; *bs: the weight's scale. */
 static Node *scale_product(Fuser *f, const Node *mul, int c, int xs, int64_t n, int *bs) {
@@ -150,7 +135,7 @@ static bool fuse_dynquant(Fuser *f, Node *mmi) {
   int w = int8_weight(g, b, bz); /* last: it makes constants */
   if (w < 0)
     return false;
-  int in[6] = {x, w, bias, -1, column_scale(g, bs, n), column_sums(g, w)};
+  int in[6] = {x, w, bias, -1, column_scale(g, bs, n), fm_column_sums(g, w)};
   Node *fn = fm_fuse_into(f, &m, last, OP_LINEAR, in, 6);
   fm_set_str(g, fn, "act", act);
   fm_set_str(g, fn, "act_quant", "u8_tensor");

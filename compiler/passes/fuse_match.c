@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../build.h"
 #include "../ops.h"
 #include "fuse_match.h"
 /* ---- the graph as the matchers see it -------------------------------------- */
@@ -248,4 +249,18 @@ bool fm_sweep(Graph *g, const PassOptions *o, int op, bool (*at)(Fuser *f, Node 
       at(&f, &g->nodes[i]);
   graph_compact(g);
   return true;
+}
+
+int fm_column_sums(Graph *g, int w) {
+  const Type t = g->vals[w].type;
+  int64_t k = t.dims[0], n = t.dims[1];
+  int32_t *cs = arena_alloc(g->arena, sizeof(int32_t) * (size_t)(n ? n : 1));
+  const int8_t *wd = g->vals[w].data;
+  for (int64_t j = 0; j < n; j++) {
+    int32_t sum = 0;
+    for (int64_t i = 0; i < k; i++)
+      sum += wd[i * n + j];
+    cs[j] = sum;
+  }
+  return ir_const(g, arena_printf(g->arena, "%s.colsum", g->vals[w].name), DT_I32, 1, &n, cs);
 }

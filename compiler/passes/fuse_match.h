@@ -82,6 +82,10 @@ Node *fm_match_norm_tail(Fuser *f, Match *m, Match *mr, const Node *r, int d, co
                          int *w);
 /* v is a [dim] tensor of dtype dt (a LayerNorm's scale or bias, a bias). */
 bool fm_is_param(const Graph *g, int v, DType dt, int64_t dim);
+/* W_colsum i32[N] = Σ_k W[k,n] of a constant int8 W [K,N], a new constant
+ * named W.colsum: the zero-point term of a w8a8 Linear (fuse_dynquant,
+ * fuse_qdq). */
+int fm_column_sums(Graph *g, int w);
 
 /* ---- the passes' bodies ---- */
 

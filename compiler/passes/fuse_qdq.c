@@ -46,21 +46,6 @@ static bool zero_point(const Graph *g, const Node *n, DType *dt, double *z) {
   return (*dt == DT_U8 || *dt == DT_I8) && scalar(g, n->in[2], *dt, z);
 }
 
-/* W_colsum i32[N] of the int8 W. */
-static int column_sums(Graph *g, int w) {
-  const Type t = g->vals[w].type;
-  int64_t k = t.dims[0], n = t.dims[1];
-  int32_t *cs = arena_alloc(g->arena, sizeof(int32_t) * (size_t)(n ? n : 1));
-  const int8_t *wd = g->vals[w].data;
-  for (int64_t j = 0; j < n; j++) {
-    int32_t sum = 0;
-    for (int64_t i = 0; i < k; i++)
-      sum += wd[i * n + j];
-    cs[j] = sum;
-  }
-  return ir_const(g, arena_printf(g->arena, "%s.colsum", g->vals[w].name), DT_I32, 1, &n, cs);
-}
-
 static bool fuse_qdq(Fuser *f, Node *lin) {
   Graph *g = f->g;
   if (!node_has_in(lin, 4) || node_has_in(lin, 5) || node_has_in(lin, 6) || !g->vals[lin->in[1]].data ||
@@ -75,7 +60,7 @@ static bool fuse_qdq(Fuser *f, Node *lin) {
       z != z2 || g->vals[q->in[0]].type.dt != DT_F32)
     return false;
   int in[6] = {q->in[0], lin->in[1], node_has_in(lin, 2) ? lin->in[2] : -1,
-               node_has_in(lin, 3) ? lin->in[3] : -1, lin->in[4], column_sums(g, lin->in[1])};
+               node_has_in(lin, 3) ? lin->in[3] : -1, lin->in[4], fm_column_sums(g, lin->in[1])};
   lin->in = arena_dup(g->arena, in, sizeof in);
   lin->nin = 6;
   fm_set_str(g, lin, "act_quant", "u8_static");
