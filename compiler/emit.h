@@ -29,6 +29,7 @@ typedef struct EmitConst {
 
 struct NameSet;
 struct KernelSet;
+struct LoopPlan;
 
 typedef struct Emit {
   Graph *g;
@@ -55,6 +56,7 @@ typedef struct Emit {
   struct NameSet *names;    /* every identifier the generated file uses */
   struct KernelSet *ks;     /* the kernels (emit_kernel.h); while one is
                                generated, emit_ref gives its parameters */
+  struct LoopPlan *loops;   /* the layer loops and per-layer groups (emit_forward.h) */
 } Emit;
 
 /* C expression of value vid's pointer (typed: `const float *` etc.). Inside

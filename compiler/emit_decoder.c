@@ -10,6 +10,8 @@
 #include "emit.h"
 #include "emit_api.h"
 #include "emit_file.h"
+#include "emit_forward.h"
+#include "emit_kernel.h"
 #include "ops.h"
 #include "weights_blob.h"
 
@@ -76,21 +78,6 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
   else
     buf_printf(c, "/* The %s entry: from its inputs, the values the other entries read back\n"
                   " * (x:get), stored in the state. */\n", en->name);
-  put_entry_signature(c, e, pn, k);
-  buf_puts(c, " {\n  (void)ws;\n");
-  if (e->blob)
-    buf_puts(c, "  (void)weights;\n");
-  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-    bool in = i < g->ninputs;
-    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
-    const char *ct = dt_ctype(g->vals[vid].type.dt);
-    bool state = in && g->vals[vid].is_state;
-    if (!state && !entry_io(g, k, i))
-      continue;
-    bool ro = in && !(state && op_state_in_place(g, vid));
-    buf_printf(c, "  %s%s *p_%s = (%s%s *)%s%s;\n  (void)p_%s;\n", ro ? "const " : "", ct, pn[i],
-               ro ? "const " : "", ct, state ? "state->" : "", pn[i], pn[i]);
-  }
   Buf out = {0};
   e->out = &out;
   e->indent = 1;
@@ -101,6 +88,34 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body) {
       emit_line(e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e->refs[vid], type_bytes(&g->vals[vid].type),
                 emit_cm(a, g->vals[vid].name));
   }
+  /* the signature, then the pointers the body reads (only those) */
+  const char *text = arena_printf(a, "%s%s", body->s ? body->s : "", out.s ? out.s : "");
+  put_entry_signature(c, e, pn, k);
+  buf_puts(c, " {\n");
+  if (!emit_has_token(text, "ws"))
+    buf_puts(c, "  (void)ws;\n");
+  if (e->blob && !emit_has_token(text, "weights"))
+    buf_puts(c, "  (void)weights;\n");
+  bool state_read = emit_has_token(text, "state");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    bool state = in && g->vals[vid].is_state;
+    if (!state && !entry_io(g, k, i))
+      continue;
+    bool ro = in && !(state && op_state_in_place(g, vid));
+    const char *local = arena_printf(a, "p_%s", pn[i]);
+    if (emit_has_token(text, local)) {
+      buf_printf(c, "  %s%s *%s = (%s%s *)%s%s;\n", ro ? "const " : "", ct, local, ro ? "const " : "", ct,
+                 state ? "state->" : "", state ? loops_state_field(e, i, pn[i]) : pn[i]);
+      state_read = state_read || state;
+    } else if (!state) {
+      buf_printf(c, "  (void)%s; /* not read */\n", pn[i]);
+    }
+  }
+  if (!state_read)
+    buf_puts(c, "  (void)state;\n");
   if (e->threads > 1)
     buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, k));
   buf_put(c, body->s ? body->s : "", body->len);
@@ -203,10 +218,24 @@ static bool *stored_by_encode(Graph *g, const DecoderEntry *enc) {
   return stored;
 }
 
+typedef struct StateDoc {
+  const char **pn;
+  const bool *stored;
+} StateDoc;
+
+/* A cache field of the state struct (one not in a layer group). */
+static void put_state_field(Buf *h, const Graph *g, int i, void *ctx) {
+  const StateDoc *doc = ctx;
+  const Value *v = &g->vals[g->inputs[i]];
+  buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), doc->pn[i], emit_array_dims(g->arena, &v->type),
+             doc->stored[g->inputs[i]] ? "stored by encode:" : "cache", emit_cm(g->arena, v->name));
+}
+
 /* The header of a generative model: sizes, the state struct with its
  * caches, the entry points and their codes. */
-void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+void emit_decoder_header(Buf *h, const Emit *e, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
                                 const Buf *tok) {
+  Graph *g = e->g;
   Arena *a = g->arena;
   const Decoder *dec = g->decoder;
   const char *p = o->prefix, *P = emit_upper(a, p);
@@ -244,8 +273,8 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
   for (int i = 0; i < g->ninputs; i++) {
     const Value *v = &g->vals[g->inputs[i]];
     if (v->is_state)
-      buf_printf(h, " *   %-24s %s  (\"%s\"%s)\n", pn[i], type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name),
-                 stored[g->inputs[i]] ? ", stored by encode" : "");
+      buf_printf(h, " *   %-24s %s  (\"%s\"%s)\n", loops_state_field(e, i, pn[i]), type_str(&v->type, ts, sizeof ts),
+                 emit_cm(a, v->name), stored[g->inputs[i]] ? ", stored by encode" : "");
   }
   buf_printf(h, " *\n * %s_prefill() and %s_step()%s use one static workspace of %s_WORKSPACE_SIZE\n"
                 " * bytes and are not re-entrant; the _ws variants take a caller-owned\n"
@@ -274,12 +303,8 @@ void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn
               "                            a NULL pointer, or a length outside 0..CTX */\n};\n#endif\n");
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   buf_printf(h, "typedef struct %s_state {\n", p);
-  for (int i = 0; i < g->ninputs; i++) {
-    const Value *v = &g->vals[g->inputs[i]];
-    if (v->is_state)
-      buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), pn[i], emit_array_dims(a, &v->type),
-                 stored[g->inputs[i]] ? "stored by encode:" : "cache", emit_cm(a, v->name));
-  }
+  StateDoc doc = {pn, stored};
+  loops_put_state_fields(h, e, put_state_field, &doc);
   buf_printf(h, "  int64_t kiln_length; /* positions held: rows 0 .. kiln_length-1 of every cache */\n"
                 "} %s_state;\n\n", p);
   if (enc) {

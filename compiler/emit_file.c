@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "emit_api.h"
 #include "emit_file.h"
+#include "emit_forward.h"
 #include "emit_kernel.h"
 #include "ops.h"
 #include "tokenizer.h"
@@ -152,21 +153,22 @@ static bool check_states(Graph *g, Diag *d) {
   return true;
 }
 
+/* A state field of the header's struct: "  float mems_0[16][64]; /" "* f32[16,64] 'mems.0' *" "/". */
+static void put_state_field(Buf *h, const Graph *g, int i, void *pn) {
+  const Value *v = &g->vals[g->inputs[i]];
+  char ts[160];
+  buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), ((const char **)pn)[i],
+             emit_array_dims(g->arena, &v->type), type_str(&v->type, ts, sizeof ts), emit_cm(g->arena, v->name));
+}
+
 /* The header's part: the struct, its layout, the init function. */
-static void put_state_decls(Buf *h, Graph *g, const char *prefix, const char **pn) {
-  Arena *a = g->arena;
+static void put_state_decls(Buf *h, const Emit *e, const char *prefix, const char **pn) {
   buf_printf(h, "/* The state the model carries from one call to the next (caller-owned):\n"
                 " * %s_state_init() sets every field to its initial value; each run reads\n"
                 " * the fields as the previous call left them and overwrites them, at its\n"
                 " * end, with their values for the next call. */\ntypedef struct %s_state {\n",
              prefix, prefix);
-  for (int i = 0; i < g->ninputs; i++) {
-    const Value *v = &g->vals[g->inputs[i]];
-    char ts[160];
-    if (v->is_state)
-      buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), pn[i],
-                 emit_array_dims(a, &v->type), type_str(&v->type, ts, sizeof ts), emit_cm(a, v->name));
-  }
+  loops_put_state_fields(h, e, put_state_field, (void *)pn);
   buf_printf(h, "} %s_state;\n\nvoid %s_state_init(%s_state *state);\n", prefix, prefix, prefix);
 }
 
@@ -187,14 +189,15 @@ static void put_state_init(Buf *c, Emit *e, const char **pn) {
     bool zeros = true;
     for (size_t k = 0; k < bytes && zeros; k++)
       zeros = ((const unsigned char *)v->state_init)[k] == 0;
+    const char *f = loops_state_field(e, i, pn[i]);
     if (zeros)
-      buf_printf(c, "  memset(state->%s, 0, sizeof state->%s);\n", pn[i], pn[i]);
+      buf_printf(c, "  memset(state->%s, 0, sizeof state->%s);\n", f, f);
     else
-      buf_printf(c, "  memcpy(state->%s, %s, sizeof state->%s);\n", pn[i],
+      buf_printf(c, "  memcpy(state->%s, %s, sizeof state->%s);\n", f,
                  emit_const_array(e, v->type.dt, v->state_init, type_numel(&v->type),
                                   arena_printf(g->arena, "%s_init", v->name),
                                   arena_printf(g->arena, "initial value of state '%s'", v->name)),
-                 pn[i]);
+                 f);
   }
   if (g->decoder)
     buf_puts(c, "  state->kiln_length = 0;\n  return KILN_OK;\n");
@@ -208,7 +211,7 @@ static void put_state_updates(Emit *e, const char **pn) {
     const Value *v = &g->vals[g->inputs[i]];
     const char *next = v->is_state ? emit_ref(e, g->outputs[v->state_next]) : NULL;
     if (next && strcmp(next, e->refs[g->inputs[i]]))
-      emit_line(e, "memcpy(state->%s, %s, %zu); /* state '%s' for the next call */", pn[i], next,
+      emit_line(e, "memcpy(state->%s, %s, %zu); /* state '%s' for the next call */", loops_state_field(e, i, pn[i]), next,
                 type_bytes(&v->type), emit_cm(g->arena, v->name));
   }
 }
@@ -332,8 +335,9 @@ void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *b
              p, p, p, p, p, p, p, p, p, p, P);
 }
 
-static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
                         const Buf *tok) {
+  Graph *g = e->g;
   Arena *a = g->arena;
   const char *P = emit_upper(a, o->prefix);
   char ts[160];
@@ -392,7 +396,7 @@ static void emit_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn,
   }
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   if (has_state(g))
-    put_state_decls(h, g, o->prefix, pn);
+    put_state_decls(h, e, o->prefix, pn);
   put_signature(h, g, o->prefix, pn, SIG_RUN, blob != NULL);
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, SIG_RUN_WS, blob != NULL);
@@ -428,31 +432,118 @@ static Weight weight_at(Emit *e, int k) {
                   false};
 }
 
-/* In blob mode, an array of this many bytes is read from the blob. */
-static bool in_blob(const Emit *e, size_t bytes) { return e->blob && bytes > EMIT_BLOB_INLINE_MAX; }
+/* In blob mode, weight k is read from the blob: an array of more than
+ * EMIT_BLOB_INLINE_MAX bytes, or one of a layer group (all in its struct). */
+static bool in_blob(const Emit *e, int k) {
+  Weight w = weight_at((Emit *)e, k);
+  int rep;
+  return e->blob && ((size_t)w.n * dt_size(w.dt) > EMIT_BLOB_INLINE_MAX || loops_const_group(e, k, &rep) >= 0);
+}
 
 const char *emit_weight_name(Emit *e, int k) {
   EmitConst *c = &e->consts[k];
   if (!c->name)
     c->name = cname_unique(e->names, c->id < 0 ? e->arrays[-1 - c->id].stem : e->g->vals[c->id].name, "w");
-  Weight w = weight_at(e, k);
-  if (in_blob(e, (size_t)w.n * dt_size(w.dt)))
+  int rep, gi = loops_const_group(e, k, &rep);
+  if (gi >= 0 && e->blob) {
+    const LoopPlan *lp = e->loops;
+    return arena_printf(e->g->arena, "weights->%s[%d].%s", lp->groups[gi].name, rep,
+                        lp->groups[gi].mem[lp->const_mem[k]]);
+  }
+  if (in_blob(e, k))
     return arena_printf(e->g->arena, "weights->%s", c->name);
   return c->name;
+}
+
+/* Inline weights of a layer group: a table of pointers to each layer's
+ * arrays, which the loops index (blk[l].attn_q_weight). */
+static void emit_group_tables(Buf *c, Emit *e) {
+  const LoopPlan *lp = e->loops;
+  for (int gi = 0; lp && !e->blob && gi < lp->ngroups; gi++) {
+    const LayerGroup *gr = &lp->groups[gi];
+    if (gr->state)
+      continue;
+    buf_printf(c, "/* each layer's weights, for the loops: %s[l] is layer l's */\nstatic const struct %s {\n", gr->name,
+               gr->tag);
+    for (int m = 0; m < gr->nmem; m++)
+      buf_printf(c, "  const %s *%s;\n", dt_ctype(weight_at(e, gr->item[m][0]).dt), gr->mem[m]);
+    buf_printf(c, "} %s[%d] = {\n", gr->name, gr->reps);
+    for (int r = 0; r < gr->reps; r++) {
+      buf_puts(c, "  {");
+      size_t col = 3;
+      for (int m = 0; m < gr->nmem; m++) {
+        const char *nm = emit_weight_name(e, gr->item[m][r]);
+        bool wrap = m && col + strlen(nm) + 2 > 100;
+        buf_printf(c, "%s%s", !m ? "" : wrap ? ",\n   " : ", ", nm);
+        col = (wrap ? 3 : col + 2) + strlen(nm);
+      }
+      buf_puts(c, r + 1 < gr->reps ? "},\n" : "}\n");
+    }
+    buf_puts(c, "};\n\n");
+  }
 }
 
 /* The weights that stay in the .c: static const arrays of exact literals. */
 static void emit_weights(Buf *c, Emit *e) {
   for (int k = 0; k < e->nconsts; k++) {
-    Weight w = weight_at(e, k);
-    if (in_blob(e, (size_t)w.n * dt_size(w.dt)))
+    if (in_blob(e, k))
       continue;
+    Weight w = weight_at(e, k);
+    const char *name = e->consts[k].name ? e->consts[k].name : (emit_weight_name(e, k), e->consts[k].name);
     buf_printf(c, "/* %s */\nstatic const %s %s%s[%lld] = {", w.comment, dt_ctype(w.dt),
-               w.aligned ? "KILN_ALIGNED(64) " : "", e->consts[k].name, (long long)(w.n ? w.n : 1));
+               w.aligned ? "KILN_ALIGNED(64) " : "", name, (long long)(w.n ? w.n : 1));
     for (int64_t i = 0; i < w.n; i++)
       buf_printf(c, "%s%s", i % 8 ? ", " : (i ? ",\n  " : "\n  "), emit_literal(e, w.dt, w.data, i));
     buf_puts(c, w.n ? "\n};\n\n" : "0};\n\n");
   }
+  emit_group_tables(c, e);
+}
+
+/* Blob mode: layer group gi's arrays placed in the blob, layer after
+ * layer, its struct's definition into defs, its member of the blob's
+ * struct into c and their checks into asserts. Returns where it ends. */
+static size_t emit_blob_group(Buf *defs, Buf *c, Buf *asserts, Emit *e, int gi, size_t at) {
+  const LoopPlan *lp = e->loops;
+  const LayerGroup *gr = &lp->groups[gi];
+  Arena *a = e->g->arena;
+  size_t *moff = arena_alloc(a, sizeof(size_t) * (size_t)(gr->nmem + 1));
+  size_t base = 0, stride = 0;
+  for (int r = 0; r < gr->reps; r++)
+    for (int m = 0; m < gr->nmem; m++) {
+      Weight w = weight_at(e, gr->item[m][r]);
+      size_t off = blob_add(e->blob, w.data, (size_t)w.n * dt_size(w.dt));
+      if (r == 0 && m == 0)
+        base = off;
+      if (r == 0)
+        moff[m] = off - base;
+      if (r == 1 && m == 0)
+        stride = off - base;
+      KILN_ASSERT(r == 0 || off == base + (size_t)r * stride + moff[m]);
+    }
+  size_t end = e->blob->size; /* rounded up: the last layer's tail */
+  if (gr->reps == 1)
+    stride = end - base;
+  buf_printf(defs, "/* layer l's weights in the blob (%s_weights.%s[l]) */\nstruct %s {\n", e->prefix, gr->name, gr->tag);
+  size_t in = 0;
+  for (int m = 0; m < gr->nmem; m++) {
+    Weight w0 = weight_at(e, gr->item[m][0]), w1 = weight_at(e, gr->item[m][gr->reps > 1 ? 1 : 0]);
+    if (moff[m] > in)
+      buf_printf(defs, "  unsigned char pad%d[%zu];\n", m, moff[m] - in);
+    buf_printf(defs, "  %s %s[%lld]; /* @%zu %s */\n", dt_ctype(w0.dt), gr->mem[m], (long long)w0.n, moff[m],
+               emit_layer_text(a, w0.comment, w1.comment));
+    buf_printf(asserts, "KILN_STATIC_ASSERT(offsetof(struct %s, %s) == %zu, %s_%s_at);\n", gr->tag, gr->mem[m],
+               moff[m], gr->name, gr->mem[m]);
+    in = moff[m] + (size_t)w0.n * dt_size(w0.dt);
+  }
+  if (stride > in)
+    buf_printf(defs, "  unsigned char tail[%zu];\n", stride - in);
+  buf_printf(defs, "};\nKILN_STATIC_ASSERT(sizeof(struct %s) == %zu, %s_size);\n\n", gr->tag, stride, gr->tag);
+  if (base > at)
+    buf_printf(c, "  unsigned char pad_%s[%zu];\n", gr->name, base - at);
+  buf_printf(c, "  struct %s %s[%d]; /* @%zu, %zu bytes a layer */\n", gr->tag, gr->name, gr->reps, base, stride);
+  buf_printf(asserts, "KILN_STATIC_ASSERT(offsetof(struct %s_weights, %s) == %zu, %s_at);\n", e->prefix, gr->name,
+             base, gr->name);
+  return base + stride * (size_t)gr->reps;
 }
 
 /* Blob mode: the blob's layout as a struct (explicit padding, checked
@@ -460,27 +551,36 @@ static void emit_weights(Buf *c, Emit *e) {
  * and the arrays placed in e->blob. */
 static void emit_blob_layout(Buf *c, Emit *e) {
   const char *P = emit_upper(e->g->arena, e->prefix);
-  buf_printf(c, "/* The weights blob (%s_WEIGHTS_SIZE bytes, kiln's weights_blob.h): a\n"
-                " * 64-byte header, then each array at a 64-byte-aligned offset. */\n"
-                "struct %s_weights {\n  unsigned char header[%d];\n",
-             P, e->prefix, WEIGHTS_BLOB_HEADER);
+  Buf defs = {0}, body = {0}, asserts = {0};
   size_t at = WEIGHTS_BLOB_HEADER;
-  Buf asserts = {0};
+  const LoopPlan *lp = e->loops;
+  bool *placed = arena_alloc(e->g->arena, (size_t)(lp ? lp->ngroups : 0) + 1);
   for (int k = 0; k < e->nconsts; k++) {
+    if (!in_blob(e, k))
+      continue;
+    int rep, gi = loops_const_group(e, k, &rep);
+    if (gi >= 0) { /* the whole group where its first weight is read */
+      if (!placed[gi])
+        at = emit_blob_group(&defs, &body, &asserts, e, gi, at);
+      placed[gi] = true;
+      continue;
+    }
     Weight w = weight_at(e, k);
     size_t bytes = (size_t)w.n * dt_size(w.dt);
-    if (!in_blob(e, bytes))
-      continue;
     size_t off = blob_add(e->blob, w.data, bytes);
     if (off > at)
-      buf_printf(c, "  unsigned char pad%d[%zu];\n", k, off - at);
-    buf_printf(c, "  %s %s[%lld]; /* @%zu %s */\n", dt_ctype(w.dt), e->consts[k].name, (long long)w.n, off,
+      buf_printf(&body, "  unsigned char pad%d[%zu];\n", k, off - at);
+    buf_printf(&body, "  %s %s[%lld]; /* @%zu %s */\n", dt_ctype(w.dt), e->consts[k].name, (long long)w.n, off,
                w.comment);
     buf_printf(&asserts, "KILN_STATIC_ASSERT(offsetof(struct %s_weights, %s) == %zu, %s_at);\n", e->prefix,
                e->consts[k].name, off, e->consts[k].name);
     at = off + bytes;
   }
   blob_finish(e->blob);
+  buf_printf(c, "/* The weights blob (%s_WEIGHTS_SIZE bytes, kiln's weights_blob.h): a\n"
+                " * 64-byte header, then each array at a 64-byte-aligned offset. */\n%s"
+                "struct %s_weights {\n  unsigned char header[%d];\n%s",
+             P, defs.s ? defs.s : "", e->prefix, WEIGHTS_BLOB_HEADER, body.s ? body.s : "");
   if (e->blob->size > at)
     buf_printf(c, "  unsigned char tail[%zu];\n", e->blob->size - at);
   /* the C compiler's layout is the blob's: no padding of its own */
@@ -488,6 +588,8 @@ static void emit_blob_layout(Buf *c, Emit *e) {
                 "/* Set by %s_bind_weights(): the only global the code writes, once. */\n"
                 "static const struct %s_weights *bound_weights;\n\n",
              e->prefix, P, asserts.s ? asserts.s : "", e->prefix, e->prefix);
+  buf_free(&defs);
+  buf_free(&body);
   buf_free(&asserts);
 }
 
@@ -547,21 +649,6 @@ static void emit_bind_weights(Buf *c, Emit *e) {
     p);
 }
 
-/* The source nodes a node stands for, short: "MatMul_12" or, for a fused
- * node (origins joined by " + "), "MatMul_12 .. Add_13 (2 nodes)". */
-static const char *origin_comment(Arena *a, const Node *n) {
-  const char *o = n->origin && *n->origin ? n->origin : n->name;
-  int count = 1;
-  const char *last = o;
-  for (const char *p = strstr(o, " + "); p; p = strstr(p + 3, " + ")) {
-    count++;
-    last = p + 3;
-  }
-  if (count == 1)
-    return emit_cm(a, o);
-  return emit_cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)(strstr(o, " + ") - o), o, last, count));
-}
-
 /* Bytes of the constants the nodes read (what --weights=auto weighs). */
 static size_t const_bytes(const Graph *g) {
   bool *seen = calloc((size_t)g->nvals + 1, 1);
@@ -576,75 +663,6 @@ static size_t const_bytes(const Graph *g) {
     }
   free(seen);
   return total;
-}
-
-/* A workspace tensor's name: the model's, without ONNX export's
- * "_output_0" tail. */
-static const char *temp_name(Emit *e, const Value *v) {
-  const char *nm = v->name ? v->name : "";
-  size_t n = strlen(nm);
-  const char *tail = "_output_0";
-  if (n > strlen(tail) && !strcmp(nm + n - strlen(tail), tail))
-    nm = arena_printf(e->g->arena, "%.*s", (int)(n - strlen(tail)), nm);
-  return cname_unique(e->names, nm, "t");
-}
-
-/* The run function's body: per node, the workspace tensors it defines,
- * then the call of its kernel. */
-static void put_calls(Emit *e, Buf *body, int64_t *ws_end, const int *node_entry, int entry) {
-  Graph *g = e->g;
-  Arena *a = g->arena;
-  e->out = body;
-  e->indent = 1;
-  for (int c = 0; c < e->ks->ncalls; c++) {
-    const KCall *call = &e->ks->calls[c];
-    const Node *n = call->node;
-    if (node_entry && node_entry[n - g->nodes] != entry && node_entry[n - g->nodes] != DECODER_ENTRY_ALL)
-      continue; /* another entry point's */
-    if (node_entry && node_entry[n - g->nodes] == DECODER_ENTRY_ALL)
-      for (int j = 0; j < n->nout; j++)
-        e->refs[n->out[j]] = NULL; /* declared again in this entry's function */
-    for (int j = 0; j < n->nout; j++) {
-      int vid = n->out[j];
-      Value *v = &g->vals[vid];
-      if (e->refs[vid] || v->data) /* a parameter, or a constant */
-        continue;
-      int root = emit_storage_root(e, vid);
-      if (root != vid) { /* a view: the root's name */
-        e->refs[vid] = emit_ref(e, root);
-        continue;
-      }
-      KILN_ASSERT(v->ws_offset >= 0);
-      const char *nm = temp_name(e, v);
-      char ts[160];
-      int64_t end = v->ws_offset + (int64_t)type_bytes(&v->type);
-      *ws_end = end > *ws_end ? end : *ws_end;
-      /* through void *: the planner aligns every offset (clang -Wcast-align) */
-      emit_line(e, "%s *%s = (%s *)(void *)(ws + %lld); /* %s */", dt_ctype(v->type.dt), nm,
-                dt_ctype(v->type.dt), (long long)v->ws_offset, type_str(&v->type, ts, sizeof ts));
-      e->refs[vid] = nm;
-    }
-    if (call->kernel < 0) { /* a one-line comment gets the node's origin in front */
-      const char *t = call->text;
-      while (*t == ' ')
-        t++;
-      if (!strncmp(t, "/* ", 3) && strchr(t, '\n') == t + strlen(t) - 1)
-        emit_line(e, "/* %s (%s): %.*s", origin_comment(a, n), node_op_name(n), (int)strlen(t + 4), t + 3);
-      else
-        buf_puts(body, call->text);
-      continue;
-    }
-    Buf line = {0};
-    buf_printf(&line, "%s(", e->ks->kernels[call->kernel].name);
-    for (int i = 0; i < call->nargs; i++) {
-      const KParam *p = &call->args[i];
-      const char *arg = p->arr >= 0 ? emit_weight_name(e, e->arrays[p->arr].k)
-                                    : emit_ref(e, p->out_vid >= 0 ? p->out_vid : p->vid);
-      buf_printf(&line, "%s%s", i ? ", " : "", arg);
-    }
-    emit_line(e, "%s); /* %s */", line.s, origin_comment(a, n));
-    buf_free(&line);
-  }
 }
 
 /* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
@@ -740,10 +758,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     if (!(node_entry = graph_decoder_entries(g, d)))
       return false;
     bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
+    loops_plan(&e, node_entry, g->decoder->nentries, pn);
     for (int k = 0; k < g->decoder->nentries; k++)
-      put_calls(&e, &bodies[k], &ws_end, node_entry, k);
+      emit_forward_body(&e, &bodies[k], &ws_end, node_entry, k);
   } else {
-    put_calls(&e, &body, &ws_end, NULL, 0);
+    loops_plan(&e, NULL, 1, pn);
+    emit_forward_body(&e, &body, &ws_end, NULL, 0);
   }
 
   buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
@@ -775,24 +795,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     put_file_tail(wc, &e, &fn);
     if (!put_tokenizer(wc, &tok, o, d))
       return false;
-    emit_decoder_header(h, g, o, pn, e.blob, &tok);
+    emit_decoder_header(h, &e, o, pn, e.blob, &tok);
     buf_free(&tok);
     return true;
-  }
-  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS, false);
-  buf_puts(c, " {\n");
-  if (e.blob)
-    buf_puts(c, "  (void)ws;\n  (void)weights;\n");
-  else
-    buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n  (void)ws;\n");
-  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-    bool in = i < g->ninputs;
-    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
-    const char *ct = dt_ctype(g->vals[vid].type.dt);
-    if (!in && !is_param(g, i))
-      continue;
-    buf_printf(c, "  %s%s *p_%s = (%s%s *)%s%s;\n  (void)p_%s;\n", in ? "const " : "", ct, pn[i],
-               in ? "const " : "", ct, is_param(g, i) ? "" : "state->", pn[i], pn[i]);
   }
   e.out = &body;
   e.indent = 1;
@@ -808,6 +813,33 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 emit_cm(a, g->vals[vid].name));
   }
   put_state_updates(&e, pn);
+  /* the signature, then the pointers the body reads (only those) */
+  const char *text = body.s ? body.s : "";
+  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS, false);
+  buf_puts(c, " {\n");
+  if (e.blob && !emit_has_token(text, "ws"))
+    buf_puts(c, "  (void)ws;\n");
+  if (e.blob && !emit_has_token(text, "weights"))
+    buf_puts(c, "  (void)weights;\n");
+  if (!e.blob)
+    buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n%s", emit_has_token(text, "ws") ? "" : "  (void)ws;\n");
+  bool state_read = false;
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    if (!in && !is_param(g, i))
+      continue;
+    const char *local = arena_printf(a, "p_%s", pn[i]);
+    if (emit_has_token(text, local))
+      buf_printf(c, "  %s%s *%s = (%s%s *)%s%s;\n", in ? "const " : "", ct, local, in ? "const " : "", ct,
+                 is_param(g, i) ? "" : "state->", is_param(g, i) ? pn[i] : loops_state_field(&e, i, pn[i]));
+    else if (is_param(g, i))
+      buf_printf(c, "  (void)%s; /* not read */\n", pn[i]);
+    state_read = state_read || !is_param(g, i);
+  }
+  if (has_state(g) && !state_read && !emit_has_token(text, "state"))
+    buf_puts(c, "  (void)state;\n");
   if (e.threads > 1)
     buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, 0));
   buf_put(c, body.s ? body.s : "", body.len);
@@ -839,7 +871,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   put_file_tail(wc, &e, &fn);
   if (!put_tokenizer(wc, &tok, o, d))
     return false;
-  emit_header(h, g, o, pn, e.blob, &tok);
+  emit_header(h, &e, o, pn, e.blob, &tok);
   buf_free(&tok);
   if (o->weight_bytes) { /* the weights as stored: packed, bf16 or int8 where the kernels read them so */
     *o->weight_bytes = 0;

@@ -29,7 +29,7 @@ void emit_entry_forward(Buf *c, Emit *e, const char **pn, int k, Buf *body);
 /* The public entry points: NAME_prefill(_ws), NAME_step(_ws), NAME_length. */
 void emit_decoder_entries(Buf *c, Emit *e, const char **pn);
 /* A generative model's header. */
-void emit_decoder_header(Buf *h, Graph *g, const EmitOptions *o, const char **pn, const struct WeightsBlob *blob,
+void emit_decoder_header(Buf *h, const Emit *e, const EmitOptions *o, const char **pn, const struct WeightsBlob *blob,
                          const Buf *tok);
 
 #endif

@@ -92,8 +92,7 @@ static int cmp_param(const void *x, const void *y) {
   return ((const KParam *)x)->order - ((const KParam *)y)->order;
 }
 
-/* name occurs in text as a whole identifier */
-static bool has_token(const char *text, const char *name) {
+bool emit_has_token(const char *text, const char *name) {
   size_t k = strlen(name);
   for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
     bool left = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
@@ -172,7 +171,7 @@ void kernel_end(Emit *e) {
   }
   buf_puts(&t, ") {\n");
   for (int i = 0; i < ks->nkp; i++) /* an _emit may ask for a name it ends up not using */
-    if (!has_token(body, ks->kp[i].name))
+    if (!emit_has_token(body, ks->kp[i].name))
       buf_printf(&t, "  (void)%s;\n", ks->kp[i].name);
   buf_puts(&t, body);
   buf_puts(&t, "}\n");

@@ -73,6 +73,8 @@ void kernel_abort(Emit *e);
 /* The kernels, as static functions, into c. */
 void kernels_put(Emit *e, Buf *c);
 
+/* Does name occur in text as a whole identifier? */
+bool emit_has_token(const char *text, const char *name);
 /* Where value v's bytes are: itself for a run-function parameter (a graph
  * input or output), a constant or a workspace tensor; an alias's root. */
 int emit_storage_root(const Emit *e, int v);
