@@ -232,6 +232,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   int64_t stored = 0; /* the weights' bytes as the files hold them (bf16, int8: fewer) */
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
                     .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights,
+                    .unroll_layers = o->unroll_layers,
                     .weight_bytes = &stored};
   const char *extra = driver_extra_flags(a, o->threads, o->gemm);
   const char *cpath = arena_printf(a, "%s/model.c", tmp);

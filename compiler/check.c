@@ -223,7 +223,8 @@ static const char *driver_source(Arena *a, Graph *g, const char *dir) {
 static bool run_compiled(Arena *a, Graph *g, DataSet *ds, const char *tmp, const CheckOptions *o,
                          Tensor *got, Diag *d) {
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
-                    .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights};
+                    .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights,
+                    .unroll_layers = o->unroll_layers};
   char *cpath = arena_printf(a, "%s/model.c", tmp);
   if (!driver_write_c(g, &eo, cpath, d))
     return false;

@@ -61,6 +61,7 @@ typedef struct CheckOptions {
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
   EmitPrecision precision; /* --precision (and kiln compile's) */
   EmitWeights weights;    /* --weights=inline|blob (and kiln compile's) */
+  bool unroll_layers;     /* --unroll-layers (and kiln compile's) */
   const char *model;      /* --model FILE: compile this instead of DIR/model.* */
   PipelineOptions pipe;
 } CheckOptions;
@@ -95,6 +96,7 @@ typedef struct BenchOptions {
   EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */
   EmitPrecision precision; /* --precision */
   EmitWeights weights;    /* --weights=inline|blob */
+  bool unroll_layers;     /* --unroll-layers */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;

@@ -54,6 +54,8 @@ typedef struct EmitOptions {
   const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
                            tables (compiler/tokenizer.h), or NULL */
   bool quiet;           /* driver_write_c: no notes on stderr (kiln compile -q) */
+  bool unroll_layers;   /* --unroll-layers: every layer written out, no layer loops
+                           (emit_forward.h): the same calls, for diffing and timing */
   int64_t *weight_bytes; /* when set, receives the bytes of the weights the files hold
                             (each array once, in its stored dtype: bf16, int8, packed) */
 } EmitOptions;

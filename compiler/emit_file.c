@@ -758,11 +758,13 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     if (!(node_entry = graph_decoder_entries(g, d)))
       return false;
     bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
-    loops_plan(&e, node_entry, g->decoder->nentries, pn);
+    if (!o->unroll_layers)
+      loops_plan(&e, node_entry, g->decoder->nentries, pn);
     for (int k = 0; k < g->decoder->nentries; k++)
       emit_forward_body(&e, &bodies[k], &ws_end, node_entry, k);
   } else {
-    loops_plan(&e, NULL, 1, pn);
+    if (!o->unroll_layers)
+      loops_plan(&e, NULL, 1, pn);
     emit_forward_body(&e, &body, &ws_end, NULL, 0);
   }
 

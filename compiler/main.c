@@ -101,6 +101,8 @@ static const char *usage_compile =
     "  --out-format=pb|npy        (run) --out's files: TensorProto .pb (the default) or .npy\n"
     "  --json                     (info) machine-readable report\n"
     "  --memory-svg FILE          (info) draw the planned workspace as SVG\n"
+    "  --unroll-layers            (also check, bench) write every layer out: no layer loops (the\n"
+    "                             same calls as the loops make, for diffing and timing them)\n"
     "  -q, --quiet                (compile) no progress on stderr; without it, when stderr is a\n"
     "                             terminal, compile shows each pass as it runs, then each file\n"
     "                             written with its size in MB\n";
@@ -456,6 +458,8 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.interp = true;
     } else if (!strcmp(argv[i], "--keep")) {
       c->check.keep = true;
+    } else if (!strcmp(argv[i], "--unroll-layers")) {
+      c->check.unroll_layers = true;
     } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
       c->check.quiet = true;
       c->lua.quiet = true;
@@ -605,7 +609,7 @@ static int cmd_compile(Cli *c) {
   EmitOptions eo = {.prefix = c->name, .source = c->model,
                     .header = arena_printf(a, "%s.h", stem), .isa = c->check.isa,
                     .threads = c->check.threads, .gemm = c->check.gemm, .precision = c->check.precision,
-                    .weights = c->check.weights,
+                    .weights = c->check.weights, .unroll_layers = c->check.unroll_layers,
                     .tokenizer = gguf && tokenizer_present(gguf) ? gguf : NULL, .quiet = c->check.quiet};
   if (!c->name_given && is_c_ident(stem))
     eo.prefix = stem;
@@ -919,7 +923,7 @@ int main(int argc, char **argv) {
     BenchOptions *b = &c.bench;
     b->keep = c.check.keep, b->isa = c.isa_given ? c.check.isa : host_isa(), b->cc = c.check.cc, b->cflags = c.check.cflags;
     b->threads = c.check.threads, b->gemm = c.check.gemm, b->weights = c.check.weights;
-    b->precision = c.check.precision;
+    b->precision = c.check.precision, b->unroll_layers = c.check.unroll_layers;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;
     return bench_model(c.model, b);
   }

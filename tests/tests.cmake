@@ -679,6 +679,16 @@ if(NOT KILN_SANITIZE)
   set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
 
+# ---- layer loops (issue 22; compiler/emit_forward.c) ----
+# repeated layers written as loops over per-layer weight and state
+# structs: outputs bit-identical to --unroll-layers on ONNX fixtures and
+# (when fetched) SmolLM2's logits, the decoder example's forward functions
+# at most 80 lines, gcc/clang -Wshadow -Werror clean (both suites: the
+# sanitizer one runs kiln's loop finder under ASan/UBSan)
+add_test(NAME emit_layer_loops
+         COMMAND ${T}/emit/run_layer_loops.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/emit-tests/layer_loops)
+set_tests_properties(emit_layer_loops PROPERTIES TIMEOUT 900)
+
 # ggml block-quantized weights (DequantizeBlocks -> fuse_blocks ->
 # BlockLinear / BlockGather, compiler/kernels/qgemm_kernel.c): q8_0, q4_0,
 # q4_1 with M = 1, 3 (decode: blocks unpacked in registers) and 64
