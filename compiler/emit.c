@@ -12,16 +12,55 @@
 
 #include "emit_api.h"
 #include "emit_kernel.h"
+#include "emit_text.h"
 #include "ops.h"
+#include "cnames.h"
 #include "templates.h"
-#include "weights_blob.h"
+
+/* ---- weights: what the code calls them ------------------------------------ */
+
+Weight emit_weight_at(const Emit *e, int k) {
+  const Graph *g = e->g;
+  int id = e->consts[k].id;
+  if (id < 0) {
+    const EmitArray *x = &e->arrays[-1 - id];
+    return (Weight){x->dt, x->data, x->n, emit_cm(g->arena, x->comment), true};
+  }
+  const Value *v = &g->vals[id];
+  char ts[160];
+  if (dt_is_narrow(v->type.dt)) /* float8 codes, packed 4- and 2-bit elements: their bytes */
+    return (Weight){DT_U8, v->data, (int64_t)type_bytes(&v->type),
+                    arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                    false};
+  return (Weight){v->type.dt, v->data, type_numel(&v->type),
+                  arena_printf(g->arena, "%s: %s", emit_cm(g->arena, v->name), type_str(&v->type, ts, sizeof ts)),
+                  false};
+}
+
+bool emit_weight_in_blob(const Emit *e, int k) {
+  Weight w = emit_weight_at(e, k);
+  return e->blob && ((size_t)w.n * dt_size(w.dt) > EMIT_BLOB_INLINE_MAX || e->consts[k].group >= 0);
+}
+
+const char *emit_weight_name(Emit *e, int k) {
+  EmitConst *c = &e->consts[k];
+  if (!c->name)
+    c->name = cname_unique(e->names, c->id < 0 ? e->arrays[-1 - c->id].stem : e->g->vals[c->id].name, "w");
+  if (c->group >= 0 && e->blob) /* a member of its layer's struct in the blob */
+    return arena_printf(e->g->arena, "weights->%s[%d].%s", e->groups[c->group].name, c->rep,
+                        e->groups[c->group].mem[c->mem]);
+  if (emit_weight_in_blob(e, k))
+    return arena_printf(e->g->arena, "weights->%s", c->name);
+  return c->name;
+}
+
 
 /* ---- small helpers for _emit functions ------------------------------------ */
 
 /* Weight id (EmitConst.id) joins the weights: index k in e->consts. */
 static int add_const(Emit *e, int id) {
   e->consts = arena_grow(e->g->arena, e->consts, &e->capconsts, e->nconsts + 1, sizeof(EmitConst));
-  e->consts[e->nconsts] = (EmitConst){id, NULL};
+  e->consts[e->nconsts] = (EmitConst){id, NULL, -1, 0, 0};
   return e->nconsts++;
 }
 

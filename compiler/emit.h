@@ -25,7 +25,21 @@ typedef struct EmitArray {
 typedef struct EmitConst {
   int id;              /* a value id, or -1 - i for arrays[i] (emit_const_array) */
   const char *name;    /* its C name (in blob mode, its struct member); NULL until named */
+  int group, rep, mem; /* a layer's weight: its LayerGroup, layer and member; group -1: none */
 } EmitConst;
+
+/* Per-layer weights (or state fields) as an array of structs, which layer
+ * loops index (emit_forward.h): weights->blk[l].attn_q_weight. */
+typedef struct LayerGroup {
+  const char *name;  /* the array's C name ("blk") */
+  const char *tag;   /* its struct's tag ("smol_blk_weights") */
+  bool state;        /* state fields (graph input indices) rather than weights (consts indices) */
+  int reps;          /* its length */
+  int nmem, capmem, capitem, caplocal;
+  const char **mem;  /* member names */
+  const char **local; /* state groups: the loop's local pointer to each member */
+  int **item;        /* item[m][r]: member m of layer r (a consts index or a graph input index) */
+} LayerGroup;
 
 struct NameSet;
 struct KernelSet;
@@ -56,7 +70,9 @@ typedef struct Emit {
   struct NameSet *names;    /* every identifier the generated file uses */
   struct KernelSet *ks;     /* the kernels (emit_kernel.h); while one is
                                generated, emit_ref gives its parameters */
-  struct LoopPlan *loops;   /* the layer loops and per-layer groups (emit_forward.h) */
+  LayerGroup *groups;       /* the layer groups (emit_forward.c makes them) */
+  int ngroups, capgroups;
+  struct LoopPlan *loops;   /* the layer loops (emit_forward.h) */
 } Emit;
 
 /* C expression of value vid's pointer (typed: `const float *` etc.). Inside
@@ -66,6 +82,24 @@ typedef struct Emit {
  * array (in blob mode, when larger than EMIT_BLOB_INLINE_MAX bytes, the
  * member `weights->NAME` of the blob), or a workspace tensor. */
 const char *emit_ref(Emit *e, int vid);
+/* Weight k of consts: a graph constant or an array of emit_const_array,
+ * with the comment that goes above it. */
+typedef struct Weight {
+  DType dt;
+  const void *data;
+  int64_t n;
+  const char *comment;
+  bool aligned; /* emit_const_array's arrays are 64-byte aligned */
+} Weight;
+
+Weight emit_weight_at(const Emit *e, int k);
+/* In blob mode, is weight k read from the blob (an array of more than
+ * EMIT_BLOB_INLINE_MAX bytes, or a layer group's member)? */
+bool emit_weight_in_blob(const Emit *e, int k);
+/* The C name of weight k of e->consts; in blob mode, when the array is in
+ * the blob, `weights->NAME` (`weights->blk[3].attn_q_weight` for a layer
+ * group's). Named on first call, once every kernel is known. */
+const char *emit_weight_name(Emit *e, int k);
 /* Register an extra weight array of n elements of dt (data must outlive
  * the emission: arena memory) and return its C expression (inside an
  * _emit, a kernel parameter arr0, arr1, ...). It is emitted with the

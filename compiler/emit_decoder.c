@@ -9,7 +9,9 @@
 
 #include "emit.h"
 #include "emit_api.h"
-#include "emit_file.h"
+#include "emit_decoder.h"
+#include "emit_text.h"
+#include "emit_weights.h"
 #include "emit_forward.h"
 #include "emit_kernel.h"
 #include "ops.h"

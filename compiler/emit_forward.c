@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cnames.h"
-#include "emit_file.h"
+#include "emit_text.h"
 #include "emit_kernel.h"
 #include "ops.h"
 
@@ -41,55 +41,12 @@ static const char *origin_comment(Arena *a, const Node *n) {
   return emit_cm(a, arena_printf(a, "%.*s .. %s (%d nodes)", (int)(strstr(o, " + ") - o), o, last, count));
 }
 
-/* s0 and s1 (layer 0's and layer 1's text) compared run by run: the same
- * but for runs of digits (the layer numbers)? Then *out gets s0 with each
- * differing run replaced by `hole` ("" drops it, with the '_' or '.'
- * before it), *first the value of the first such run in s0. */
-static bool layer_pattern(Arena *a, const char *s0, const char *s1, const char *hole, const char **out, long *first) {
-  Buf b = {0};
-  bool differs = false;
-  *first = -1;
-  while (*s0 || *s1) {
-    if (isdigit((unsigned char)*s0) && isdigit((unsigned char)*s1)) {
-      size_t n0 = strspn(s0, "0123456789"), n1 = strspn(s1, "0123456789");
-      if (n0 == n1 && !strncmp(s0, s1, n0)) {
-        buf_put(&b, s0, n0);
-      } else {
-        if (!differs)
-          *first = strtol(s0, NULL, 10);
-        differs = true;
-        if (!*hole && b.len && (b.s[b.len - 1] == '_' || b.s[b.len - 1] == '.'))
-          b.s[--b.len] = 0;
-        buf_puts(&b, hole);
-      }
-      s0 += n0;
-      s1 += n1;
-      continue;
-    }
-    if (*s0 != *s1)
-      break;
-    buf_put(&b, s0, 1);
-    s0++;
-    s1++;
-  }
-  bool ok = differs && !*s0 && !*s1;
-  *out = ok ? arena_strdup(a, b.s ? b.s : "") : NULL;
-  buf_free(&b);
-  return ok;
-}
-
 /* The name a value of every layer goes by, from layer 0's and layer 1's:
  * the layer number left out ("prefill_blk_0_attn_q" -> "prefill_blk_attn_q"). */
 static const char *layer_name(Arena *a, const char *s0, const char *s1) {
   const char *r;
   long n;
-  return layer_pattern(a, s0, s1, "", &r, &n) && *r ? r : s0;
-}
-
-const char *emit_layer_text(Arena *a, const char *c0, const char *c1) {
-  const char *r;
-  long n;
-  return layer_pattern(a, c0, c1, "l", &r, &n) ? r : c0;
+  return emit_layer_pattern(a, s0, s1, "", &r, &n) && *r ? r : s0;
 }
 
 /* The layer number a call's comment holds: the first run of digits that
@@ -97,7 +54,7 @@ const char *emit_layer_text(Arena *a, const char *c0, const char *c1) {
 static long layer_number(Arena *a, const char *c0, const char *c1) {
   const char *r;
   long n;
-  return layer_pattern(a, c0, c1, "l", &r, &n) ? n : -1;
+  return emit_layer_pattern(a, c0, c1, "l", &r, &n) ? n : -1;
 }
 
 /* Do s0 and s1 differ in one run of digits only ("blk.0.attn_q",
@@ -194,18 +151,27 @@ static int *entry_calls(Emit *e, const int *node_entry, int entry, int *n) {
 /* ---- layer groups ------------------------------------------------------------ */
 
 static int new_group(Emit *e, bool state, int reps) {
-  LoopPlan *lp = e->loops;
-  lp->groups = arena_grow(e->g->arena, lp->groups, &lp->capgroups, lp->ngroups + 1, sizeof(LayerGroup));
-  lp->groups[lp->ngroups] = (LayerGroup){.state = state, .reps = reps};
-  return lp->ngroups++;
+  e->groups = arena_grow(e->g->arena, e->groups, &e->capgroups, e->ngroups + 1, sizeof(LayerGroup));
+  e->groups[e->ngroups] = (LayerGroup){.state = state, .reps = reps};
+  return e->ngroups++;
 }
+
+/* A weight's (consts index) or a state field's (graph input index) layer
+ * group, layer and member, as the loops see them. */
+static int group_of(const Emit *e, bool state, int item) {
+  return state ? e->loops->state_group[item] : e->consts[item].group;
+}
+static int rep_of(const Emit *e, bool state, int item) {
+  return state ? e->loops->state_rep[item] : e->consts[item].rep;
+}
+
 
 /* Member m of group gi: items[r] for each layer r, named after the layers'
  * own names (names[r]: "blk.0.attn_q.weight" -> attn_q_weight, in array blk). */
 static void add_member(Emit *e, int gi, const int *items, const char *const *names, const char **state_names) {
   LoopPlan *lp = e->loops;
   Arena *a = e->g->arena;
-  LayerGroup *gr = &lp->groups[gi];
+  LayerGroup *gr = &e->groups[gi];
   size_t pre = 0, suf = 0;
   const char *array = NULL, *member = names[0];
   if (split_index(names[0], names[1], &pre, &suf)) {
@@ -232,8 +198,8 @@ static void add_member(Emit *e, int gi, const int *items, const char *const *nam
         bool taken = false;
         for (int i = 0; i < e->g->ninputs && !taken; i++)
           taken = e->g->vals[e->g->inputs[i]].is_state && !strcmp(state_names[i], nm);
-        for (int i = 0; i < lp->ngroups && !taken; i++)
-          taken = lp->groups[i].state && lp->groups[i].name && !strcmp(lp->groups[i].name, nm);
+        for (int i = 0; i < e->ngroups && !taken; i++)
+          taken = e->groups[i].state && e->groups[i].name && !strcmp(e->groups[i].name, nm);
         if (!taken)
           break;
         nm = arena_printf(a, "%s_%d", stem, k);
@@ -251,12 +217,16 @@ static void add_member(Emit *e, int gi, const int *items, const char *const *nam
   gr->item = arena_grow(a, gr->item, &gr->capitem, gr->nmem + 1, sizeof(int *));
   gr->mem[gr->nmem] = m;
   gr->item[gr->nmem] = arena_dup(a, items, sizeof(int) * (size_t)gr->reps);
-  int *grp = gr->state ? lp->state_group : lp->const_group, *rep = gr->state ? lp->state_rep : lp->const_rep,
-      *mem = gr->state ? lp->state_mem : lp->const_mem;
   for (int r = 0; r < gr->reps; r++) {
-    grp[items[r]] = gi;
-    rep[items[r]] = r;
-    mem[items[r]] = gr->nmem;
+    if (gr->state) {
+      lp->state_group[items[r]] = gi;
+      lp->state_rep[items[r]] = r;
+      lp->state_mem[items[r]] = gr->nmem;
+    } else {
+      e->consts[items[r]].group = gi;
+      e->consts[items[r]].rep = r;
+      e->consts[items[r]].mem = gr->nmem;
+    }
   }
   gr->nmem++;
 }
@@ -312,26 +282,21 @@ static bool try_loop(Emit *e, const int *calls, int first, int period, int reps,
         seen[it] = want;
         if (shared)
           break;
-        int gi = st ? lp->state_group[it] : lp->const_group[it];
-        int at = st ? lp->state_rep[it] : lp->const_rep[it];
-        if (gi >= 0 && (at != r || (group[st] >= 0 && group[st] != gi) || lp->groups[gi].reps != reps))
+        int gi = group_of(e, st, it), at = rep_of(e, st, it);
+        if (gi >= 0 && (at != r || (group[st] >= 0 && group[st] != gi) || e->groups[gi].reps != reps))
           return false;
         if (gi >= 0)
           group[st] = gi;
       }
       if (!shared) {
         changes = true;
-        if (!st && lp->const_group[x0.item] < 0) /* an already grouped item stays; a new one must be new in every layer */
+        if (group_of(e, st, x0.item) < 0) /* an already grouped item stays; a new one must be new in every layer */
           for (int r = 1; r < reps; r++)
-            if (lp->const_group[arg_info(e, &kc[calls[first + r * period + i]].args[j]).item] >= 0)
-              return false;
-        if (st && lp->state_group[x0.item] < 0)
-          for (int r = 1; r < reps; r++)
-            if (lp->state_group[arg_info(e, &kc[calls[first + r * period + i]].args[j]).item] >= 0)
+            if (group_of(e, st, arg_info(e, &kc[calls[first + r * period + i]].args[j]).item) >= 0)
               return false;
       }
       /* a shared item must not be a grouped one (it would be read at one layer's place) */
-      if (shared && (st ? lp->state_group[x0.item] : lp->const_group[x0.item]) >= 0)
+      if (shared && group_of(e, st, x0.item) >= 0)
         return false;
     }
   }
@@ -347,7 +312,7 @@ static bool try_loop(Emit *e, const int *calls, int first, int period, int reps,
       if (x0.kind == ARG_FIXED)
         continue;
       bool st = x0.kind == ARG_STATE;
-      if ((st ? sseen : wseen)[x0.item] == -2 || (st ? lp->state_group : lp->const_group)[x0.item] >= 0)
+      if ((st ? sseen : wseen)[x0.item] == -2 || group_of(e, st, x0.item) >= 0)
         continue;
       for (int r = 0; r < reps; r++) {
         items[r] = arg_info(e, &kc[calls[first + r * period + i]].args[j]).item;
@@ -450,14 +415,9 @@ void loops_plan(Emit *e, const int *node_entry, int nentries, const char **state
   Arena *a = g->arena;
   LoopPlan *lp = e->loops = arena_alloc(a, sizeof *lp);
   lp->nconsts = e->nconsts;
-  lp->const_group = arena_alloc(a, sizeof(int) * (size_t)(3 * e->nconsts + 1));
-  lp->const_rep = lp->const_group + e->nconsts;
-  lp->const_mem = lp->const_rep + e->nconsts;
   lp->state_group = arena_alloc(a, sizeof(int) * (size_t)(3 * g->ninputs + 1));
   lp->state_rep = lp->state_group + g->ninputs;
   lp->state_mem = lp->state_rep + g->ninputs;
-  for (int k = 0; k < e->nconsts; k++)
-    lp->const_group[k] = -1;
   for (int i = 0; i < g->ninputs; i++)
     lp->state_group[i] = -1;
   /* the loop counter: "l" unless a parameter (a file-scope name) has it;
@@ -474,19 +434,11 @@ void loops_plan(Emit *e, const int *node_entry, int nentries, const char **state
   }
 }
 
-int loops_const_group(const Emit *e, int k, int *rep) {
-  const LoopPlan *lp = e->loops;
-  if (!lp || k >= lp->nconsts || lp->const_group[k] < 0)
-    return -1;
-  *rep = lp->const_rep[k];
-  return lp->const_group[k];
-}
-
 const char *loops_state_field(const Emit *e, int i, const char *fallback) {
   const LoopPlan *lp = e->loops;
   if (!lp || lp->state_group[i] < 0)
     return fallback;
-  const LayerGroup *gr = &lp->groups[lp->state_group[i]];
+  const LayerGroup *gr = &e->groups[lp->state_group[i]];
   return arena_printf(e->g->arena, "%s[%d].%s", gr->name, lp->state_rep[i], gr->mem[lp->state_mem[i]]);
 }
 
@@ -501,7 +453,7 @@ void loops_put_state_fields(Buf *h, const Emit *e, StateFieldFn put_field, void 
       put_field(h, g, i, ctx);
       continue;
     }
-    const LayerGroup *gr = &lp->groups[gi];
+    const LayerGroup *gr = &e->groups[gi];
     if (lp->state_rep[i] != 0 || lp->state_mem[i] != 0)
       continue; /* the group is written at its first field */
     char ts[160];
@@ -656,8 +608,8 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
       pname[i * 64 + j] = cname_unique(e->names, layer_name(a, tensor_name(a, &g->vals[v0]), tensor_name(a, &g->vals[v1])), "t");
     }
   }
-  const LayerGroup *wg = lo->wgroup >= 0 ? &lp->groups[lo->wgroup] : NULL;
-  const LayerGroup *sg = lo->sgroup >= 0 ? &lp->groups[lo->sgroup] : NULL;
+  const LayerGroup *wg = lo->wgroup >= 0 ? &e->groups[lo->wgroup] : NULL;
+  const LayerGroup *sg = lo->sgroup >= 0 ? &e->groups[lo->sgroup] : NULL;
   /* what layer 0 reads where the others read the layer before's tensor */
   const char **before = arena_alloc(a, sizeof(char *) * (size_t)(lo->period * 64 + 1));
   for (int i = 0; i < lo->period; i++) {
@@ -746,9 +698,8 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
       if (x0.kind == ARG_STATE) {
         arg[k] = sname[lp->state_mem[x1.item]];
       } else {
-        const LayerGroup *gr = &lp->groups[lp->const_group[x1.item]];
-        arg[k] = arena_printf(a, "%s%s[%s].%s", e->blob ? "weights->" : "", gr->name, at,
-                              gr->mem[lp->const_mem[x1.item]]);
+        const LayerGroup *gr = &e->groups[e->consts[x1.item].group];
+        arg[k] = arena_printf(a, "%s%s[%s].%s", e->blob ? "weights->" : "", gr->name, at, gr->mem[e->consts[x1.item].mem]);
       }
     }
     put_call(e, c1, arg, comment);

@@ -31,18 +31,6 @@
 
 #include "emit.h"
 
-/* Per-layer weights (or state fields) as an array of structs. */
-typedef struct LayerGroup {
-  const char *name;  /* the array's C name ("blk") */
-  const char *tag;   /* its struct's tag ("smol_blk_weights") */
-  bool state;        /* state fields (graph input indices) rather than weights (consts indices) */
-  int reps;          /* its length */
-  int nmem, capmem, capitem, caplocal;
-  const char **mem;  /* member names */
-  const char **local; /* state groups: the loop's local pointer to each member */
-  int **item;        /* item[m][r]: member m of layer r (a consts index or a graph input index) */
-} LayerGroup;
-
 /* A loop: calls first .. first + period * reps - 1 of an entry's list. */
 typedef struct EmitLoop {
   int entry;
@@ -53,13 +41,10 @@ typedef struct EmitLoop {
 } EmitLoop;
 
 typedef struct LoopPlan {
-  LayerGroup *groups;
-  int ngroups, capgroups;
   EmitLoop *loops;
   int nloops, caploops;
   int nconsts;             /* consts known when planned */
-  int *const_group, *const_rep, *const_mem; /* per consts index k < nconsts */
-  int *state_group, *state_rep, *state_mem; /* per graph input */
+  int *state_group, *state_rep, *state_mem; /* per graph input (a weight's are in its EmitConst) */
   const char *index;       /* the loop counter's C name ("l") */
 } LoopPlan;
 
@@ -68,8 +53,6 @@ typedef struct LoopPlan {
  * groups they index. Called once the kernels are made, before any weight
  * is named. state_names: the state fields' C names (per graph input). */
 void loops_plan(Emit *e, const int *node_entry, int nentries, const char **state_names);
-/* The group of weight k (e->consts index) and its layer, or -1. */
-int loops_const_group(const Emit *e, int k, int *rep);
 /* The state struct's field of graph input i, as `state->FIELD` reads it:
  * "blk[3].k_cache" for a grouped one, else fallback. */
 const char *loops_state_field(const Emit *e, int i, const char *fallback);
@@ -79,10 +62,6 @@ const char *loops_state_field(const Emit *e, int i, const char *fallback);
 typedef void (*StateFieldFn)(Buf *h, const Graph *g, int i, void *ctx);
 void loops_put_state_fields(Buf *h, const Emit *e, StateFieldFn put_field, void *ctx);
 
-/* Text of every layer from layer 0's and layer 1's (a comment, a name):
- * the layer number written l ("/encoder/layer.l/attention/self/query/MatMul");
- * c0 itself when they differ otherwise. */
-const char *emit_layer_text(Arena *a, const char *c0, const char *c1);
 /* The body of entry `entry`'s forward function (node_entry NULL: the run
  * function, every call) into body: the calls in order, each workspace
  * tensor declared where it is first written, loops where loops_plan found

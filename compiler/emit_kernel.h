@@ -78,9 +78,4 @@ bool emit_has_token(const char *text, const char *name);
 /* Where value v's bytes are: itself for a run-function parameter (a graph
  * input or output), a constant or a workspace tensor; an alias's root. */
 int emit_storage_root(const Emit *e, int v);
-/* The C name of weight k of e->consts (emit_file.c); in blob mode, when
- * the array is in the blob, `weights->NAME`. Named on first call, once
- * every kernel is known. */
-const char *emit_weight_name(Emit *e, int k);
-
 #endif
