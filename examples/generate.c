@@ -2,8 +2,8 @@
  * model compiled by kiln from a GGUF file (SmolLM2-135M-Instruct): encode
  * the prompt with the model's own byte-level BPE tokenizer (tables kiln
  * wrote into the model's weights blob, or its C with --weights=inline),
- * prefill the KV cache, then pick the most
- * likely token step by step (greedy) and print the text as it comes.
+ * prefill the KV cache, then pick the most likely token step by step
+ * (greedy) and print the text as it comes.
  *
  *   $ export PATH=$PWD/build:$PATH
  *   $ gguf=$(bash tests/gguf/fetch_smollm.sh build/smollm)   # SmolLM2-135M-Instruct.Q4_1.gguf (docs-test: network)
