@@ -344,13 +344,13 @@ static size_t const_bytes(const Graph *g) {
 }
 
 /* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
- * its tables at the end of the .c, their declarations into tok for the
- * header. */
-static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Diag *d) {
+ * its tables (in blob mode arrays in the blob, added to e before
+ * put_file_tail lays it out, and an accessor) at the end of the .c, their
+ * declarations into tok for the header. */
+static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Emit *e, Diag *d) {
   if (!o->tokenizer)
     return true;
-  buf_puts(c, "\n");
-  return tokenizer_emit(o->tokenizer, o->prefix, c, tok, d);
+  return tokenizer_emit(o->tokenizer, o->prefix, e, c, tok, d);
 }
 
 /* The rest of the .c after the preamble: the weights (blob layout, the
@@ -472,9 +472,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
       emit_entry_forward(c, &e, pn, k, &bodies[k]);
     emit_decoder_entries(c, &e, pn);
     put_state_init(c, &e, pn);
-    put_file_tail(wc, &e, &fn);
-    if (!put_tokenizer(wc, &tok, o, d))
+    if (!put_tokenizer(c, &tok, o, &e, d)) {
+      buf_free(&fn);
+      buf_free(&tok);
       return false;
+    }
+    put_file_tail(wc, &e, &fn);
     emit_decoder_header(h, &e, o, pn, e.blob, &tok);
     buf_free(&tok);
     return true;
@@ -548,9 +551,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   buf_puts(c, ");\n}\n");
   if (has_state(g))
     put_state_init(c, &e, pn);
-  put_file_tail(wc, &e, &fn);
-  if (!put_tokenizer(wc, &tok, o, d))
+  if (!put_tokenizer(c, &tok, o, &e, d)) {
+    buf_free(&fn);
+    buf_free(&tok);
     return false;
+  }
+  put_file_tail(wc, &e, &fn);
   emit_header(h, &e, o, pn, e.blob, &tok);
   buf_free(&tok);
   if (o->weight_bytes) { /* the weights as stored: packed, bf16 or int8 where the kernels read them so */

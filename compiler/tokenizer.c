@@ -3,14 +3,17 @@
  * Three steps: decode every token's stored text to its bytes (normal
  * tokens are GPT-2 byte-level text; control and user-defined tokens are
  * their text as it is, which is how llama.cpp prints them too), resolve
- * every merge to ids through a hash table of the stored texts, then print.
- * The text table is one string literal in lines of about 100 characters
+ * every merge to ids through a hash table of the stored texts, then place
+ * the tables: in blob mode as weight arrays in the blob (emit_const_array),
+ * with an accessor in the .c; else printed. The text table is one string literal in lines of about 100 characters
  * (valid UTF-8 written as it is, other bytes as octal escapes); the
  * integer tables are bare numbers, 16 or 24 to a line, so that gcc reads
  * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
 #include "tokenizer.h"
 
 #include "c_text.h"
+#include "cnames.h"
+#include "emit.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -249,13 +252,33 @@ static bool resolve_merges(Tok *t) {
 
 /* ---- printing ---------------------------------------------------------------- */
 
-static void put_text(Buf *c, const Tok *t, const char *p, const char *P) {
+/* The C names of the five tables (NAME_token_text, ...): in the .c, static
+ * arrays, or in blob mode `weights->MEMBER` of the blob's struct. */
+enum { T_TEXT, T_OFFSET, T_TYPE, T_BYTE_TOKEN, T_MERGES, T_COUNT };
+static const char *const table_field[T_COUNT] = {"token_text", "token_offset", "token_type", "byte_token",
+                                                 "merges"};
+static const char *const table_cast[T_COUNT] = {"const char *", "const uint32_t *", "const uint8_t *",
+                                                "const int32_t *", "const int32_t *"};
+
+/* the first normal token of each single byte, -1 when none */
+static void fill_byte_token(const Tok *t, int32_t out[256]) {
+  const TokVocab *v = t->v;
+  for (int b = 0; b < 256; b++)
+    out[b] = -1;
+  for (size_t i = (size_t)v->ntokens; i-- > 0;)
+    if (t->offset[i + 1] - t->offset[i] == 2 && (!v->types || v->types[i] == TOKEN_NORMAL))
+      out[t->bytes[t->offset[i]]] = (int32_t)i;
+}
+
+static uint8_t token_type(const TokVocab *v, size_t i) { return (uint8_t)(v->types ? v->types[i] : TOKEN_NORMAL); }
+
+static void put_text(Buf *c, const Tok *t, const char *name, const char *P) {
   int n = t->v->ntokens;
   buf_printf(c, "/* every token's bytes, each followed by a NUL (the last one's is the literal's);\n"
                 " * one literal longer than ISO C's 4095 characters, which gcc and clang take */\n"
                 "#pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Woverlength-strings\"\n"
-                "const char %s_token_text[%s_TOKEN_TEXT_SIZE] =\n  \"",
-             p, P);
+                "static const char %s[%s_TOKEN_TEXT_SIZE] =\n  \"",
+             name, P);
   size_t line = 0;
   for (int i = 0; i < n; i++) {
     size_t before = c->len;
@@ -281,42 +304,92 @@ static void put_ints(Buf *c, const char *decl, const int64_t *x, size_t n, size_
   buf_puts(c, "};\n");
 }
 
-static void put_tables(Buf *c, const Tok *t, const char *p, const char *P) {
+/* Inline: the tables as static arrays of literals in the .c, named name[]. */
+static void put_tables(Buf *c, const Tok *t, const char *const name[T_COUNT], const char *P) {
   const TokVocab *v = t->v;
   size_t n = (size_t)v->ntokens, nm = (size_t)v->nmerges;
   int64_t *x = calloc((n + 1 > 3 * nm ? n + 1 : 3 * nm) + 256, sizeof *x);
+  int32_t byte_token[256];
   KILN_ASSERT(x);
-  buf_puts(c, "\n/* ---- the tokenizer (byte-level BPE, from ");
-  c_text_put(c, CT_COMMENT, v->path);
-  buf_puts(c, ") ---- */\n\n");
-  put_text(c, t, p, P);
+  put_text(c, t, name[T_TEXT], P);
   for (size_t i = 0; i <= n; i++)
     x[i] = t->offset[i];
-  char decl[160];
+  char decl[200];
   snprintf(decl, sizeof decl, "\n/* token i is token_text[offset[i] .. offset[i+1] - 1) */\n"
-                              "const uint32_t %s_token_offset[%s_TOKENS + 1]", p, P);
+                              "static const uint32_t %s[%s_TOKENS + 1]", name[T_OFFSET], P);
   put_ints(c, decl, x, n + 1, 16);
   for (size_t i = 0; i < n; i++)
-    x[i] = v->types ? v->types[i] : TOKEN_NORMAL;
-  snprintf(decl, sizeof decl, "\n/* %s_TOKEN_NORMAL, _CONTROL, ... */\nconst uint8_t %s_token_type[%s_TOKENS]", P, p, P);
+    x[i] = token_type(v, i);
+  snprintf(decl, sizeof decl, "\n/* %s_TOKEN_NORMAL, _CONTROL, ... */\nstatic const uint8_t %s[%s_TOKENS]", P,
+           name[T_TYPE], P);
   put_ints(c, decl, x, n, 32);
-  for (int b = 0; b < 256; b++) /* the first normal token of each single byte */
-    x[b] = -1;
-  for (size_t i = n; i-- > 0;)
-    if (t->offset[i + 1] - t->offset[i] == 2 && (!v->types || v->types[i] == TOKEN_NORMAL))
-      x[t->bytes[t->offset[i]]] = (int64_t)i;
-  snprintf(decl, sizeof decl, "\n/* the token of each byte alone (-1: none) */\nconst int32_t %s_byte_token[256]", p);
+  fill_byte_token(t, byte_token);
+  for (int b = 0; b < 256; b++)
+    x[b] = byte_token[b];
+  snprintf(decl, sizeof decl, "\n/* the token of each byte alone (-1: none) */\nstatic const int32_t %s[256]",
+           name[T_BYTE_TOKEN]);
   put_ints(c, decl, x, 256, 16);
   for (size_t i = 0; i < 3 * nm; i++)
     x[i] = t->merges[i];
   snprintf(decl, sizeof decl, "\n/* merge r (rank r, lowest first) is tokens merges[3r] + merges[3r+1] = "
-                              "merges[3r+2] */\nconst int32_t %s_merges[%s_MERGES * 3 + 1]", p, P);
+                              "merges[3r+2] */\nstatic const int32_t %s[%s_MERGES * 3 + 1]", name[T_MERGES], P);
   x[3 * nm] = -1;
   put_ints(c, decl, x, 3 * nm + 1, 24);
   free(x);
 }
 
-static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
+/* Blob mode: the tables as weight arrays (emit_const_array: placed in the
+ * blob with the model's weights, or, under EMIT_BLOB_INLINE_MAX bytes,
+ * kept as a literal); name[] gets their C expressions. The copies are arena
+ * memory, which outlives the blob's writing. */
+static void put_blob_tables(Emit *e, const Tok *t, const char *p, const char *name[T_COUNT]) {
+  Arena *a = e->g->arena;
+  const TokVocab *v = t->v;
+  size_t n = (size_t)v->ntokens, nm = (size_t)v->nmerges, size = t->offset[n];
+  unsigned char *text = arena_alloc(a, size);
+  uint32_t *offset = arena_alloc(a, (n + 1) * sizeof *offset);
+  uint8_t *type = arena_alloc(a, n ? n : 1);
+  int32_t *byte_token = arena_alloc(a, 256 * sizeof *byte_token);
+  int32_t *merges = arena_alloc(a, (3 * nm + 1) * sizeof *merges);
+  memcpy(text, t->bytes, size);
+  memcpy(offset, t->offset, (n + 1) * sizeof *offset);
+  for (size_t i = 0; i < n; i++)
+    type[i] = token_type(v, i);
+  fill_byte_token(t, byte_token);
+  if (nm)
+    memcpy(merges, t->merges, 3 * nm * sizeof *merges);
+  merges[3 * nm] = -1;
+  name[T_TEXT] = emit_const_array(e, DT_U8, text, (int64_t)size, arena_printf(a, "%s_token_text", p),
+                                  "tokenizer: every token's bytes, each then a NUL");
+  name[T_OFFSET] = emit_const_array(e, DT_U32, offset, (int64_t)n + 1, arena_printf(a, "%s_token_offset", p),
+                                    "tokenizer: where each token's bytes start (then the end)");
+  name[T_TYPE] = emit_const_array(e, DT_U8, type, (int64_t)n, arena_printf(a, "%s_token_type", p),
+                                  "tokenizer: each token's type (GGUF's)");
+  name[T_BYTE_TOKEN] = emit_const_array(e, DT_I32, byte_token, 256, arena_printf(a, "%s_byte_token", p),
+                                        "tokenizer: the token of each byte alone, -1: none");
+  name[T_MERGES] = emit_const_array(e, DT_I32, merges, 3 * (int64_t)nm + 1, arena_printf(a, "%s_merges", p),
+                                    "tokenizer: the merges, rank order, as id triples, then -1");
+}
+
+/* NAME_tokenizer_tables(): in blob mode through the bound blob (NULLs
+ * before a bind), else the static arrays. */
+static void put_accessor(Buf *c, const char *const name[T_COUNT], const char *p, bool blob) {
+  buf_printf(c, "\n/* the tokenizer's tables (%s.h) */\n%s_tokenizer %s_tokenizer_tables(void) {\n", p, p, p);
+  if (!blob) {
+    buf_printf(c, "  %s_tokenizer t = {%s, %s, %s, %s, %s};\n  return t;\n}\n", p, name[0], name[1], name[2],
+               name[3], name[4]);
+    return;
+  }
+  buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n"
+                "  %s_tokenizer t = {NULL, NULL, NULL, NULL, NULL};\n"
+                "  if (!weights)\n    return t; /* in the blob: nothing before a bind */\n",
+             p, p);
+  for (int k = 0; k < T_COUNT; k++)
+    buf_printf(c, "  t.%s = (%s)%s;\n", table_field[k], table_cast[k], name[k]);
+  buf_puts(c, "  return t;\n}\n");
+}
+
+static void put_header(Buf *h, const Tok *t, const char *p, const char *P, bool blob) {
   const TokVocab *v = t->v;
   buf_printf(h, "\n/* The tokenizer: byte-level BPE (tokenizer.ggml.model \"gpt2\"), as tables\n"
                 " * (README \"Generating text\"; examples/generate.c uses them). */\n"
@@ -331,16 +404,26 @@ static void put_header(Buf *h, const Tok *t, const char *p, const char *P) {
   static const char *const names[] = {"NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE"};
   for (int i = 0; i < 6; i++)
     buf_printf(h, "#define %s_TOKEN_%s %d\n", P, names[i], i + 1);
-  buf_printf(h, "/* token i's bytes: token_text + token_offset[i], token_offset[i+1] - token_offset[i] - 1\n"
-                " * of them, then a NUL (normal tokens are decoded from the byte-level form; control\n"
-                " * and user-defined ones, such as <|im_start|>, are their text) */\n"
-                "extern const char %s_token_text[%s_TOKEN_TEXT_SIZE];\n"
-                "extern const uint32_t %s_token_offset[%s_TOKENS + 1];\n"
-                "extern const uint8_t %s_token_type[%s_TOKENS];   /* %s_TOKEN_NORMAL, _CONTROL, ... */\n"
-                "extern const int32_t %s_byte_token[256];         /* the token of each byte alone, -1: none */\n"
-                "/* merges, rank order: merges[3r] + merges[3r+1] -> merges[3r+2] (then a -1) */\n"
-                "extern const int32_t %s_merges[%s_MERGES * 3 + 1];\n",
-             p, P, p, P, p, P, P, p, p, P);
+  buf_printf(h, "typedef struct %s_tokenizer {\n"
+                "  /* token i's bytes: token_text + token_offset[i], token_offset[i+1] - token_offset[i] - 1\n"
+                "   * of them, then a NUL (normal tokens are decoded from the byte-level form; control\n"
+                "   * and user-defined ones, such as <|im_start|>, are their text) */\n"
+                "  const char *token_text;       /* %s_TOKEN_TEXT_SIZE bytes */\n"
+                "  const uint32_t *token_offset; /* [%s_TOKENS + 1] */\n"
+                "  const uint8_t *token_type;    /* [%s_TOKENS]: %s_TOKEN_NORMAL, _CONTROL, ... */\n"
+                "  const int32_t *byte_token;    /* [256]: the token of each byte alone, -1: none */\n"
+                "  /* [%s_MERGES * 3 + 1], rank order: merges[3r] + merges[3r+1] -> merges[3r+2] (then a -1) */\n"
+                "  const int32_t *merges;\n"
+                "} %s_tokenizer;\n",
+             p, P, P, P, P, P, p);
+  if (blob)
+    buf_printf(h, "/* The tables are in the weights blob: every pointer is NULL before a successful\n"
+                  " * %s_bind_weights() (or _bind_linked_weights()), and they point into the bound\n"
+                  " * blob, so they stay valid while it does. */\n",
+               p);
+  else
+    buf_puts(h, "/* The tables are static arrays in the .c: never NULL. */\n");
+  buf_printf(h, "%s_tokenizer %s_tokenizer_tables(void);\n", p, p);
 }
 
 static const char *upper_dup(const char *s) {
@@ -352,13 +435,28 @@ static const char *upper_dup(const char *s) {
   return r;
 }
 
-bool tokenizer_emit_vocab(const TokVocab *v, const char *prefix, Buf *c, Buf *h, Diag *d) {
+bool tokenizer_emit_vocab(const TokVocab *v, const char *prefix, Emit *e, Buf *c, Buf *h, Diag *d) {
   Tok t = {.v = v, .d = d};
   bool ok = check_vocab(&t) && decode_all(&t) && resolve_merges(&t);
   if (ok) {
     const char *P = upper_dup(prefix);
-    put_tables(c, &t, prefix, P);
-    put_header(h, &t, prefix, P);
+    bool blob = e && e->blob;
+    const char *name[T_COUNT];
+    char fixed[T_COUNT][160];
+    buf_puts(c, "\n/* ---- the tokenizer (byte-level BPE, from ");
+    c_text_put(c, CT_COMMENT, v->path);
+    buf_puts(c, blob ? ", its tables in the weights blob) ---- */\n" : ") ---- */\n\n");
+    if (blob) {
+      put_blob_tables(e, &t, prefix, name);
+    } else {
+      for (int k = 0; k < T_COUNT; k++) { /* clear of the model's own names when there is a model */
+        snprintf(fixed[k], sizeof fixed[k], "%s_%s", prefix, table_field[k]);
+        name[k] = e ? cname_unique(e->names, fixed[k], "w") : fixed[k];
+      }
+      put_tables(c, &t, name, P);
+    }
+    put_accessor(c, name, prefix, blob);
+    put_header(h, &t, prefix, P, blob);
     free((void *)P);
   }
   free(t.len);
@@ -410,7 +508,7 @@ static bool id_key(const Gguf *gg, const char *key, int64_t *id, Diag *d) {
   return true;
 }
 
-bool tokenizer_emit(const Gguf *gg, const char *prefix, Buf *c, Buf *h, Diag *d) {
+bool tokenizer_emit(const Gguf *gg, const char *prefix, Emit *e, Buf *c, Buf *h, Diag *d) {
   TokVocab v = {.path = gg->path};
   v.model = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.model"), NULL);
   v.pre = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.pre"), NULL);
@@ -447,7 +545,7 @@ bool tokenizer_emit(const Gguf *gg, const char *prefix, Buf *c, Buf *h, Diag *d)
   v.token_len = token_len;
   v.merges = merges;
   v.merge_len = merge_len;
-  ok = ok && tokenizer_emit_vocab(&v, prefix, c, h, d);
+  ok = ok && tokenizer_emit_vocab(&v, prefix, e, c, h, d);
   free(tokens);
   free(token_len);
   free(merges);

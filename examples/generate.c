@@ -1,8 +1,9 @@
 /* generate.c — text generation on the command line with a Llama-style
  * model compiled by kiln from a GGUF file (SmolLM2-135M-Instruct): encode
  * the prompt with the model's own byte-level BPE tokenizer (tables kiln
- * wrote into the model's C), prefill the KV cache, then pick the most
- * likely token step by step (greedy) and print the text as it comes.
+ * wrote into the model's weights blob, or its C with --weights=inline),
+ * prefill the KV cache, then pick the most likely token step by step
+ * (greedy) and print the text as it comes.
  *
  *   $ export PATH=$PWD/build:$PATH
  *   $ gguf=$(bash tests/gguf/fetch_smollm.sh build/smollm)   # SmolLM2-135M-Instruct.Q4_1.gguf (docs-test: network)
@@ -124,10 +125,14 @@ static void ids_push(Ids *v, int64_t id) {
   v->id[v->n++] = id;
 }
 
+/* the tokenizer's tables (NAME_tokenizer_tables(): in the weights blob,
+ * so set in main once the weights are bound) */
+static M(tokenizer) tok;
+
 static const char *token_bytes(int64_t id, size_t *len) {
-  uint32_t at = M(token_offset)[id];
-  *len = M(token_offset)[id + 1] - at - 1;
-  return M(token_text) + at;
+  uint32_t at = tok.token_offset[id];
+  *len = tok.token_offset[id + 1] - at - 1;
+  return tok.token_text + at;
 }
 
 /* the special tokens: control and user-defined ones, matched by their
@@ -136,7 +141,7 @@ static int32_t *special;
 static int nspecial;
 
 static bool is_special(int64_t id) {
-  int t = M(token_type)[id];
+  int t = tok.token_type[id];
   return t == MU(TOKEN_CONTROL) || t == MU(TOKEN_USER_DEFINED);
 }
 
@@ -155,7 +160,7 @@ static uint32_t pair_hash(int32_t l, int32_t r) {
 static void tokenizer_init(void) {
   special = xmalloc(NTOKENS * sizeof *special);
   for (int32_t id = 0; id < NTOKENS; id++)
-    if (is_special(id) && M(token_offset)[id + 1] - M(token_offset)[id] > 1)
+    if (is_special(id) && tok.token_offset[id + 1] - tok.token_offset[id] > 1)
       special[nspecial++] = id;
   uint32_t n = 16;
   while (n < 2u * NMERGES)
@@ -165,10 +170,10 @@ static void tokenizer_init(void) {
     die("out of memory (%s)", "merges");
   merge_mask = n - 1;
   for (uint32_t r = 0; r < NMERGES; r++) {
-    const int32_t *m = M(merges) + 3 * r;
+    const int32_t *m = tok.merges + 3 * r;
     uint32_t i = pair_hash(m[0], m[1]) & merge_mask;
     while (merge_slot[i]) { /* an earlier (lower) rank of the same pair wins */
-      const int32_t *o = M(merges) + 3 * (merge_slot[i] - 1);
+      const int32_t *o = tok.merges + 3 * (merge_slot[i] - 1);
       if (o[0] == m[0] && o[1] == m[1])
         break;
       i = (i + 1) & merge_mask;
@@ -181,7 +186,7 @@ static void tokenizer_init(void) {
 /* the rank of merging l and r, or -1 */
 static int64_t merge_rank(int32_t l, int32_t r) {
   for (uint32_t i = pair_hash(l, r) & merge_mask; merge_slot[i]; i = (i + 1) & merge_mask) {
-    const int32_t *m = M(merges) + 3 * (merge_slot[i] - 1);
+    const int32_t *m = tok.merges + 3 * (merge_slot[i] - 1);
     if (m[0] == l && m[1] == r)
       return merge_slot[i] - 1;
   }
@@ -196,8 +201,8 @@ static void bpe(const unsigned char *s, size_t n, Ids *out) {
   int32_t *t = xmalloc(n * sizeof *t);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (M(byte_token)[s[i]] >= 0) /* a byte-level vocabulary has all 256 */
-      t[k++] = M(byte_token)[s[i]];
+    if (tok.byte_token[s[i]] >= 0) /* a byte-level vocabulary has all 256 */
+      t[k++] = tok.byte_token[s[i]];
   for (;;) {
     int64_t best = -1;
     size_t at = 0;
@@ -208,7 +213,7 @@ static void bpe(const unsigned char *s, size_t n, Ids *out) {
     }
     if (best < 0)
       break;
-    t[at] = M(merges)[3 * best + 2];
+    t[at] = tok.merges[3 * best + 2];
     memmove(t + at + 1, t + at + 2, (k - at - 2) * sizeof *t);
     k--;
   }
@@ -431,7 +436,8 @@ static void check_rc(int rc, const char *what) {
 
 /* The weights of a model this size are in a blob, linked in by
  * NAME_weights.S (README "Weights in a blob"); -DKILN_MODEL_BLOB=0 for a
- * model compiled with --weights=inline. */
+ * model compiled with --weights=inline. The tokenizer's tables are in the
+ * blob too: bound before anything reads them. */
 #ifndef KILN_MODEL_BLOB
 #define KILN_MODEL_BLOB 1
 #endif
@@ -443,6 +449,9 @@ static void bind_weights(void) {
   if (rc != KILN_OK)
     die("the linked weights: %s", M(weights_error)(rc));
 #endif
+  tok = M(tokenizer_tables)();
+  if (!tok.token_text || !tok.token_offset || !tok.token_type || !tok.byte_token || !tok.merges)
+    die("%s", "the tokenizer's tables are missing (the weights are not bound)");
 }
 
 static int64_t parse_count(const char *s) {
@@ -552,6 +561,7 @@ static void prompt_ids(const Options *o, Ids *ids) {
 int main(int argc, char **argv) {
   Options o = parse_args(argc, argv);
   Ids ids = {0};
+  bind_weights(); /* the tokenizer's tables too */
   prompt_ids(&o, &ids);
   if (o.tokenize || o.detokenize) {
     if (o.tokenize)
@@ -576,7 +586,6 @@ int main(int argc, char **argv) {
   if (o.dump_logits && !(dump = fopen(o.dump_logits, "wb")))
     die("cannot write '%s'", o.dump_logits);
 
-  bind_weights();
   M(state_init)(&state);
   if (o.ids)
     put_ids(&ids, 0);

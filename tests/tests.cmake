@@ -670,6 +670,13 @@ target_link_libraries(tok_stub PRIVATE kilnlib)
 add_test(NAME generate_tokenizer
          COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
 set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+# where the tables go: examples/llama.lua on the GGUF fixture with
+# --weights=blob (arrays of the weights blob; NAME_tokenizer_tables() gives
+# NULLs before a bind) and --weights=inline (literals in the .c): the same
+# tables through the API and the same generate.c output, gcc and clang
+add_test(NAME generate_tokenizer_blob
+         COMMAND ${T}/generate/run_tokenizer_blob.sh ${KILN_BIN} ${T}/gguf/tiny_llama.gguf
+                 ${CMAKE_BINARY_DIR}/generate-tests/tokenizer_blob)
 # (release suite only: the PyTorch reference and the 98 MB model's C are the
 # same in both suites; the sanitizer suite binds and reads the real file in
 # gguf_reader_smollm and gguf_bind_smollm)

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
   Diag d = {0};
   Gguf g;
   Buf c = {0}, h = {0}, tc = {0}, th = {0};
-  if (!gguf_load(a, argv[1], &g, &d) || !tokenizer_emit(&g, p, &tc, &th, &d)) {
+  if (!gguf_load(a, argv[1], &g, &d) || !tokenizer_emit(&g, p, NULL, &tc, &th, &d)) {
     diag_print(&d);
     return 1;
   }
