@@ -213,7 +213,7 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
   for (int i = 0; ok && !blob.size && i < 2; i++) {
     const char *stale = i ? spath : binpath;
     if (access(stale, F_OK) == 0 && remove(stale) == 0 && !eo->quiet)
-      fprintf(stderr, "kiln: removed %s, left by an earlier compile with --weights=blob (the weights are "
+      fprintf(stderr, "kiln: removed %s, left by an earlier compile with --weights-mode=blob (the weights are "
               "inline now)\n", stale);
   }
   ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&

@@ -48,7 +48,7 @@ static const char *usage_lua =
     "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
     "                             by its magic bytes; Q8_0/Q4_0/Q4_1 tensors stay quantized:\n"
     "                             docs/gguf.md); tensors the script does not use are skipped\n"
-    "                             with a note\n"
+    "                             with a note (where the weights go in the C: --weights-mode)\n"
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
@@ -58,9 +58,11 @@ static const char *usage_compile =
     "compile and run options:\n"
     "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
     "  -o FILE                    output .c file (default: NAME.c in the current folder)\n"
-    "  --weights=blob|inline|auto (also check, bench) weights in FILE.weights.bin + FILE_weights.S\n"
-    "                             beside the C (blob), as C literals (inline), or a blob when\n"
-    "                             they exceed 1 MiB (auto, the default)\n"
+    "  --weights-mode=blob|inline|auto  (also check, bench) weights in FILE.weights.bin +\n"
+    "                             FILE_weights.S beside the C (blob), as C literals (inline), or\n"
+    "                             a blob when they exceed 1 MiB (auto, the default); the old\n"
+    "                             spelling --weights=blob|inline|auto still works this release,\n"
+    "                             with a note on stderr\n"
     "  --name NAME                prefix of the generated API (default: model)\n"
     "  --passes=P1,P2,...         run only these passes (see `kiln passes`; fuse: every fuse_*)\n"
     "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
@@ -317,6 +319,14 @@ static int64_t positions(const char *v, const char *msg) {
   return n;
 }
 
+/* --weights-mode=blob|inline|auto into *w; false for any other value. */
+static bool weights_mode(const char *v, EmitWeights *w) {
+  if (strcmp(v, "blob") && strcmp(v, "inline") && strcmp(v, "auto"))
+    return false;
+  *w = !strcmp(v, "blob") ? WEIGHTS_BLOB : !strcmp(v, "inline") ? WEIGHTS_INLINE : WEIGHTS_AUTO;
+  return true;
+}
+
 static void parse_args(int argc, char **argv, Cli *c) {
   c->name = "model";
   c->pipe.pass.fold_limit = 4u << 20;
@@ -367,11 +377,16 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->sets[c->lua.nsets++] = v;
     } else if ((v = opt_value(argc, argv, &i, "--model"))) {
       c->check.model = v;
+    } else if ((v = opt_value(argc, argv, &i, "--weights-mode"))) {
+      if (!weights_mode(v, &c->check.weights))
+        die("--weights-mode=%s: expected blob, inline or auto (a Lua model's weights file is --weights FILE)", v);
     } else if ((v = opt_value(argc, argv, &i, "--weights"))) {
-      if (!strcmp(v, "blob") || !strcmp(v, "inline") || !strcmp(v, "auto"))
-        c->check.weights = !strcmp(v, "blob") ? WEIGHTS_BLOB : !strcmp(v, "inline") ? WEIGHTS_INLINE : WEIGHTS_AUTO;
+      /* --weights=blob|inline|auto, the storage mode before --weights-mode:
+       * kept for one release with a note; a file named blob: --weights ./blob */
+      if (weights_mode(v, &c->check.weights))
+        fprintf(stderr, "kiln: --weights%c%s is deprecated: use --weights-mode=%s\n", v == argv[i] ? ' ' : '=', v, v);
       else
-        c->lua.weights = v; /* a file named blob: --weights ./blob */
+        c->lua.weights = v;
     } else if ((v = opt_value(argc, argv, &i, "--lua-steps"))) {
       if ((c->lua.max_steps = atoll(v)) < 1)
         die("--lua-steps %s: expected a positive count", v);

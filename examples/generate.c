@@ -431,7 +431,7 @@ static void check_rc(int rc, const char *what) {
 
 /* The weights of a model this size are in a blob, linked in by
  * NAME_weights.S (README "Weights in a blob"); -DKILN_MODEL_BLOB=0 for a
- * model compiled with --weights=inline. */
+ * model compiled with --weights-mode=inline. */
 #ifndef KILN_MODEL_BLOB
 #define KILN_MODEL_BLOB 1
 #endif

@@ -77,7 +77,7 @@ if(CLANG)
   add_test(NAME generated_c_clang
            COMMAND ${KILN_BIN} check --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
   add_test(NAME generated_c_clang_blob
-           COMMAND ${KILN_BIN} check --weights=blob --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
+           COMMAND ${KILN_BIN} check --weights-mode=blob --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
   # node tests whose I/O and weights are named a, b, c, x, y, W, B: names the
   # kernels use as locals, which must not shadow or be shadowed (-Wshadow)
   foreach(nt test_matmul_2d test_gemm_all_attributes test_layer_normalization_2d_axis0 test_where_example)
@@ -359,7 +359,7 @@ add_test(NAME lua_bert_weights
 add_test(NAME lua_transformer_torch
          COMMAND ${T}/lua/check_transformer_torch.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/transformer_torch)
 set_tests_properties(lua_bert_weights lua_transformer_torch PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-# weights out of the C source: --weights=blob|inline|auto, the blob API
+# weights out of the C source: --weights-mode=blob|inline|auto, the blob API
 add_test(NAME weights_blob COMMAND ${T}/blob/check_blob.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/blob-tests)
 # bad scripts: one line with file:line, exit 1, no output file
 add_test(NAME lua_bad_scripts COMMAND ${T}/lua/run_bad.sh ${KILN_BIN})
@@ -622,7 +622,7 @@ add_test(NAME gguf_bind_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/b
          --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
 add_test(NAME gguf_bind_blob_by_magic
          COMMAND sh -c "mkdir -p \"$2\" && cp \"$1/tiny_llama.gguf\" \"$2/weights.safetensors\" &&
-                        \"$0\" check -q --weights=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
+                        \"$0\" check -q --weights-mode=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
                  ${KILN_BIN} ${T}/gguf ${CMAKE_BINARY_DIR}/gguf-tests)
 # bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
 # magic and version, huge counts and lengths, offsets past the end,
