@@ -15,7 +15,6 @@
 #include "info.h"
 #include "npy.h"
 #include "onnx.h"
-#include "onnx_decoder.h"
 #include "ops.h"
 #include "print.h"
 #include "progress.h"
@@ -487,6 +486,9 @@ static void parse_args(int argc, char **argv, Cli *c) {
       die("unexpected argument '%s'; see kiln --help", argv[i]);
     }
   }
+  c->pipe.pass.kv_cache = c->kv_cache; /* the kv_cache pass (main checks the combination) */
+  c->pipe.pass.kv_prefill = c->prefill;
+  c->pipe.pass.kv_dtype = c->kv_dtype ? dt_from_name(c->kv_dtype) : DT_F32;
   c->pipe.pass.shapes = c->shapes;
   c->pipe.pass.nshapes = c->nshapes;
   c->lua.sets = c->sets;
@@ -587,13 +589,6 @@ static int cmd_compile(Cli *c) {
   const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
   c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
-  if (g && c->kv_cache) { /* an ONNX decoder with a past: two entry points over a cache */
-    if (!onnx_has_past_inputs(g))
-      die("%s: --kv-cache needs a decoder exported with its past (inputs past_key_values.L.key / .value, "
-          "use_cache=True); the model has no past_key_values input", c->model);
-    g = onnx_decoder_from_past(g, c->kv_cache, c->prefill ? c->prefill : c->kv_cache < 64 ? c->kv_cache : 64,
-                               c->kv_dtype ? dt_from_name(c->kv_dtype) : DT_F32, &d);
-  }
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
     c->pipe.pass.quant_report = &qr;

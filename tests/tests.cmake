@@ -720,7 +720,8 @@ add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KIL
 # as a decoder graph — prefill + steps == prefill bit for bit, and torch's
 # logits through its own cache within 1e-4 at every position — and the
 # refusals (no past, a Concat on the wrong axis, positions from the past's
-# shape, a Lua model, bad --kv-cache / --prefill), one line each
+# shape, a Lua model, bad --kv-cache / --prefill, --dump-after=kv_cache or
+# --passes without kv_cache), one line each
 add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
 add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
 # --kv-dtype: f16 and bf16 caches against torch's f32 cache (measured:
@@ -738,6 +739,9 @@ add_test(NAME generate_past_llama
          COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 2 8 decoder_llama.onnx reference_llama.bin)
 add_test(NAME generate_past_bad
          COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+# the rewrite is the kv_cache pass: listed first, --dump-after=kv_cache and
+# --dump-all show the graph it made, and without --kv-cache it is skipped
+add_test(NAME generate_past_dump_kv_cache COMMAND bash ${T}/generate/past/dump_kv_cache.sh ${KILN_BIN})
 
 # One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
 # kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair
