@@ -660,9 +660,6 @@ static int cmd_dot(Cli *c) {
   if (c->after) {
     if (!pass_find(c->after))
       die("--after=%s: unknown pass; see kiln passes", c->after);
-    if (!pass_runs(pass_find(c->after), &c->pipe.pass)) /* kv_cache: --kv-cache is kiln compile's */
-      die("--after=%s: that pass runs only with %s, which kiln dot does not take; expected another pass "
-          "(see kiln passes)", c->after, pass_option(pass_find(c->after)));
     Buf list = {0};
     for (int i = 0; i < pass_count; i++) {
       buf_printf(&list, "%s%s", i ? "," : "", pass_list[i].name);

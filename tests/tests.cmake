@@ -720,8 +720,8 @@ add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KIL
 # as a decoder graph — prefill + steps == prefill bit for bit, and torch's
 # logits through its own cache within 1e-4 at every position — and the
 # refusals (no past, a Concat on the wrong axis, positions from the past's
-# shape, a Lua model, bad --kv-cache / --prefill, --dump-after=kv_cache,
-# kiln dot --after=kv_cache or --passes without kv_cache), one line each
+# shape, a Lua model, bad --kv-cache / --prefill, --dump-after=kv_cache or
+# --passes without kv_cache), one line each
 add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
 add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
 # --kv-dtype: f16 and bf16 caches against torch's f32 cache (measured:

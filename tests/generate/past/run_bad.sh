@@ -51,7 +51,6 @@ case_ dump_without_kv_cache "--dump-after=kv_cache: that pass runs only with --k
   compile "$past" --dump-after=kv_cache -o o.c
 case_ passes_without_kv_cache "leaves out kv_cache, the pass --kv-cache=N asks for" \
   compile "$past" --kv-cache=16 --passes=bind,infer,fold,simplify,dce,plan -o o.c
-case_ dot_after_kv_cache "--after=kv_cache: that pass runs only with --kv-cache=N" dot "$past" --after=kv_cache
 case_ not_compile "is for \`kiln compile\`" info "$past" --kv-cache=16
 
 echo "$pass passed, $fail failed"
