@@ -71,6 +71,7 @@ static const char *usage_compile =
     "  --kv-cache=N               (compile) an ONNX decoder exported with its past (inputs\n"
     "                             past_key_values.L.key/.value, outputs present.*): a generative\n"
     "                             model with a KV cache of N positions, NAME_prefill/NAME_step\n"
+    "                             (the kv_cache pass: --dump-after=kv_cache shows its graph)\n"
     "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
     "  --kv-dtype=f32|f16|bf16    (with --kv-cache) the caches' dtype: f16/bf16 halve their bytes\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
