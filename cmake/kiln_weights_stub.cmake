@@ -1,6 +1,6 @@
 # kiln_weights_stub.cmake — run by kiln_add_model's build step after kiln
 # compile (cmake -DS=DIR/NAME_weights.S -P kiln_weights_stub.cmake): kiln
-# writes NAME_weights.S only when the weights went to a blob (--weights=blob,
+# writes NAME_weights.S only when the weights went to a blob (--weights-mode=blob,
 # or auto above 1 MiB), but the library's sources are fixed when CMake
 # configures. When kiln wrote none, write a .S that defines nothing, so the
 # library builds either way; the app tells the two apart by

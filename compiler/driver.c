@@ -142,12 +142,22 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
   if (o->passes && !check_pass_list(g, o->passes, d))
     return false;
   const char *const dumps[2] = {o->dump_after, o->dump_before}, *const flags[2] = {"--dump-after", "--dump-before"};
-  for (int k = 0; k < 2; k++)
-    if (dumps[k] && strcmp(dumps[k], "all") && !pass_find(dumps[k]))
+  for (int k = 0; k < 2; k++) {
+    const Pass *p = dumps[k] && strcmp(dumps[k], "all") ? pass_find(dumps[k]) : NULL;
+    if (dumps[k] && strcmp(dumps[k], "all") && !p)
       return diag_error(d, "%s=%s: unknown pass; expected a name from `kiln passes` or 'all'", flags[k], dumps[k]);
+    if (p && !pass_runs(p, &o->pass))
+      return diag_error(d, "%s=%s: that pass runs only with %s; expected %s too", flags[k], dumps[k],
+                        pass_option(p), pass_option(p));
+  }
+  for (int i = 0; i < pass_count && o->passes; i++)
+    if (pass_option(&pass_list[i]) && pass_runs(&pass_list[i], &o->pass) && !wanted(o->passes, pass_list[i].name))
+      return diag_error(d, "--passes=%s: leaves out %s, the pass %s asks for; expected it in the list", o->passes,
+                        pass_list[i].name, pass_option(&pass_list[i]));
   int step = 0, nrun = 0, total = 0; /* passes run, and to run (progress) */
+  int typed_after = (int)(pass_find("bind") - pass_list); /* after bind, infer gives every value a type */
   for (int i = 0; i < pass_count && !(o->stop_before_plan && !strcmp(pass_list[i].name, "plan")); i++)
-    total += wanted(o->passes, pass_list[i].name);
+    total += wanted(o->passes, pass_list[i].name) && pass_runs(&pass_list[i], &o->pass);
   if (o->dump_dir) {
     if (!make_dirs(o->dump_dir, d)) /* an existing folder is fine */
       return false;
@@ -156,7 +166,7 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
   }
   for (int i = 0; i < pass_count; i++) {
     const Pass *p = &pass_list[i];
-    if (!wanted(o->passes, p->name))
+    if (!wanted(o->passes, p->name) || !pass_runs(p, &o->pass))
       continue;
     if (o->stop_before_plan && !strcmp(p->name, "plan"))
       break;
@@ -164,7 +174,7 @@ bool driver_lower(Graph *g, const PipelineOptions *o, Diag *d) {
       dump(g, "before", p->name);
     g->planned = false;
     progress_pass(++nrun, total, p->name);
-    if (!p->fn(g, &o->pass, d) || (o->verify_each && !graph_verify(g, i > 0, d))) {
+    if (!p->fn(g, &o->pass, d) || (o->verify_each && !graph_verify(g, i > typed_after, d))) {
       progress_clear();
       return false;
     }
@@ -213,7 +223,7 @@ bool driver_write_c(Graph *g, const EmitOptions *eo, const char *out_c, Diag *d)
   for (int i = 0; ok && !blob.size && i < 2; i++) {
     const char *stale = i ? spath : binpath;
     if (access(stale, F_OK) == 0 && remove(stale) == 0 && !eo->quiet)
-      fprintf(stderr, "kiln: removed %s, left by an earlier compile with --weights=blob (the weights are "
+      fprintf(stderr, "kiln: removed %s, left by an earlier compile with --weights-mode=blob (the weights are "
               "inline now)\n", stale);
   }
   ok = ok && write_file_atomic(hpath, h.s, h.len, &wd) && write_file_atomic(rtpath, rt, strlen(rt), &wd) &&

@@ -60,7 +60,7 @@ typedef struct CheckOptions {
   int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
   EmitPrecision precision; /* --precision (and kiln compile's) */
-  EmitWeights weights;    /* --weights=inline|blob (and kiln compile's) */
+  EmitWeights weights;    /* --weights-mode=inline|blob (and kiln compile's) */
   bool unroll_layers;     /* --unroll-layers (and kiln compile's) */
   const char *model;      /* --model FILE: compile this instead of DIR/model.* */
   PipelineOptions pipe;
@@ -95,7 +95,7 @@ typedef struct BenchOptions {
   EmitIsa isa;            /* --isa for the generated GEMM panels */
   EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */
   EmitPrecision precision; /* --precision */
-  EmitWeights weights;    /* --weights=inline|blob */
+  EmitWeights weights;    /* --weights-mode=inline|blob */
   bool unroll_layers;     /* --unroll-layers */
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */

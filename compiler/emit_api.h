@@ -30,7 +30,7 @@ typedef enum EmitPrecision {
                      compiler targets it, else the same arithmetic in f32 FMAs */
 } EmitPrecision;
 
-/* --weights=inline|blob: where the weights go (weights_blob.h). */
+/* --weights-mode=inline|blob: where the weights go (weights_blob.h). */
 typedef enum EmitWeights {
   WEIGHTS_AUTO,   /* blob when the model's constants exceed EMIT_BLOB_AUTO bytes */
   WEIGHTS_INLINE, /* static const arrays of exact literals in the .c */
@@ -50,7 +50,7 @@ typedef struct EmitOptions {
                            marks the large loops for N OpenMP threads (emit.h) */
   EmitGemm gemm;        /* --gemm */
   EmitPrecision precision; /* --precision */
-  EmitWeights weights;  /* --weights=inline|blob */
+  EmitWeights weights;  /* --weights-mode=inline|blob */
   const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
                            tables (compiler/tokenizer.h), or NULL */
   bool quiet;           /* driver_write_c: no notes on stderr (kiln compile -q) */

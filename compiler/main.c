@@ -15,7 +15,6 @@
 #include "info.h"
 #include "npy.h"
 #include "onnx.h"
-#include "onnx_decoder.h"
 #include "ops.h"
 #include "print.h"
 #include "progress.h"
@@ -48,7 +47,7 @@ static const char *usage_lua =
     "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
     "                             by its magic bytes; Q8_0/Q4_0/Q4_1 tensors stay quantized:\n"
     "                             docs/gguf.md); tensors the script does not use are skipped\n"
-    "                             with a note\n"
+    "                             with a note (where the weights go in the C: --weights-mode)\n"
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
@@ -58,9 +57,11 @@ static const char *usage_compile =
     "compile and run options:\n"
     "  --shape NAME=DIMS          bind an input's shape (NAME=1x16) or a symbolic dim (NAME=16)\n"
     "  -o FILE                    output .c file (default: NAME.c in the current folder)\n"
-    "  --weights=blob|inline|auto (also check, bench) weights in FILE.weights.bin + FILE_weights.S\n"
-    "                             beside the C (blob), as C literals (inline), or a blob when\n"
-    "                             they exceed 1 MiB (auto, the default)\n"
+    "  --weights-mode=blob|inline|auto  (also check, bench) weights in FILE.weights.bin +\n"
+    "                             FILE_weights.S beside the C (blob), as C literals (inline), or\n"
+    "                             a blob when they exceed 1 MiB (auto, the default); the old\n"
+    "                             spelling --weights=blob|inline|auto still works this release,\n"
+    "                             with a note on stderr\n"
     "  --name NAME                prefix of the generated API (default: model)\n"
     "  --passes=P1,P2,...         run only these passes (see `kiln passes`; fuse: every fuse_*)\n"
     "  --dump-after=PASS|all      print the IR after a pass (to stdout)\n"
@@ -70,6 +71,7 @@ static const char *usage_compile =
     "  --kv-cache=N               (compile) an ONNX decoder exported with its past (inputs\n"
     "                             past_key_values.L.key/.value, outputs present.*): a generative\n"
     "                             model with a KV cache of N positions, NAME_prefill/NAME_step\n"
+    "                             (the kv_cache pass: --dump-after=kv_cache shows its graph)\n"
     "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
     "  --kv-dtype=f32|f16|bf16    (with --kv-cache) the caches' dtype: f16/bf16 halve their bytes\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
@@ -319,6 +321,14 @@ static int64_t positions(const char *v, const char *msg) {
   return n;
 }
 
+/* --weights-mode=blob|inline|auto into *w; false for any other value. */
+static bool weights_mode(const char *v, EmitWeights *w) {
+  if (strcmp(v, "blob") && strcmp(v, "inline") && strcmp(v, "auto"))
+    return false;
+  *w = !strcmp(v, "blob") ? WEIGHTS_BLOB : !strcmp(v, "inline") ? WEIGHTS_INLINE : WEIGHTS_AUTO;
+  return true;
+}
+
 static void parse_args(int argc, char **argv, Cli *c) {
   c->name = "model";
   c->pipe.pass.fold_limit = 4u << 20;
@@ -369,11 +379,16 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->sets[c->lua.nsets++] = v;
     } else if ((v = opt_value(argc, argv, &i, "--model"))) {
       c->check.model = v;
+    } else if ((v = opt_value(argc, argv, &i, "--weights-mode"))) {
+      if (!weights_mode(v, &c->check.weights))
+        die("--weights-mode=%s: expected blob, inline or auto (a Lua model's weights file is --weights FILE)", v);
     } else if ((v = opt_value(argc, argv, &i, "--weights"))) {
-      if (!strcmp(v, "blob") || !strcmp(v, "inline") || !strcmp(v, "auto"))
-        c->check.weights = !strcmp(v, "blob") ? WEIGHTS_BLOB : !strcmp(v, "inline") ? WEIGHTS_INLINE : WEIGHTS_AUTO;
+      /* --weights=blob|inline|auto, the storage mode before --weights-mode:
+       * kept for one release with a note; a file named blob: --weights ./blob */
+      if (weights_mode(v, &c->check.weights))
+        fprintf(stderr, "kiln: --weights%c%s is deprecated: use --weights-mode=%s\n", v == argv[i] ? ' ' : '=', v, v);
       else
-        c->lua.weights = v; /* a file named blob: --weights ./blob */
+        c->lua.weights = v;
     } else if ((v = opt_value(argc, argv, &i, "--lua-steps"))) {
       if ((c->lua.max_steps = atoll(v)) < 1)
         die("--lua-steps %s: expected a positive count", v);
@@ -476,6 +491,9 @@ static void parse_args(int argc, char **argv, Cli *c) {
       die("unexpected argument '%s'; see kiln --help", argv[i]);
     }
   }
+  c->pipe.pass.kv_cache = c->kv_cache; /* the kv_cache pass (main checks the combination) */
+  c->pipe.pass.kv_prefill = c->prefill;
+  c->pipe.pass.kv_dtype = c->kv_dtype ? dt_from_name(c->kv_dtype) : DT_F32;
   c->pipe.pass.shapes = c->shapes;
   c->pipe.pass.nshapes = c->nshapes;
   c->lua.sets = c->sets;
@@ -576,13 +594,6 @@ static int cmd_compile(Cli *c) {
   const Gguf *gguf = NULL; /* a bound GGUF: its tokenizer goes into the C */
   c->lua.bound_gguf = &gguf;
   Graph *g = driver_load_opts(a, c->model, &c->lua, &d);
-  if (g && c->kv_cache) { /* an ONNX decoder with a past: two entry points over a cache */
-    if (!onnx_has_past_inputs(g))
-      die("%s: --kv-cache needs a decoder exported with its past (inputs past_key_values.L.key / .value, "
-          "use_cache=True); the model has no past_key_values input", c->model);
-    g = onnx_decoder_from_past(g, c->kv_cache, c->prefill ? c->prefill : c->kv_cache < 64 ? c->kv_cache : 64,
-                               c->kv_dtype ? dt_from_name(c->kv_dtype) : DT_F32, &d);
-  }
   QuantReport qr = {0};
   if (c->pipe.pass.quantize && c->pipe.pass.verbose) /* -v: the quantization errors */
     c->pipe.pass.quant_report = &qr;

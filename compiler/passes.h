@@ -48,6 +48,9 @@ typedef struct PassOptions {
   bool verbose;
   QuantMode quantize;      /* --quantize=int8|w8a8: the quantize pass runs */
   QuantReport *quant_report; /* when not NULL, the quantize pass fills it (arena memory) */
+  int64_t kv_cache;        /* --kv-cache=N: the kv_cache pass runs, a cache of N positions (0: it does not) */
+  int64_t kv_prefill;      /* --prefill=P: tokens one prefill call takes (0: min(N, 64)) */
+  DType kv_dtype;          /* --kv-dtype: the caches' dtype (DT_UNDEF: f32) */
 } PassOptions;
 
 typedef bool (*PassFn)(Graph *g, const PassOptions *o, Diag *d);
@@ -61,7 +64,17 @@ typedef struct Pass {
 extern const Pass pass_list[];
 extern const int pass_count;
 const Pass *pass_find(const char *name);
+/* A pass an option asks for (kv_cache: --kv-cache) runs only when that
+ * option is given, and is otherwise skipped (not run, counted or dumped);
+ * the others always run. pass_option: that option ("--kv-cache=N"), or
+ * NULL for a pass that always runs. */
+bool pass_runs(const Pass *p, const PassOptions *o);
+const char *pass_option(const Pass *p);
 
+/* --kv-cache=N: an ONNX decoder with a past to a generative model
+ * (passes/kv_cache.c over onnx_decoder.c); asked when o->kv_cache > 0. */
+bool pass_kv_cache(Graph *g, const PassOptions *o, Diag *d);
+bool pass_kv_cache_asked(const PassOptions *o);
 bool pass_bind(Graph *g, const PassOptions *o, Diag *d);
 bool pass_infer(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fold(Graph *g, const PassOptions *o, Diag *d);

@@ -1,6 +1,6 @@
 /* weights_blob.h — the weights of a large model in a file of their own.
  *
- * `kiln compile --weights=blob` (the default once a model's constants pass
+ * `kiln compile --weights-mode=blob` (the default once a model's constants pass
  * 1 MiB) writes the weight arrays the generated code reads into
  * NAME.weights.bin instead of C literals, so the .c holds code only and
  * the C compiler never parses a 100 MB initializer. The layout:

@@ -1,7 +1,7 @@
 /* generate.c — text generation on the command line with a Llama-style
  * model compiled by kiln from a GGUF file (SmolLM2-135M-Instruct): encode
  * the prompt with the model's own byte-level BPE tokenizer (tables kiln
- * wrote into the model's weights blob, or its C with --weights=inline),
+ * wrote into the model's weights blob, or its C with --weights-mode=inline),
  * prefill the KV cache, then pick the most likely token step by step
  * (greedy) and print the text as it comes.
  *
@@ -436,8 +436,8 @@ static void check_rc(int rc, const char *what) {
 
 /* The weights of a model this size are in a blob, linked in by
  * NAME_weights.S (README "Weights in a blob"); -DKILN_MODEL_BLOB=0 for a
- * model compiled with --weights=inline. The tokenizer's tables are in the
- * blob too: bound before anything reads them. */
+ * model compiled with --weights-mode=inline. The tokenizer's tables are in
+ * the blob too: bound before anything reads them. */
 #ifndef KILN_MODEL_BLOB
 #define KILN_MODEL_BLOB 1
 #endif

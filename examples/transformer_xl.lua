@@ -41,7 +41,7 @@ Language Modeling", 2019).
 examples/xl_app.c runs the compiled model over a stream of tokens:
 
   $ export PATH=$PWD/build:$PATH
-  $ kiln compile examples/transformer_xl.lua --weights=inline -o out/transformer_xl.c
+  $ kiln compile examples/transformer_xl.lua --weights-mode=inline -o out/transformer_xl.c
   $ cc -O2 -Iout examples/xl_app.c out/transformer_xl.c -lm -o out/xl_app && out/xl_app
   $ kiln export examples/transformer_xl.lua -o xl.onnx     # memory: inputs mems.N, outputs mems.N.next
 ]]

@@ -26,7 +26,7 @@
  *   $ out/translate 5 17 42 8 99 3      # source token ids (default: these)
  *
  * (The model's 2 MB of weights go to out/transformer.weights.bin, which
- * transformer_weights.S links in; with --weights=inline they are C
+ * transformer_weights.S links in; with --weights-mode=inline they are C
  * literals in transformer.c and the .S is not made: leave it out.)
  *
  * With the script's random weights the output is a deterministic but

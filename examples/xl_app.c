@@ -6,11 +6,11 @@
  * with the newest hidden states, so segment k sees segments k-1, k-2, ...
  *
  *   $ export PATH=$PWD/build:$PATH
- *   $ kiln compile examples/transformer_xl.lua --weights=blob -o out/transformer_xl.c
+ *   $ kiln compile examples/transformer_xl.lua --weights-mode=blob -o out/transformer_xl.c
  *   $ cc -O2 -Iout examples/xl_app.c out/transformer_xl.c out/transformer_xl_weights.S -lm -o out/xl_app
  *   $ out/xl_app                    # a made-up stream of 4 segments; prints each one's guesses
  *
- * (with --weights=inline the weights are C literals and there is no .S);
+ * (with --weights-mode=inline the weights are C literals and there is no .S);
  * out/xl_app IDS.bin LOGITS.bin reads int64 ids (whole segments) and writes
  * f32 logits (raw).
  */

@@ -77,7 +77,7 @@ if(CLANG)
   add_test(NAME generated_c_clang
            COMMAND ${KILN_BIN} check --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
   add_test(NAME generated_c_clang_blob
-           COMMAND ${KILN_BIN} check --weights=blob --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
+           COMMAND ${KILN_BIN} check --weights-mode=blob --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
   # node tests whose I/O and weights are named a, b, c, x, y, W, B: names the
   # kernels use as locals, which must not shadow or be shadowed (-Wshadow)
   foreach(nt test_matmul_2d test_gemm_all_attributes test_layer_normalization_2d_axis0 test_where_example)
@@ -359,7 +359,7 @@ add_test(NAME lua_bert_weights
 add_test(NAME lua_transformer_torch
          COMMAND ${T}/lua/check_transformer_torch.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/lua-tests/transformer_torch)
 set_tests_properties(lua_bert_weights lua_transformer_torch PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
-# weights out of the C source: --weights=blob|inline|auto, the blob API
+# weights out of the C source: --weights-mode=blob|inline|auto, the blob API
 add_test(NAME weights_blob COMMAND ${T}/blob/check_blob.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/blob-tests)
 # bad scripts: one line with file:line, exit 1, no output file
 add_test(NAME lua_bad_scripts COMMAND ${T}/lua/run_bad.sh ${KILN_BIN})
@@ -622,7 +622,7 @@ add_test(NAME gguf_bind_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/b
          --weights ${T}/gguf/tiny_llama.gguf --strict-weights)
 add_test(NAME gguf_bind_blob_by_magic
          COMMAND sh -c "mkdir -p \"$2\" && cp \"$1/tiny_llama.gguf\" \"$2/weights.safetensors\" &&
-                        \"$0\" check -q --weights=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
+                        \"$0\" check -q --weights-mode=blob \"$1/bind\" --weights \"$2/weights.safetensors\" --strict-weights"
                  ${KILN_BIN} ${T}/gguf ${CMAKE_BINARY_DIR}/gguf-tests)
 # bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
 # magic and version, huge counts and lengths, offsets past the end,
@@ -671,8 +671,8 @@ add_test(NAME generate_tokenizer
          COMMAND ${T}/generate/run_tokenizer.sh $<TARGET_FILE:tok_stub> ${CMAKE_BINARY_DIR}/generate-tests/tokenizer)
 set_tests_properties(generate_tokenizer PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 # where the tables go: examples/llama.lua on the GGUF fixture with
-# --weights=blob (arrays of the weights blob; NAME_tokenizer_tables() gives
-# NULLs before a bind) and --weights=inline (literals in the .c): the same
+# --weights-mode=blob (arrays of the weights blob; NAME_tokenizer_tables() gives
+# NULLs before a bind) and --weights-mode=inline (literals in the .c): the same
 # tables through the API and the same generate.c output, gcc and clang
 add_test(NAME generate_tokenizer_blob
          COMMAND ${T}/generate/run_tokenizer_blob.sh ${KILN_BIN} ${T}/gguf/tiny_llama.gguf
@@ -737,7 +737,8 @@ add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KIL
 # as a decoder graph — prefill + steps == prefill bit for bit, and torch's
 # logits through its own cache within 1e-4 at every position — and the
 # refusals (no past, a Concat on the wrong axis, positions from the past's
-# shape, a Lua model, bad --kv-cache / --prefill), one line each
+# shape, a Lua model, bad --kv-cache / --prefill, --dump-after=kv_cache or
+# --passes without kv_cache), one line each
 add_test(NAME generate_past_native_t1 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 1 8)
 add_test(NAME generate_past_generic_t2 COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} generic 2)
 # --kv-dtype: f16 and bf16 caches against torch's f32 cache (measured:
@@ -755,6 +756,9 @@ add_test(NAME generate_past_llama
          COMMAND bash ${T}/generate/past/run_past.sh ${KILN_BIN} native 2 8 decoder_llama.onnx reference_llama.bin)
 add_test(NAME generate_past_bad
          COMMAND bash ${T}/generate/past/run_bad.sh ${KILN_BIN} ${T}/models/encoder_2l_op14/model.onnx)
+# the rewrite is the kv_cache pass: listed first, --dump-after=kv_cache and
+# --dump-all show the graph it made, and without --kv-cache it is skipped
+add_test(NAME generate_past_dump_kv_cache COMMAND bash ${T}/generate/past/dump_kv_cache.sh ${KILN_BIN})
 
 # One Llama decoder block in Lua (nn.rms_norm, nn.multi_head_attention with
 # kv_heads and rope, nn.swiglu; GGUF names, permuted Q/K and adjacent-pair

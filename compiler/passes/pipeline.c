@@ -5,6 +5,9 @@
 #include "../passes.h"
 
 const Pass pass_list[] = {
+    {"kv_cache", pass_kv_cache, "with --kv-cache=N: an ONNX decoder exported with its past to prefill and step "
+                                "entries, each Concat(past, new) a CacheWrite into an N-position cache and the "
+                                "attention over it a CachedAttention"},
     {"bind", pass_bind, "give symbolic input dims their --shape values"},
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
@@ -40,5 +43,28 @@ const Pass *pass_find(const char *name) {
   for (int i = 0; i < pass_count; i++)
     if (strcmp(pass_list[i].name, name) == 0)
       return &pass_list[i];
+  return NULL;
+}
+
+/* The passes an option asks for, and how it asks. */
+static const struct {
+  PassFn fn;
+  bool (*asked)(const PassOptions *o);
+  const char *option;
+} asked_passes[] = {
+    {pass_kv_cache, pass_kv_cache_asked, "--kv-cache=N"},
+};
+
+bool pass_runs(const Pass *p, const PassOptions *o) {
+  for (int i = 0; i < KILN_COUNT(asked_passes); i++)
+    if (asked_passes[i].fn == p->fn)
+      return asked_passes[i].asked(o);
+  return true;
+}
+
+const char *pass_option(const Pass *p) {
+  for (int i = 0; i < KILN_COUNT(asked_passes); i++)
+    if (asked_passes[i].fn == p->fn)
+      return asked_passes[i].option;
   return NULL;
 }

@@ -44,6 +44,8 @@ SETUP="cp m.onnx w.weights.bin" case_ blob_is_input "would overwrite the input m
 SETUP="mkdir d.c" case_ o_is_folder "is a folder" compile m.onnx -o d.c
 SETUP= case_ set_for_onnx "are for .lua models" compile m.onnx --set seq=4 -o o.c
 SETUP= case_ weights_for_onnx "are for .lua models" compile m.onnx --weights w.safetensors -o o.c
+SETUP= case_ weights_mode_bad "--weights-mode=safe.safetensors: expected blob, inline or auto" \
+  compile m.onnx --weights-mode=safe.safetensors -o o.c
 SETUP= case_ shape_twice "already bound to other dims" compile m.onnx --shape src=2x16x64 --shape src=1x16x64 -o o.c
 SETUP= case_ fold_limit_negative "expected a byte count" compile m.onnx --fold-limit=-1 -o o.c
 SETUP= case_ name_keyword "not a C keyword" compile m.onnx --name int -o o.c

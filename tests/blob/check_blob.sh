@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# check_blob.sh KILN WORK_DIR — weights out of the C source (--weights=blob):
-#   - blob_app.c links the encoder compiled with --weights=blob (the blob
-#     linked in by its .S) and with --weights=inline, under gcc and clang
+# check_blob.sh KILN WORK_DIR — weights out of the C source (--weights-mode=blob):
+#   - blob_app.c links the encoder compiled with --weights-mode=blob (the blob
+#     linked in by its .S) and with --weights-mode=inline, under gcc and clang
 #     with -std=c99 -Wall -Wextra -Werror; outputs equal bit for bit, the
 #     loaded form binds, every bad blob is refused with its own code;
-#   - --weights=auto keeps a small model inline and puts a > 1 MiB one in a
+#   - --weights-mode=auto keeps a small model inline and puts a > 1 MiB one in a
 #     blob; the blob mode's .c does not grow with the weights (a 10x larger
 #     embedding table: the .c within 1 KiB, the blob 10x);
 #   - compiling twice gives byte-identical .c, .h, .S and blob.
@@ -22,10 +22,10 @@ model=$root/tests/models/encoder_2l_op14/model.onnx
 other=$root/tests/models/encoder_2l_prenorm/model.onnx
 
 cd "$work" && mkdir -p out other auto big big10 again
-"$kiln" compile "$model" --weights=blob -o out/enc.c && "$kiln" compile "$model" --weights=inline --name ref -o out/ref.c &&
-  "$kiln" compile "$other" --weights=blob -o other/other.c || { echo "FAIL compile"; echo "0 passed, 1 failed"; exit 1; }
+"$kiln" compile "$model" --weights-mode=blob -o out/enc.c && "$kiln" compile "$model" --weights-mode=inline --name ref -o out/ref.c &&
+  "$kiln" compile "$other" --weights-mode=blob -o other/other.c || { echo "FAIL compile"; echo "0 passed, 1 failed"; exit 1; }
 [ -f out/enc.weights.bin ] && [ -f out/enc_weights.S ] && [ ! -e out/ref.weights.bin ] &&
-  ok "--weights=blob writes enc.weights.bin and enc_weights.S; --weights=inline neither" || bad "blob files"
+  ok "--weights-mode=blob writes enc.weights.bin and enc_weights.S; --weights-mode=inline neither" || bad "blob files"
 if grep -q 'static const float ' out/enc.c && ! grep -q 'static const float [A-Za-z_0-9]*\[[0-9]\{4,\}\]' out/enc.c; then
   ok "blob mode keeps only small arrays (<= 256 bytes) in the .c"
 else
@@ -56,7 +56,7 @@ else
 fi
 
 # determinism
-"$kiln" compile "$model" --weights=blob -o again/enc.c
+"$kiln" compile "$model" --weights-mode=blob -o again/enc.c
 same=1
 for f in enc.c enc.h enc_weights.S enc.weights.bin; do cmp -s out/$f again/$f || same=0; done
 [ $same = 1 ] && ok "byte-identical on a second compile" || bad "not deterministic"

@@ -7,7 +7,7 @@
 set -eu
 kiln=$1 case=$2 out=$3
 mkdir -p "$out"
-"$kiln" compile "$case/model.kir" -o "$out/m.c" --weights=blob >/dev/null
+"$kiln" compile "$case/model.kir" -o "$out/m.c" --weights-mode=blob >/dev/null
 want=$(wc -c < "$case/model.bin")
 got=$(wc -c < "$out/m.weights.bin")
 if [ "$got" -gt $((want + want / 100 + 4096)) ]; then

@@ -22,6 +22,9 @@ expect command_help help he
 expect compile_option --shape compile --sha
 expect check_option --interp check --inte
 expect bench_option --runs bench --ru
+expect weights_mode --weights-mode compile --weights-m
+expect weights_file --weights compile --weights
+expect check_weights_mode --weights-mode check --weights-
 expect model_file tests/models/encoder_2l_op14/model.onnx compile tests/models/encoder_2l_op14/mo
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

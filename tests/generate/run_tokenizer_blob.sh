@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run_tokenizer_blob.sh KILN GGUF WORK_DIR — where a GGUF model's tokenizer
 # tables go (compiler/tokenizer.c): examples/llama.lua on GGUF (the
-# fixture, with its 256-token vocabulary) compiled with --weights=blob and
-# with --weights=inline.
+# fixture, with its 256-token vocabulary) compiled with --weights-mode=blob and
+# with --weights-mode=inline.
 #   blob:   the tables are arrays of the weights blob (the .c keeps only
 #           NAME_tokenizer_tables() and what is under 256 bytes), and
 #           NAME_tokenizer_tables() gives NULL pointers before a bind
@@ -21,7 +21,7 @@ compilers=cc
 command -v clang >/dev/null && compilers="cc clang"
 for mode in blob inline; do
   d=$work/$mode
-  "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --weights=$mode --set ctx=32 --set prefill=8 -o "$d/smol.c"
+  "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --weights-mode=$mode --set ctx=32 --set prefill=8 -o "$d/smol.c"
   blob=0
   objs="$d/smol.o"
   if [ $mode = blob ]; then

@@ -3,12 +3,12 @@
 # (gcc, and clang when there is one) over a Llama-shaped decoder
 # (tests/generate/tiny_decoder.lua) and an encoder-decoder
 # (examples/transformer.lua --set cache=true, with its encode entry),
-# each compiled with --name dec --weights=blob (issue 21).
+# each compiled with --name dec --weights-mode=blob (issue 21).
 set -eu
 kiln=$1 work=$2 here=$(cd "$(dirname "$0")" && pwd) root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work/llama" "$work/seq2seq"
-"$kiln" compile "$root/tests/generate/tiny_decoder.lua" --name dec --weights=blob -o "$work/llama/dec.c"
-"$kiln" compile "$root/examples/transformer.lua" --set cache=true --name dec --weights=blob -o "$work/seq2seq/dec.c"
+"$kiln" compile "$root/tests/generate/tiny_decoder.lua" --name dec --weights-mode=blob -o "$work/llama/dec.c"
+"$kiln" compile "$root/examples/transformer.lua" --set cache=true --name dec --weights-mode=blob -o "$work/seq2seq/dec.c"
 san="-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 for cc in gcc clang; do
   command -v $cc >/dev/null || continue

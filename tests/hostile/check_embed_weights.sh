@@ -1,7 +1,7 @@
 #!/bin/bash
 # check_embed_weights.sh KILN WORK — examples/embed.c's --weights FILE
 # (issue 21), on examples/bert.lua's tiny preset compiled as minilm with
-# --weights=blob: a folder and a file of another size (a sparse 1 GiB one)
+# --weights-mode=blob: a folder and a file of another size (a sparse 1 GiB one)
 # are refused before any allocation or read, a copy with one flipped bit
 # is refused by minilm_verify_weights, and the blob itself works. Each
 # refusal is one "embed: ..." line, exit 1.
@@ -10,7 +10,7 @@ kiln=$1 work=$2 root=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work/w.d"
 cd "$work" || exit 1
 "$kiln" compile "$root/examples/bert.lua" --set preset=tiny --set seq=16 --set pooler=false --name minilm \
-  --weights=blob -o minilm.c || exit 1
+  --weights-mode=blob -o minilm.c || exit 1
 cc -std=c99 -O1 -Wall -Wextra -Werror -I. "$root/examples/embed.c" minilm.c minilm_weights.S -lm -o embed || exit 1
 printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\na\nman\neats\n' >vocab.txt
 truncate -s 1G big.bin

@@ -1,7 +1,7 @@
 /* decoder_api.c BLOB — every documented error path of a generative
  * model's API is what its header says (issue 21), run under ASan and
  * UBSan by check_decoder_api.sh: the model is compiled with --name dec
- * and --weights=blob; -DENCODE when it has an encode entry (an
+ * and --weights-mode=blob; -DENCODE when it has an encode entry (an
  * encoder-decoder). Each refused call must return its code and write
  * nothing: neither the logits nor the state. Prints one line per check
  * and "N passed, N failed". */

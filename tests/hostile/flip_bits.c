@@ -1,5 +1,5 @@
 /* flip_bits.c BLOB — the weights hash sees every bit (issue 21): links
- * small_blob.lua compiled with --weights=blob as sb.c, reads BLOB, and
+ * small_blob.lua compiled with --weights-mode=blob as sb.c, reads BLOB, and
  *   - the blob as written binds and verifies (KILN_OK);
  *   - each single bit flipped in the header is refused by bind and verify;
  *   - each single bit flipped in the body is KILN_E_WEIGHTS_MODEL from

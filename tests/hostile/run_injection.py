@@ -11,7 +11,7 @@ reaches the generated files:
   lua_path     the folder of the .lua script
   lua_names    a Lua script's input, param and output names
   gguf_path    the folder of a --weights GGUF whose tokenizer goes into the C
-  o_dir        the folder of -o (with --weights=blob: the .S too)
+  o_dir        the folder of -o (with --weights-mode=blob: the .S too)
   o_name       the -o file name itself (the #include and .incbin names)
 
 For each, kiln compiles the hostile variant and a clean one (the same
@@ -189,11 +189,11 @@ def variant(route, s, d):
         od = path_of(d, s)
         os.makedirs(od, exist_ok=True)
         out = os.path.join(od, b"m").decode("utf-8", "surrogateescape")
-        args = [KILN, "compile", os.path.join(HERE, "names.onnx"), "--weights=blob", "-o", out + ".c"]
+        args = [KILN, "compile", os.path.join(HERE, "names.onnx"), "--weights-mode=blob", "-o", out + ".c"]
     elif route == "o_name":
         o = path_of(d, s.replace(b"/", b"_")) + b".c"
         out = o[:-2].decode("utf-8", "surrogateescape")
-        args = [KILN, "compile", os.path.join(HERE, "names.onnx"), "--weights=blob", "--name", "m", "-o", o]
+        args = [KILN, "compile", os.path.join(HERE, "names.onnx"), "--weights-mode=blob", "--name", "m", "-o", o]
     rc, msg = run(args, cwd=d)
     return rc, msg, out
 

@@ -17,14 +17,14 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 # the screen's lines: each line's text after its last carriage return / erase
 screen() { tr -d '\033' <"$1" | sed -e 's/\[K//g' -e 's/\r$//' -e 's/.*\r//'; }
 
-"$kiln" compile "$model" --weights=blob -o plain/m.c >out.txt 2>err.txt
+"$kiln" compile "$model" --weights-mode=blob -o plain/m.c >out.txt 2>err.txt
 [ $? = 0 ] && [ ! -s out.txt ] && [ ! -s err.txt ] && ok "stderr not a terminal: compile prints nothing" ||
   { bad "compile printed without a terminal:"; cat out.txt err.txt; }
 
 if ! command -v script >/dev/null; then
   echo "no util-linux script: the terminal cases are not run"
 else
-  script -qec "'$kiln' compile '$model' --weights=blob -o tty/m.c" /dev/null </dev/null >tty.log 2>&1
+  script -qec "'$kiln' compile '$model' --weights-mode=blob -o tty/m.c" /dev/null </dev/null >tty.log 2>&1
   rc=$?
   screen tty.log >tty.txt
   if [ $rc = 0 ] && grep -q 'kiln: pass 1/[0-9]* bind' tty.log && grep -q 'kiln: pass [0-9]*/[0-9]* plan' tty.log &&

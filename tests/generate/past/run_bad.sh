@@ -47,6 +47,10 @@ case_ kv_cache_word "--kv-cache=lots: expected the cache's capacity" compile "$p
 case_ prefill_too_long "expected a prompt chunk no longer than the cache" \
   compile "$past" --kv-cache=16 --prefill=17 -o o.c
 case_ prefill_alone "needs --kv-cache=N" compile "$past" --prefill=8 -o o.c
+case_ dump_without_kv_cache "--dump-after=kv_cache: that pass runs only with --kv-cache=N" \
+  compile "$past" --dump-after=kv_cache -o o.c
+case_ passes_without_kv_cache "leaves out kv_cache, the pass --kv-cache=N asks for" \
+  compile "$past" --kv-cache=16 --passes=bind,infer,fold,simplify,dce,plan -o o.c
 case_ not_compile "is for \`kiln compile\`" info "$past" --kv-cache=16
 
 echo "$pass passed, $fail failed"
