@@ -24,8 +24,8 @@
 
 #include "driver.h"
 #include "info.h"
-#include "npy.h"
-#include "ops.h"
+#include "../frontend/npy.h"
+#include "../ir/ops.h"
 
 #define BENCH_SEED 0x6b696c6eu /* "kiln" */
 

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "driver.h"
-#include "npy.h"
-#include "ops.h"
+#include "../frontend/npy.h"
+#include "../ir/ops.h"
 
 typedef struct DataSet {
   int nin, nout;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "info.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 static void esc(Buf *b, const char *s) {
   for (const char *p = s; *p; p++) {

@@ -7,12 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "onnx.h"
-#include "ops.h"
-#include "print.h"
+#include "../frontend/onnx.h"
+#include "../ir/ops.h"
+#include "../ir/print.h"
 #include "progress.h"
-#include "templates.h"
-#include "weights_blob.h"
+#include "../emit/templates.h"
+#include "../emit/weights_blob.h"
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);

@@ -3,9 +3,9 @@
 #ifndef KILN_DRIVER_H
 #define KILN_DRIVER_H
 
-#include "emit_api.h"
-#include "lua/lua_frontend.h"
-#include "passes.h"
+#include "../emit/emit_api.h"
+#include "../lua/lua_frontend.h"
+#include "../passes/passes.h"
 
 typedef struct PipelineOptions {
   PassOptions pass;

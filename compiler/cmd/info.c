@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit_api.h"
-#include "ops.h"
-#include "weights_blob.h"
+#include "../emit/emit_api.h"
+#include "../ir/ops.h"
+#include "../emit/weights_blob.h"
 
 /* ---- FLOPs ---------------------------------------------------------------- */
 

@@ -2,8 +2,8 @@
 #ifndef KILN_INFO_H
 #define KILN_INFO_H
 
-#include "ir.h"
-#include "passes.h"
+#include "../ir/ir.h"
+#include "../passes/passes.h"
 
 /* Floating-point operations of one node (multiply-add = 2). */
 int64_t node_flops(const Graph *g, const Node *n);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "driver.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 bool interp_run(Graph *g, const Tensor *inputs, Tensor *outputs, Diag *d) {
   Tensor *vals;

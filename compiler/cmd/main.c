@@ -9,15 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "c_text.h"
+#include "../base/c_text.h"
 #include "driver.h"
-#include "tokenizer.h"
+#include "../emit/tokenizer.h"
 #include "info.h"
-#include "npy.h"
-#include "onnx.h"
-#include "onnx_decoder.h"
-#include "ops.h"
-#include "print.h"
+#include "../frontend/npy.h"
+#include "../frontend/onnx.h"
+#include "../frontend/onnx_decoder.h"
+#include "../ir/ops.h"
+#include "../ir/print.h"
 #include "progress.h"
 
 static const char *usage =

@@ -1,7 +1,7 @@
 /* cnames.c — readable unique C identifiers from model names (cnames.h). */
 #include "cnames.h"
 
-#include "c_text.h"
+#include "../base/c_text.h"
 
 #include <ctype.h>
 #include <string.h>

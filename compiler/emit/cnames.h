@@ -5,7 +5,7 @@
 #ifndef KILN_CNAMES_H
 #define KILN_CNAMES_H
 
-#include "base.h"
+#include "../base/base.h"
 
 typedef struct NameSet {
   Arena *arena;

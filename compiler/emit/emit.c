@@ -12,7 +12,7 @@
 
 #include "emit_api.h"
 #include "emit_kernel.h"
-#include "ops.h"
+#include "../ir/ops.h"
 #include "templates.h"
 #include "weights_blob.h"
 

@@ -2,7 +2,7 @@
 #ifndef KILN_EMIT_API_H
 #define KILN_EMIT_API_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* --isa: the machine the GEMM kernels (compiler/kernels/gemm_kernel.c) are
  * laid out for — the width of the panels constant weights are packed into.

@@ -10,7 +10,7 @@
 #include "emit.h"
 #include "emit_api.h"
 #include "emit_file.h"
-#include "ops.h"
+#include "../ir/ops.h"
 #include "weights_blob.h"
 
 /* Is graph input/output i (the inputs-then-outputs list) entry k's? */

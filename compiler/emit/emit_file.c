@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c_text.h"
+#include "../base/c_text.h"
 #include "cnames.h"
 #include "emit.h"
 #include "emit_api.h"
 #include "emit_file.h"
 #include "emit_kernel.h"
-#include "ops.h"
+#include "../ir/ops.h"
 #include "tokenizer.h"
 #include "weights_blob.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cnames.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 /* KParam.order = kind * KPARAM_KIND + index */
 #define KPARAM_KIND 100000

@@ -10,7 +10,7 @@
  * them quickly: 1.6 MB of C for a 49k vocabulary, about 1 s of gcc -O2. */
 #include "tokenizer.h"
 
-#include "c_text.h"
+#include "../base/c_text.h"
 
 #include <ctype.h>
 #include <stdlib.h>

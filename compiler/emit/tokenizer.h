@@ -23,8 +23,8 @@
 #ifndef KILN_TOKENIZER_H
 #define KILN_TOKENIZER_H
 
-#include "base.h"
-#include "gguf.h"
+#include "../base/base.h"
+#include "../formats/gguf.h"
 
 /* GGUF's token types (llama.cpp's llama_token_type) */
 enum {

@@ -2,7 +2,7 @@
  * the assembler file that links it in (weights_blob.h has the format). */
 #include "weights_blob.h"
 
-#include "c_text.h"
+#include "../base/c_text.h"
 
 #include <stdlib.h>
 #include <string.h>

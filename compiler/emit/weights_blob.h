@@ -30,7 +30,7 @@
 #ifndef KILN_WEIGHTS_BLOB_H
 #define KILN_WEIGHTS_BLOB_H
 
-#include "base.h"
+#include "../base/base.h"
 
 #define WEIGHTS_BLOB_VERSION 1
 #define WEIGHTS_BLOB_HEADER 64

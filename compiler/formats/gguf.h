@@ -25,7 +25,7 @@
 #ifndef KILN_GGUF_H
 #define KILN_GGUF_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* Metadata value types, numbered as in the file. */
 typedef enum GgufType {

@@ -20,7 +20,7 @@
 #ifndef KILN_SAFETENSORS_H
 #define KILN_SAFETENSORS_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 typedef struct StTensor {
   const char *name;

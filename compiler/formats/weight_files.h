@@ -7,7 +7,7 @@
 #ifndef KILN_WEIGHT_FILES_H
 #define KILN_WEIGHT_FILES_H
 
-#include "base.h"
+#include "../base/base.h"
 
 typedef struct WeightFile {
   const char *path;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
-#include "print.h"
+#include "../ir/ops.h"
+#include "../ir/print.h"
 
 typedef struct Parser {
   Arena *a;

@@ -6,7 +6,7 @@
 #ifndef KILN_NPY_H
 #define KILN_NPY_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* A .npy file's bytes into t (its data copied into arena a). On failure
  * false, with d->file = path (when d had no error yet) and a message

@@ -3,7 +3,7 @@
 #ifndef KILN_ONNX_H
 #define KILN_ONNX_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* Import an ONNX model file into a new Graph in arena a. The protobuf
  * message is freed before returning. On failure returns NULL with d set. */

@@ -26,9 +26,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "build.h"
+#include "../ir/build.h"
 #include "onnx.pb-c.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 typedef struct Chain {
   Graph *g;

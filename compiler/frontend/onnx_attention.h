@@ -6,7 +6,7 @@
 #ifndef KILN_ONNX_ATTENTION_H
 #define KILN_ONNX_ATTENTION_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 struct Onnx__NodeProto;
 

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "onnx_contrib_norm.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 enum { MAX_IO = 9 };
 

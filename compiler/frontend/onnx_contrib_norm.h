@@ -5,7 +5,7 @@
 #ifndef KILN_ONNX_CONTRIB_NORM_H
 #define KILN_ONNX_CONTRIB_NORM_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 #include "onnx.pb-c.h"
 
 /* Is op_type of domain dom one of the ops this file reads, in a model of

@@ -29,9 +29,9 @@
  * whole graph is read, clear of every model name). */
 #include <string.h>
 
-#include "build.h"
+#include "../ir/build.h"
 #include "onnx_contrib_quant.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 bool contrib_quant_op(const char *dom, const char *op_type) {
   return !strcmp(dom, "com.microsoft") &&

@@ -4,7 +4,7 @@
 #ifndef KILN_ONNX_CONTRIB_QUANT_H
 #define KILN_ONNX_CONTRIB_QUANT_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 #include "onnx.pb-c.h"
 
 struct Importer;

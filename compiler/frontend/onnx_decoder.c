@@ -23,10 +23,10 @@
  * DESIGN.md, "ONNX decoders with a past", says why it is done this way. */
 #include <string.h>
 
-#include "build.h"
+#include "../ir/build.h"
 #include "onnx_decoder.h"
 #include "onnx_decoder_match.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 /* ---- the new graph ------------------------------------------------------------ */
 

@@ -5,7 +5,7 @@
 #ifndef KILN_ONNX_DECODER_H
 #define KILN_ONNX_DECODER_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* Does g (an imported ONNX graph) have past_key_values inputs? */
 bool onnx_has_past_inputs(const Graph *g);

@@ -21,7 +21,7 @@
 
 #include "onnx_decoder.h"
 #include "onnx_decoder_match.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 static bool const_ints(const Graph *g, int vid, int64_t *v, int *n);
 

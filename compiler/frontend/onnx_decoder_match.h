@@ -5,7 +5,7 @@
 #ifndef KILN_ONNX_DECODER_MATCH_H
 #define KILN_ONNX_DECODER_MATCH_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* One layer's attention over its past. */
 typedef struct PastAttn {

@@ -17,7 +17,7 @@
 #include "onnx_attention.h"
 #include "onnx_contrib_quant.h"
 #include "onnx_contrib_norm.h"
-#include "ops.h"
+#include "../ir/ops.h"
 
 typedef struct Importer {
   Arena *a;

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "ops.h"
+#include "../ir/ops.h"
 
 /* Inputs: LSTM's eight, then the quantization's four. */
 enum { QL_X, QL_W, QL_R, QL_B, QL_SEQ, QL_H0, QL_C0, QL_P, QL_WS, QL_WZ, QL_RS, QL_RZ, QL_COUNT };

@@ -4,7 +4,7 @@
 #ifndef KILN_ONNX_ORT_LSTM_H
 #define KILN_ONNX_ORT_LSTM_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 #include "onnx.pb-c.h"
 
 /* Is the node ONNX Runtime's DynamicQuantizeLSTM? */

@@ -10,7 +10,7 @@
 #ifndef KILN_IR_H
 #define KILN_IR_H
 
-#include "base.h"
+#include "../base/base.h"
 
 #define MAX_RANK 8
 /* The largest tensor kiln handles (elements); every size read from a file

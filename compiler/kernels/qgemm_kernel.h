@@ -10,8 +10,8 @@
 #ifndef KILN_QGEMM_KERNEL_H
 #define KILN_QGEMM_KERNEL_H
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 
 typedef struct QGemmSpec {
   int64_t m, n, k;     /* K a multiple of 32 */

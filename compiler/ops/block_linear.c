@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 #include "../kernels/qgemm_kernel.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* The node's format and the logical [rows, cols] of the blocks wb. */
 static bool block_weight(const Node *n, const Type *wb, BqFormat *fmt, int64_t *rows, int64_t *cols, char *err,

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 #include "../kernels/qgemm_kernel.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* The node's format and logical shape, checked against raw's type [rows,
  * row_bytes]; false with the message in err. */

@@ -6,8 +6,8 @@
  * would be a larger copy of weights kept smaller on purpose. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 /* An int8 weight's DequantizeLinear (an i8 constant [K,N] of 4 KiB or
  * more, read by one MatMul as its B) stays a node: fuse turns

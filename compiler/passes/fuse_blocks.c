@@ -17,8 +17,8 @@
  * and fuse_linear, which would otherwise see the Transpose and MatMul. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* v = DequantizeBlocks(Wb) of a 2-D shape [rows, cols]: that node. */

@@ -24,9 +24,9 @@
  * into the match: Q, K and V read one; dce drops it once nothing does. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 #define DYNQUANT_MAX_K (2147483647 / (255 * 128)) /* 255·128·K < 2^31 */

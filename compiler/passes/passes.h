@@ -4,7 +4,7 @@
 #ifndef KILN_PASSES_H
 #define KILN_PASSES_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 /* A --shape binding: a graph input's full shape, or one symbolic dim. */
 typedef struct ShapeBinding {

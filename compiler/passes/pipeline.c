@@ -2,7 +2,7 @@
  * them. `kiln passes` prints this table; --passes= picks from it. */
 #include <string.h>
 
-#include "../passes.h"
+#include "passes.h"
 
 const Pass pass_list[] = {
     {"bind", pass_bind, "give symbolic input dims their --shape values"},

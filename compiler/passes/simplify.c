@@ -10,8 +10,8 @@
  * already covers, compiler/onnx_attention.c) is x. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* "y = op(x)" where y should become x. A graph output keeps its name: when

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {
   fprintf(stderr, "kiln fuzz: gguf: %s %s\n", what, detail ? detail : "");

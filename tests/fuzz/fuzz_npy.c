@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy.h"
+#include "frontend/npy.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {
   fprintf(stderr, "kiln fuzz: npy: %s %s\n", what, detail ? detail : "");

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "npy.h"
+#include "frontend/npy.h"
 
 static char dir[256], path[300], back_path[300];
 

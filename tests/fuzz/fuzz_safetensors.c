@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "../safetensors/st_same.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {

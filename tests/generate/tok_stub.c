@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "emit/tokenizer.h"
 
 static const char *api_h =
     "#define P_CTX 512\n#define P_PREFILL 64\n#define P_VOCAB P_TOKENS\n"

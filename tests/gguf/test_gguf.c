@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 #include "lua/lua_frontend.h"
 
 static int passed, failed;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "st_same.h"
 
 static int passed, failed;

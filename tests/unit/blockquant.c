@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blockquant.h"
-#include "build.h"
-#include "ops.h"
+#include "ir/blockquant.h"
+#include "ir/build.h"
+#include "ir/ops.h"
 
 static int passed, failed;
 #define CHECK(c)                                                          \
