@@ -5,7 +5,6 @@
 
 #include "build.h"
 #include "ops.h"
-#include "../passes/passes.h"
 
 /* hint, or hint_2, hint_3, ... : the first no value of g has. */
 static const char *unique_name(Graph *g, const char *hint) {

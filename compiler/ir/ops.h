@@ -110,6 +110,11 @@ bool op_check_half(const Graph *g, const Node *n, Diag *d);
  * Such a state needs no next value: the node changes it where it lives. */
 bool op_state_in_place(const Graph *g, int vid);
 
+/* Evaluate n with its _eval if every present input is constant and the
+ * outputs fit in `limit` bytes; sets the outputs' data. *folded says
+ * whether it did. */
+bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d);
+
 /* Multiply-adds count 2; a family's count says what else it counts. */
 #define OP(id, name, fn, a, b, c, d, k, since, upto, flags, fl, lo)        \
   bool fn##_infer(Graph *g, Node *n, Diag *d_);                            \

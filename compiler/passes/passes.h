@@ -87,11 +87,6 @@ void quant_report_print(Buf *b, const QuantReport *r);
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d);
 bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
 
-/* Evaluate n with its _eval if every present input is constant and the
- * outputs fit in `limit` bytes; sets the outputs' data. *folded says
- * whether it did. */
-bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d);
-
 /* kiln export's last step (export/decompose.c): replace every kiln op
  * (since = 0 in ops.def) and every op newer than g->opset by standard ONNX
  * ops valid at g->opset, with each op's lowering (ops.def's lower column),
