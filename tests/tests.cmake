@@ -11,6 +11,8 @@ target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
 # the layering rule (STYLE.md): compiler/'s includes point down the layers
 add_test(NAME layering_includes COMMAND sh ${T}/layering/check_includes.sh ${CMAKE_SOURCE_DIR})
+# ... and fails on a copy of compiler/ with includes that go up and a file in no floor
+add_test(NAME layering_catches COMMAND sh ${T}/layering/check_catches.sh ${CMAKE_SOURCE_DIR})
 # f16/bf16: the generated code's conversions (kiln_rt.h) against the compiler's
 add_executable(unit_half_convert ${T}/unit/half_convert.c)
 target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
