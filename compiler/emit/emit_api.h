@@ -52,7 +52,7 @@ typedef struct EmitOptions {
   EmitPrecision precision; /* --precision */
   EmitWeights weights;  /* --weights=inline|blob */
   const struct Gguf *tokenizer; /* a GGUF whose tokenizer goes into the files as
-                           tables (compiler/tokenizer.h), or NULL */
+                           tables (compiler/emit/tokenizer.h), or NULL */
   bool quiet;           /* driver_write_c: no notes on stderr (kiln compile -q) */
   int64_t *weight_bytes; /* when set, receives the bytes of the weights the files hold
                             (each array once, in its stored dtype: bf16, int8, packed) */

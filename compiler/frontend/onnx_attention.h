@@ -2,7 +2,7 @@
  * Attention of opsets 23 and 24; ONNX Runtime's com.microsoft Attention,
  * MultiHeadAttention and GroupQueryAttention), imported as the chains of
  * standard ops that define them; the fuse_attention pass makes kiln's
- * Attention of each (compiler/onnx_attention.c says why). */
+ * Attention of each (compiler/frontend/onnx_attention.c says why). */
 #ifndef KILN_ONNX_ATTENTION_H
 #define KILN_ONNX_ATTENTION_H
 

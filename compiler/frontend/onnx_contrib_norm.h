@@ -1,7 +1,7 @@
 /* onnx_contrib_norm.h — ONNX Runtime's com.microsoft normalisation and
  * activation ops (what its transformer optimizer writes: SkipLayerNorm,
  * EmbedLayerNorm, BiasGelu, FastGelu, ...), read by the ONNX importer as
- * the kiln ops they stand for (compiler/onnx_contrib_norm.c). */
+ * the kiln ops they stand for (compiler/frontend/onnx_contrib_norm.c). */
 #ifndef KILN_ONNX_CONTRIB_NORM_H
 #define KILN_ONNX_CONTRIB_NORM_H
 

@@ -1,5 +1,5 @@
 /* onnx_contrib_quant.h — ONNX Runtime's com.microsoft quantized products,
- * read by the ONNX importer (compiler/onnx_import.c) as the standard ops
+ * read by the ONNX importer (compiler/frontend/onnx_import.c) as the standard ops
  * they stand for (see onnx_contrib_quant.c). */
 #ifndef KILN_ONNX_CONTRIB_QUANT_H
 #define KILN_ONNX_CONTRIB_QUANT_H

@@ -470,7 +470,7 @@ static bool check_opset_arity(Importer *im, const char *op_type, const char *nna
   return true;
 }
 
-/* The op's version at the model's opset (compiler/onnx_versions.def) must
+/* The op's version at the model's opset (compiler/ir/onnx_versions.def) must
  * exist and be one whose semantics kiln implements (ops.def's upto). An
  * opset newer than the table knows leaves the version unknown: refused at
  * the first node, naming its op, since any op may have changed there. */
@@ -519,10 +519,10 @@ static bool import_node(Importer *im, const Onnx__NodeProto *np, int idx) {
   const char *nname = np->name && *np->name ? np->name : arena_printf(im->a, "%s_%d", op_type, idx);
   const char *dom = np->domain ? np->domain : "";
   bool ort_rms = is_ort_rmsnorm(dom, op_type), ort_rope = is_ort_rotary(dom, op_type);
-  if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/onnx_ort_lstm.c */
-  if (onnx_attention_handles(dom, op_type)) /* a chain of standard ops: compiler/onnx_attention.c */
+  if (ort_lstm_is(dom, op_type)) return ort_lstm_import(g, np, nname, im->d); /* compiler/frontend/onnx_ort_lstm.c */
+  if (onnx_attention_handles(dom, op_type)) /* a chain of standard ops: compiler/frontend/onnx_attention.c */
     return onnx_attention_import(g, np, nname, im->d);
-  if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/onnx_contrib_quant.c */
+  if (contrib_quant_op(dom, op_type)) /* com.microsoft quantized products: compiler/frontend/onnx_contrib_quant.c */
     return contrib_quant_import(g, im->d, np, nname, value_for, im);
   if (contrib_norm_known(dom, op_type, g->opset)) /* SkipLayerNormalization, BiasGelu, ...: onnx_contrib_norm.c */
     return contrib_norm_import(g, np, nname, im->d);

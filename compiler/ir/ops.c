@@ -22,7 +22,7 @@ int op_lookup(const char *onnx_name) {
   return -1;
 }
 
-/* ---- ONNX op versions (compiler/onnx_versions.def, which also defines
+/* ---- ONNX op versions (compiler/ir/onnx_versions.def, which also defines
  * ONNX_OPSET_NEWEST) ---------------------------------------------------------- */
 
 static const struct {

@@ -1,5 +1,5 @@
 /* block_linear.c — the kiln ops that read ggml block-quantized weights
- * (compiler/blockquant.h) in place of the f32 tensor DequantizeBlocks
+ * (compiler/ir/blockquant.h) in place of the f32 tensor DequantizeBlocks
  * would make; fuse_blocks makes them:
  *
  *   BlockLinear {format} (X[..., K], Wb u8[N, K/32·block_bytes], bias[N]?, rows i64[1]?)

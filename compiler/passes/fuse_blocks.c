@@ -1,6 +1,6 @@
 /* fuse_blocks.c — the fuse_blocks pass: products and gathers that
  * read ggml block-quantized weights (DequantizeBlocks of a u8 constant,
- * compiler/blockquant.h) read the blocks themselves instead
+ * compiler/ir/blockquant.h) read the blocks themselves instead
  * (compiler/ops/block_linear.c):
  *
  *   MatMul(x, Transpose(DequantizeBlocks(Wb))) [-> Add bias[N]]  -> BlockLinear(x, Wb, bias?)

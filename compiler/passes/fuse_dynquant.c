@@ -1,7 +1,7 @@
 /* fuse_dynquant.c — the fuse_dynquant pass: ONNX Runtime's dynamic int8
  * products, as onnxruntime.quantization.quantize_dynamic writes them (and
  * as the importer spells out com.microsoft's DynamicQuantizeMatMul and
- * MatMulIntegerToFloat, compiler/onnx_contrib_quant.c), onto the w8a8
+ * MatMulIntegerToFloat, compiler/frontend/onnx_contrib_quant.c), onto the w8a8
  * Linear (compiler/ops/fused.c, compiler/kernels/igemm_kernel.c):
  *
  *   xq, xs, xz = DynamicQuantizeLinear(x f32)

@@ -1,5 +1,5 @@
 /* fuzz_gguf.c — libFuzzer target: arbitrary bytes through the GGUF reader
- * (compiler/gguf.c), and what it accepts through every accessor.
+ * (compiler/formats/gguf.c), and what it accepts through every accessor.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends
  * in a Diag naming the file and a false return, never a crash, a leak, an

@@ -1,5 +1,5 @@
 /* fuzz_npy.c — libFuzzer target: arbitrary bytes through the .npy reader
- * (compiler/npy.c), and what it accepts through the writer and back.
+ * (compiler/frontend/npy.c), and what it accepts through the writer and back.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends
  * in a Diag naming the file and a false return, never a crash, a leak, an

@@ -1,5 +1,5 @@
 /* fuzz_safetensors.c — libFuzzer target: arbitrary bytes through the
- * .safetensors reader (compiler/safetensors.c), and what it accepts through
+ * .safetensors reader (compiler/formats/safetensors.c), and what it accepts through
  * the writer and back.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends

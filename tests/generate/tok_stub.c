@@ -1,4 +1,4 @@
-/* tok_stub.c — test only: a GGUF's tokenizer tables (compiler/tokenizer.c)
+/* tok_stub.c — test only: a GGUF's tokenizer tables (compiler/emit/tokenizer.c)
  * plus a stub model behind the generative API of README "Generating text",
  * so examples/generate.c compiles, links and runs before kiln compiles the
  * real model. The stub's logits put all the weight on (token + 1) modulo

@@ -1,4 +1,4 @@
-/* test_gguf.c — tests of the GGUF reader (compiler/gguf.c) on the fixture
+/* test_gguf.c — tests of the GGUF reader (compiler/formats/gguf.c) on the fixture
  * tools/make_gguf_fixture.py writes with the PyPI gguf package's GGUFWriter
  * (independently of kiln), and on the real SmolLM2-135M file when given.
  *
