@@ -112,7 +112,7 @@ bool op_state_in_place(const Graph *g, int vid);
 
 /* Evaluate n with its _eval if every present input is constant and the
  * outputs fit in `limit` bytes; sets the outputs' data. *folded says
- * whether it did. */
+ * whether it did (fold_node.c: passes/fold.c, infer.c and build.c). */
 bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d);
 
 /* Multiply-adds count 2; a family's count says what else it counts. */

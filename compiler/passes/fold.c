@@ -1,5 +1,5 @@
-/* fold.c — constant folding through each op's _eval (fold_node, in the op
- * table's ir/ops.c, since graph building folds too). A node whose present
+/* fold.c — constant folding through each op's _eval (fold_node, ir/fold_node.c,
+ * beside the op table, since graph building folds too). A node whose present
  * inputs are all constants is evaluated at compile time (unless its result
  * would exceed the size cap, so folding never blows a small model up into a
  * huge weight table); a node whose outputs are all constants is dropped.
