@@ -82,9 +82,9 @@ flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefine
        -fno-sanitize-recover=undefined -I$root/compiler -I$gen $(pkg-config --cflags lua5.4)"
 objs=()
 # shellcheck disable=SC2012
-newest_h=$(ls -t "$root"/compiler/*.h "$root"/compiler/*/*.h "$gen/onnx.pb-c.h" | head -n 1)
+newest_h=$(ls -t "$root"/compiler/*/*.h "$gen/onnx.pb-c.h" | head -n 1)
 # every compiler source but cmd/main.c, as CMake's KILN_SOURCES glob takes them
-for s in "$root"/compiler/*.c "$root"/compiler/*/*.c "$gen/templates_data.c"; do
+for s in "$root"/compiler/*/*.c "$gen/templates_data.c"; do
   [ "$s" = "$root/compiler/cmd/main.c" ] || [ ! -e "$s" ] && continue
   o=$out/obj/$(echo "${s#"$root"/}" | tr '/' '_').o
   mkdir -p "$out/obj"
