@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-# kiln bench's default flags (compiler/main.c), for the peers' C as for kiln's
+# kiln bench's default flags (compiler/cmd/main.c), for the peers' C as for kiln's
 CFLAGS = ["-O2", "-march=native", "-ffp-contract=fast"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 VENV_BIN = os.path.dirname(sys.executable)

@@ -1,7 +1,7 @@
 # embed_templates.cmake — turn templates/*.c.in into templates_data.c, a
 # table of C string literals, so the kiln binary carries its kernels.
 # Usage: cmake -DOUT=file.c -DFILES="a;b" -P embed_templates.cmake
-set(body "/* generated from templates/ by cmake/embed_templates.cmake */\n#include <string.h>\n#include \"templates.h\"\n\nstatic const struct { const char *name, *text; } table[] = {\n")
+set(body "/* generated from templates/ by cmake/embed_templates.cmake */\n#include <string.h>\n#include \"emit/templates.h\"\n\nstatic const struct { const char *name, *text; } table[] = {\n")
 string(REPLACE "|" ";" FILES "${FILES}")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME)

@@ -11,6 +11,8 @@ target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
 # the layering rule (STYLE.md): compiler/'s includes point down the layers
 add_test(NAME layering_includes COMMAND sh ${T}/layering/check_includes.sh ${CMAKE_SOURCE_DIR})
+# ... and fails on a copy of compiler/ with includes that go up and a file in no floor
+add_test(NAME layering_catches COMMAND sh ${T}/layering/check_catches.sh ${CMAKE_SOURCE_DIR})
 # f16/bf16: the generated code's conversions (kiln_rt.h) against the compiler's
 add_executable(unit_half_convert ${T}/unit/half_convert.c)
 target_include_directories(unit_half_convert PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
@@ -266,7 +268,7 @@ set_tests_properties(bench_smoke PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 add_test(NAME bench_decode_harness COMMAND bash ${T}/bench/decode_harness.sh)
 set_tests_properties(bench_decode_harness PROPERTIES SKIP_RETURN_CODE 77)
 
-# safetensors weight files (compiler/safetensors.c): a corpus of good and bad
+# safetensors weight files (compiler/formats/safetensors.c): a corpus of good and bad
 # files written by Python's struct + json (make_files.py), then the C test
 # checks values, error messages, binding by name and round trips
 add_executable(test_safetensors ${T}/safetensors/test_safetensors.c)
@@ -427,7 +429,7 @@ endforeach()
 add_test(NAME attention_verbose COMMAND ${T}/attention/verbose.sh ${KILN_BIN})
 
 # `kiln info`'s peak counts a value written in place over another once
-# (compiler/info.c): on tests/passes/plan_in_place_peak.kir it equals the
+# (compiler/cmd/info.c): on tests/passes/plan_in_place_peak.kir it equals the
 # 4096-byte workspace the planner gives the header
 add_test(NAME info_peak_in_place COMMAND ${KILN_BIN} info ${T}/passes/plan_in_place_peak.kir)
 set_tests_properties(info_peak_in_place PROPERTIES
@@ -600,7 +602,7 @@ foreach(kv f16 bf16)
             --set ctx=32 --set prefill=8 --set kv=${kv})
 endforeach()
 
-# GGUF weight files (compiler/gguf.c): the reader on the fixture
+# GGUF weight files (compiler/formats/gguf.c): the reader on the fixture
 # tools/make_gguf_fixture.py wrote with the gguf package (tests/gguf/), then
 # on the real SmolLM2-135M Q4_1 file (tests/gguf/fetch_smollm.sh fetches it
 # once into the build folder; skipped (77) offline)
@@ -657,7 +659,7 @@ foreach(case ort_half_rank3 ort_interleaved_rank4 ort_partial_rank3 native_rank4
 endforeach()
 
 # ---- text generation (issue 10; tests/generate/) ----
-# tokenizer: the GGUF tokenizer tables (compiler/tokenizer.c) and
+# tokenizer: the GGUF tokenizer tables (compiler/emit/tokenizer.c) and
 # examples/generate.c's BPE encoder over them, through a stub model (test
 # only): tiny GGUF files with good and bad vocabularies, then the real
 # SmolLM2 vocabulary against Hugging Face tokenizers (a venv of its own);
@@ -891,7 +893,7 @@ if(CLANG)
   endforeach()
 endif()
 # ONNX Runtime's quantize_dynamic of an LSTM (com.microsoft DynamicQuantizeLSTM,
-# compiler/onnx_ort_lstm.c: the int8/uint8 weights dequantized at compile time;
+# compiler/frontend/onnx_ort_lstm.c: the int8/uint8 weights dequantized at compile time;
 # tools/make_recurrent_cases.py --dq): against ORT's f32 LSTM on those weights
 # within 1e-5 (NAME_exact), and against ORT's own kernel, which also quantizes
 # X and h at every step, within 1e-2
@@ -1049,7 +1051,7 @@ foreach(case cast_roundtrip int4_blocked_weight quantize_blocked packed_moves e8
   endif()
 endforeach()
 
-# ---- the attention ops ONNX files carry (compiler/onnx_attention.c) ----
+# ---- the attention ops ONNX files carry (compiler/frontend/onnx_attention.c) ----
 # ONNX Runtime's com.microsoft Attention, MultiHeadAttention and
 # GroupQueryAttention on small models with ONNX Runtime's outputs
 # (tools/make_ort_attention_cases.py): generated C, 2 threads and the
@@ -1117,7 +1119,7 @@ add_test(NAME dynquant_enc_qdq_fused
 add_test(NAME dynquant_min_cosine_bad COMMAND ${KILN_BIN} check --min-cosine=2 ${T}/generated/dynquant/chains)
 set_tests_properties(dynquant_min_cosine_bad PROPERTIES WILL_FAIL TRUE)
 # com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul and MatMulNBits
-# (compiler/onnx_contrib_quant.c; tools/make_contrib_quant_cases.py, ONNX
+# (compiler/frontend/onnx_contrib_quant.c; tools/make_contrib_quant_cases.py, ONNX
 # Runtime's outputs): C and interpreter. Measured: the integer products
 # exact (max abs 0), MatMulNBits 3.6e-07 to 7.6e-06 (f32 sums in another
 # order); the DynamicQuantizeLinear-fed ones become w8a8 Linears
@@ -1143,7 +1145,7 @@ foreach(case dqmm nbits4_zp)
 endforeach()
 
 # ---- normalisations and activations (issue 20): ONNX Runtime's com.microsoft
-# ops (compiler/onnx_contrib_norm.c; tools/make_ort_contrib_cases.py, ONNX
+# ops (compiler/frontend/onnx_contrib_norm.c; tools/make_ort_contrib_cases.py, ONNX
 # Runtime's outputs; BiasAdd and BiasSplitGelu, CUDA-only there, numpy's),
 # a tiny BERT and GPT-2 after ONNX Runtime's transformer optimizer
 # (tools/make_ort_bert_case.py) with what they must fuse into, and

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""gen_onnx_versions.py — writes compiler/onnx_versions.def from an onnx release.
+"""gen_onnx_versions.py — writes compiler/ir/onnx_versions.def from an onnx release.
 
-    /path/to/venv/bin/python tools/gen_onnx_versions.py > compiler/onnx_versions.def
+    /path/to/venv/bin/python tools/gen_onnx_versions.py > compiler/ir/onnx_versions.def
 
 Every op of the default ONNX domain, with the opsets at which its definition
 changed (its since_version values), up to the newest opset the installed
 onnx package defines. The importer reads this table to find the version of
 each node's op at the model's opset and compares it with the newest version
-kiln implements (the `upto` column of compiler/ops.def). Committed output:
+kiln implements (the `upto` column of compiler/ir/ops.def). Committed output:
 regenerate it with the onnx release named in its first line, never by hand.
 """
 import collections

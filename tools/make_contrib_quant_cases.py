@@ -1,5 +1,5 @@
 """Cases for ONNX Runtime's com.microsoft quantized products
-(compiler/onnx_contrib_quant.c), built with onnx.helper, ONNX Runtime's
+(compiler/frontend/onnx_contrib_quant.c), built with onnx.helper, ONNX Runtime's
 outputs (graph optimisations off: the ops as written), ONNX backend-test
 layout; and their bad-input cases in tests/bad.
 

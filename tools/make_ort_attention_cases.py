@@ -4,9 +4,9 @@ ONNX Runtime's com.microsoft attention ops (Attention with packed QKV
 weights, MultiHeadAttention, GroupQueryAttention) as its transformer
 optimizer and onnxruntime-genai write them, each in the ONNX backend-test
 layout with ONNX Runtime's outputs (CPU, one thread) for random inputs, and
-the bad-input cases of compiler/onnx_attention.c's refusals in tests/bad/.
+the bad-input cases of compiler/frontend/onnx_attention.c's refusals in tests/bad/.
 kiln imports each op as the chain of standard ops that defines it and fuses
-the chain into its Attention op (compiler/onnx_attention.c); `kiln check`
+the chain into its Attention op (compiler/frontend/onnx_attention.c); `kiln check`
 compares the generated C and the interpreter with ONNX Runtime. The files
 are committed; regenerate with:
 

@@ -1,6 +1,6 @@
 """make_ort_bert_case.py — a tiny BERT (and GPT-2) as ONNX Runtime's
 transformer optimizer leaves it (EmbedLayerNormalization,
-SkipLayerNormalization, BiasGelu, FastGelu: compiler/onnx_contrib_norm.c),
+SkipLayerNormalization, BiasGelu, FastGelu: compiler/frontend/onnx_contrib_norm.c),
 in the backend-test layout with ONNX Runtime's outputs of the optimized
 file (tests/ort_contrib/bert_optimized, gpt2_optimized).
 

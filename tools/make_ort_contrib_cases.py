@@ -1,5 +1,5 @@
 """make_ort_contrib_cases.py — ONNX Runtime's com.microsoft normalisation
-and activation ops (compiler/onnx_contrib_norm.c) for kiln check, with
+and activation ops (compiler/frontend/onnx_contrib_norm.c) for kiln check, with
 ONNX Runtime's outputs as the reference (backend-test layout under
 tests/ort_contrib/). Run with the venv that has onnx and onnxruntime:
 

@@ -10,7 +10,7 @@ onnxruntime:
     /tmp/venv/bin/python tools/make_recurrent_cases.py --dq tests/generated/recurrent_dq tests/bad
 
 ONNX Runtime's quantize_dynamic of two LSTMs (com.microsoft
-DynamicQuantizeLSTM, compiler/onnx_ort_lstm.c): see dq_case.
+DynamicQuantizeLSTM, compiler/frontend/onnx_ort_lstm.c): see dq_case.
 
 ONNX's node tests (test_lstm_*, test_gru_*, test_rnn_*, test_simple_rnn_*)
 feed W, R and B as graph inputs and cover forward defaults only; here W, R,

@@ -22,8 +22,8 @@
  * need one and splices the chains in. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "../passes/passes.h"
 
 static bool needs_lowering(const Graph *g, const Node *n) {
   int since = op_table[n->op].since;

@@ -20,8 +20,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "../ops/attention.h"
 
 /* Transpose(x, perm a), or x when there is no perm. */

@@ -4,9 +4,9 @@
  * arithmetic, blockquant.h) that an Identity passes on. The exported file
  * is 4-8x larger than the blocks; it computes exactly what kiln's _eval
  * computes. */
-#include "../blockquant.h"
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/blockquant.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 
 bool dequantize_blocks_lower(Graph *g, int node, Diag *d) {
   const Node *n = &g->nodes[node];

@@ -2,8 +2,8 @@
  * (compiler/ops/elementwise_chain.c; ops.def's lower column): the chain's
  * steps, read back from its `steps` attribute by chain_steps, as the
  * standard elementwise nodes fuse_chain.c took. */
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "../ops/elementwise_chain.h"
 
 /* Lower node `node`: one standard node per

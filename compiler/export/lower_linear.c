@@ -6,8 +6,8 @@
  * recognise the chain again when it is read back. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 
 /* ---- GELU ---------------------------------------------------------------------- */
 

@@ -5,8 +5,8 @@
  * where the op has one, so the rounding matches kiln's _eval. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 
 /* ReduceMean over axes [a, rank) keeping dims, in the form of the graph's
  * opset: axes an input from opset 18, the attribute before. The node is

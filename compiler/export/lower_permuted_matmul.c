@@ -1,8 +1,8 @@
 /* lower_permuted_matmul.c — kiln export's lowering of PermutedMatMul
  * (compiler/ops/permuted_matmul.c; ops.def's lower column): the Transposes
  * and the MatMul fuse_transpose.c took, back as standard ops. */
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 
 /* Transpose(x) by the node's perm attribute `perm`, or x without one. */
 static int transpose_by(Lowering *l, int x, const char *perm) {

@@ -19,8 +19,8 @@
  * to X's type, where _eval rounds y1 and y2 once: the two agree to a few
  * ulps. A graph of opset 23 or later (none that kiln reads today) would
  * keep the op as it is: decompose lowers only ops newer than the graph. */
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "../ops/rotary.h"
 
 /* Slice(x, [lo, hi) of axis ax). */

@@ -6,8 +6,8 @@
  * follow. */
 #include <math.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 
 /* The same algorithm as the reference, in opset-13+ ops: TopK with k = the
  * row length sorts z descending, CumSum gives the prefix sums, and a

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../onnx.h"
+#include "../frontend/onnx.h"
 #include "onnx.pb-c.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* ---- unique names --------------------------------------------------------- */
 

@@ -13,7 +13,7 @@
 #ifndef KILN_ATTENTION_KERNEL_H
 #define KILN_ATTENTION_KERNEL_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 /* What is known about the mask at compile time (the op's `mask`
  * attribute; compiler/ops/attention.h says what each kind means). */

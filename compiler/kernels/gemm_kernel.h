@@ -17,7 +17,7 @@
 #ifndef KILN_GEMM_KERNEL_H
 #define KILN_GEMM_KERNEL_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 typedef enum GemmAct { GEMM_ACT_NONE, GEMM_ACT_RELU, GEMM_ACT_GELU, GEMM_ACT_GELU_TANH } GemmAct;
 

@@ -15,7 +15,7 @@
 #ifndef KILN_IGEMM_KERNEL_H
 #define KILN_IGEMM_KERNEL_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 #include "gemm_kernel.h"
 
 typedef struct IGemmSpec {

@@ -13,7 +13,7 @@
 #ifndef KILN_MATMUL_KERNEL_H
 #define KILN_MATMUL_KERNEL_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 typedef struct MatmulSpec {
   DType dt;

@@ -1,5 +1,5 @@
 /* qgemm_kernel.c — products by ggml block-quantized weights (Q8_0, Q4_0,
- * Q4_1; compiler/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept
+ * Q4_1; compiler/ir/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept
  * as its blocks, K/32 blocks of 32 values a row, weight-only (X and Y f32).
  *
  * Layout. None of its own: the kernel reads the blocks where the GGUF file

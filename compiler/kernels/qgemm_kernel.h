@@ -1,5 +1,5 @@
 /* qgemm_kernel.h — the generator of products by ggml block-quantized
- * weights (compiler/blockquant.h), for BlockLinear's _emit (compiler/ops/
+ * weights (compiler/ir/blockquant.h), for BlockLinear's _emit (compiler/ops/
  * block_linear.c); the generator sees no Node:
  *
  *   Y[M,N] = X[M,K] · Wᵀ (+ bias[N]),   W[N,K] as the blocks Wb[N, K/32·bb]
@@ -10,8 +10,8 @@
 #ifndef KILN_QGEMM_KERNEL_H
 #define KILN_QGEMM_KERNEL_H
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 
 typedef struct QGemmSpec {
   int64_t m, n, k;     /* K a multiple of 32 */

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 typedef struct View {
   int vw;

@@ -37,8 +37,8 @@
  * (emit_decoder.c); encode empties the caches (length 0). */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "lua_ctx.h"
 #include "lua_decoder.h"
 #include "lua_tensor.h"

@@ -28,8 +28,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "../gguf.h"
-#include "../safetensors.h"
+#include "../formats/gguf.h"
+#include "../formats/safetensors.h"
 #include "lua_frontend.h"
 
 typedef struct LuaCtx {

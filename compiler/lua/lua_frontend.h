@@ -4,8 +4,8 @@
 #ifndef KILN_LUA_FRONTEND_H
 #define KILN_LUA_FRONTEND_H
 
-#include "../gguf.h"
-#include "../ir.h"
+#include "../formats/gguf.h"
+#include "../ir/ir.h"
 
 typedef struct LuaOptions {
   const char *const *sets;   /* --set KEY=VALUE, for config{} */

@@ -5,7 +5,7 @@
 
 #include <lua.h>
 
-#include "../ir.h"
+#include "../ir/ir.h"
 
 void lt_push(lua_State *L, int vid);
 /* Argument i as a tensor value id; numbers become constants of dtype like

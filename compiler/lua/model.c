@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../blockquant.h"
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/blockquant.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "lua_ctx.h"
 #include "lua_decoder.h"
 #include "lua_model.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../templates.h"
+#include "../emit/templates.h"
 #include "lua_ctx.h"
 #include "lua_model.h"
 #include "lua_tensor.h"

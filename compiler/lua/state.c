@@ -11,8 +11,8 @@
  * the initial value; `kiln export` writes it as one more input and output. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "lua_ctx.h"
 #include "lua_state.h"
 #include "lua_tensor.h"

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "../ops/rotary.h"
 #include "lua_ctx.h"
 #include "lua_tensor.h"

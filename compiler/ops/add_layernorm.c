@@ -21,8 +21,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "rows.h"
 
 /* The rows: `rows` of `len` elements (dims from the axis on). */

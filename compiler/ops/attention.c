@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* ---- attributes ------------------------------------------------------------ */
 

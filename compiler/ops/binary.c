@@ -10,8 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 static bool is_compare(int op) {
   return op == OP_EQUAL || op == OP_LESS || op == OP_GREATER || op == OP_LESSOREQUAL ||

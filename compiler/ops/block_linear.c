@@ -1,5 +1,5 @@
 /* block_linear.c — the kiln ops that read ggml block-quantized weights
- * (compiler/blockquant.h) in place of the f32 tensor DequantizeBlocks
+ * (compiler/ir/blockquant.h) in place of the f32 tensor DequantizeBlocks
  * would make; fuse_blocks makes them:
  *
  *   BlockLinear {format} (X[..., K], Wb u8[N, K/32·block_bytes], bias[N]?, rows i64[1]?)
@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 #include "../kernels/qgemm_kernel.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* The node's format and the logical [rows, cols] of the blocks wb. */
 static bool block_weight(const Node *n, const Type *wb, BqFormat *fmt, int64_t *rows, int64_t *cols, char *err,

@@ -6,8 +6,8 @@
  * copy of the kept region, a memcpy per row of the last axis. */
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 /* Per axis: elements kept (cnt), first kept in x (src), where it lands in y (dst). */

@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "convgeom.h"
 #include "window.h"
 

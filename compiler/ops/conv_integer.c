@@ -21,8 +21,8 @@
  * quantized CNN front ends are small. */
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "convgeom.h"
 #include "quant.h"
 #include "window.h"

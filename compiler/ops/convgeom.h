@@ -6,7 +6,7 @@
 #ifndef KILN_CONVGEOM_H
 #define KILN_CONVGEOM_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 typedef struct ConvGeom {
   bool transpose;

@@ -13,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 #define DEFORM_COL_MAX 65536 /* elements of the per-position column buffer */

@@ -1,5 +1,5 @@
 /* dequantize_blocks.c — DequantizeBlocks {format, shape}: ggml's block-
- * quantized weights (compiler/blockquant.h) to the f32 tensor they stand
+ * quantized weights (compiler/ir/blockquant.h) to the f32 tensor they stand
  * for. Input: the raw blocks, u8 [rows, row_bytes], each row cols/32
  * blocks of `format` ("q8_0", "q4_0", "q4_1"). Output: f32 `shape`
  * ([..., cols]; the product of all but its last dim is rows), or
@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../blockquant.h"
-#include "../emit.h"
+#include "../ir/blockquant.h"
+#include "../emit/emit.h"
 #include "../kernels/qgemm_kernel.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* The node's format and logical shape, checked against raw's type [rows,
  * row_bytes]; false with the message in err. */

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* Numpy broadcast of all present inputs from `first` on into *t (dtype of
  * the first one); false + diag naming the input that does not fit. */

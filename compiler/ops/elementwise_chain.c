@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "elementwise_chain.h"
 
 #define CHAIN_MAX_INPUTS 32

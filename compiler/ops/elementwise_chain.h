@@ -5,7 +5,7 @@
 #ifndef KILN_OPS_ELEMENTWISE_CHAIN_H
 #define KILN_OPS_ELEMENTWISE_CHAIN_H
 
-#include "../ir.h"
+#include "../ir/ir.h"
 
 /* Operands of op in an ElementwiseChain step, 0 when a chain cannot hold
  * it. */

@@ -33,8 +33,8 @@
  * 1e-6 relative). */
 #include <math.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "rows.h"
 
 /* Most halvings of the bracket (see above). */

@@ -1,7 +1,7 @@
 /* fused.c — ops made by the fusion passes (compiler/passes/fuse_*.c) from
  * the patterns PyTorch exports: kiln's own Linear, never read from an ONNX
  * file, and Gelu, which is also ONNX's opset-20 op (and ONNX Runtime's
- * com.microsoft Gelu, BiasGelu and FastGelu, compiler/onnx_contrib_norm.c).
+ * com.microsoft Gelu, BiasGelu and FastGelu, compiler/frontend/onnx_contrib_norm.c).
  *
  *   Linear  Y[...,N] = act(X[...,K] · W[K,N] + bias[N]) + R, bias and R optional,
  *           {act="none"|"relu"|"gelu"|"gelu_tanh"}; R, the residual (made by
@@ -43,8 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "../kernels/gemm_kernel.h"
 #include "../kernels/igemm_kernel.h"
 

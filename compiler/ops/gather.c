@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* The gather axis, normalised against data's rank. */
 static bool gather_axis(const Node *n, int rank, int *axis) {

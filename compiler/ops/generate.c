@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* Largest tensor a generator may describe (elements), as for initializers. */
 #define MAX_GEN_NUMEL ((int64_t)1 << 34)

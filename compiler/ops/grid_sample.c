@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };

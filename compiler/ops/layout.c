@@ -13,8 +13,8 @@
 #include <limits.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* The largest tensor an op here may create (the importer's MAX_NUMEL). */
 #define MAX_ELEMS ((int64_t)1 << 34)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* A 128 x 128 matrix of doubles is 128 KiB of stack. */
 #define DET_MAX_SIDE 128

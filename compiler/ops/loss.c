@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 typedef enum { RED_NONE, RED_SUM, RED_MEAN } Reduction;
 

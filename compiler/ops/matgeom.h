@@ -4,7 +4,7 @@
 #ifndef KILN_MATGEOM_H
 #define KILN_MATGEOM_H
 
-#include "../ir.h"
+#include "../ir/ir.h"
 
 /* The geometry of a numpy matmul: a 1-D A is the row [1,K] and a 1-D B the
  * column [K,1] (that 1 is dropped from Y); leading dims broadcast. Batch

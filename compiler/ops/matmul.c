@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "../kernels/gemm_kernel.h"
 #include "../kernels/matmul_kernel.h"
 #include "matgeom.h"

@@ -20,8 +20,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "rows.h"
 
 /* ---- rows ------------------------------------------------------------------ */

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* The message of a shape that does not fit, into err; false. */
 static bool misfit(char *err, size_t en, const char *fmt, ...) KILN_PRINTF(3, 4);

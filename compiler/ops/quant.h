@@ -17,7 +17,7 @@
 #ifndef KILN_QUANT_H
 #define KILN_QUANT_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 #define QUANT_MAX_PRODUCT 65025 /* |(a - a_zp) * (b - b_zp)| for 8-bit a, b, zero points */
 

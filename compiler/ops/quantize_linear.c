@@ -19,8 +19,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "matgeom.h"
 #include "quant.h"
 

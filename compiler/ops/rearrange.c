@@ -11,8 +11,8 @@
  * order and the input stride of each). */
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 static void open_loop(Emit *e, const char *var, int64_t n) {
   emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", var, var, (long long)n, var);

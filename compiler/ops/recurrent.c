@@ -37,9 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
+#include "../emit/emit.h"
 #include "../kernels/gemm_kernel.h"
-#include "../ops.h"
+#include "../ir/ops.h"
 
 /* Input slots. */
 enum { RI_X, RI_W, RI_R, RI_B, RI_SEQ, RI_H0, RI_C0, RI_P };

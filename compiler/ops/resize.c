@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 #define ROI_MAX_SAMPLES 4096 /* adaptive samples per bin and dim, at most */

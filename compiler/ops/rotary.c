@@ -12,8 +12,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* ---- geometry ---------------------------------------------------------------- */
 

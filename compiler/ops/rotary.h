@@ -23,7 +23,7 @@
 #ifndef KILN_OPS_ROTARY_H
 #define KILN_OPS_ROTARY_H
 
-#include "../ir.h"
+#include "../ir/ir.h"
 
 /* Where a token's row of the caches comes from. */
 typedef enum RopePos {

@@ -5,7 +5,7 @@
 #ifndef KILN_OPS_ROWS_H
 #define KILN_OPS_ROWS_H
 
-#include "../ir.h"
+#include "../ir/ir.h"
 
 typedef struct Rows {
   int64_t outer, len, inner;

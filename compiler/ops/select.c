@@ -11,8 +11,8 @@
  * and in the generated C. */
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* The tensor viewed as [outer, n, inner] around `axis`. */
 typedef struct AxisView {

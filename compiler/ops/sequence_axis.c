@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* ---- ReverseSequence --------------------------------------------------------- */
 

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* The largest window or Mel matrix kiln builds, and the longest DFT (a
  * direct sum: folding a constant one costs length^2 per transform). */

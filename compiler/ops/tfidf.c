@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* gram g: its items are pool[off[g] .. off[g] + len[g]), its count goes to
  * output slot slot[g]; grams sorted by nothing (the C tries them all). */

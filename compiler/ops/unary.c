@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 typedef enum { ANY_NUM, FLOAT_ONLY, SIGNED_OR_FLOAT, BOOL_ONLY, INT_ONLY } Domain;
 

@@ -17,8 +17,8 @@
  * constants: they fix the output. */
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 #include "window.h"
 
 /* ---- MaxUnpool ---------------------------------------------------------------- */

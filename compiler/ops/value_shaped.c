@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../emit.h"
-#include "../ops.h"
+#include "../emit/emit.h"
+#include "../ir/ops.h"
 
 /* Input i of n must be a constant: false + diag saying why otherwise. */
 static bool need_constant(Graph *g, const Node *n, int i, const char *what, Diag *d) {

@@ -4,7 +4,7 @@
 #ifndef KILN_OPS_WINDOW_H
 #define KILN_OPS_WINDOW_H
 
-#include "../emit.h"
+#include "../emit/emit.h"
 
 #define WHY 256                      /* size of the `why` message buffers */
 #define ATTR_MAX ((int64_t)1 << 30) /* bound on strides, pads, dilations ... */

@@ -4,7 +4,7 @@
  * shape must agree with it. The symbolic dims left unbound are one error
  * naming them all, with the flags that set them; a name that is neither an
  * input nor a symbol lists those that are. */
-#include "../passes.h"
+#include "passes.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,8 +12,8 @@
  * fuse_linear leaves alone) becomes the Linear that computes the same: its
  * kernel is the same packed GEMM. Nothing to do outside decoders or for
  * the step entry (one row). */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 /* MatMul(X f32[..., K], W f32[K, N] constant): Linear(X, W) is the same
  * product, rounded the same, emitted by the same GEMM. */

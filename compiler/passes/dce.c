@@ -3,8 +3,8 @@
  * own use: an encoder's stored keys are read by the next call, not by a
  * node of this one). One backward sweep suffices because nodes are in topological
  * order: a node's users all come after it. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d) {
   (void)o;

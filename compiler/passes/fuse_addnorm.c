@@ -11,8 +11,8 @@
  * lane-wise partial sums, and measured faster than the GEMM epilogue
  * feeding the separate LayerNormalization kernel (see the report in
  * bench/README.md). fuse_residual takes the adds no LayerNorm reads. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* v is ready before node index `at`: a constant, a graph input, or made

@@ -37,10 +37,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "../ops/attention.h"
-#include "../passes.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 typedef struct Attn {

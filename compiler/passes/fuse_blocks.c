@@ -1,6 +1,6 @@
 /* fuse_blocks.c — the fuse_blocks pass: products and gathers that
  * read ggml block-quantized weights (DequantizeBlocks of a u8 constant,
- * compiler/blockquant.h) read the blocks themselves instead
+ * compiler/ir/blockquant.h) read the blocks themselves instead
  * (compiler/ops/block_linear.c):
  *
  *   MatMul(x, Transpose(DequantizeBlocks(Wb))) [-> Add bias[N]]  -> BlockLinear(x, Wb, bias?)
@@ -17,8 +17,8 @@
  * and fuse_linear, which would otherwise see the Transpose and MatMul. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* v = DequantizeBlocks(Wb) of a 2-D shape [rows, cols]: that node. */

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops.h"
+#include "../ir/ops.h"
 #include "../ops/elementwise_chain.h"
-#include "../passes.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 #define CHAIN_INPUTS 32

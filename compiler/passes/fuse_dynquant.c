@@ -1,7 +1,7 @@
 /* fuse_dynquant.c — the fuse_dynquant pass: ONNX Runtime's dynamic int8
  * products, as onnxruntime.quantization.quantize_dynamic writes them (and
  * as the importer spells out com.microsoft's DynamicQuantizeMatMul and
- * MatMulIntegerToFloat, compiler/onnx_contrib_quant.c), onto the w8a8
+ * MatMulIntegerToFloat, compiler/frontend/onnx_contrib_quant.c), onto the w8a8
  * Linear (compiler/ops/fused.c, compiler/kernels/igemm_kernel.c):
  *
  *   xq, xs, xz = DynamicQuantizeLinear(x f32)
@@ -24,9 +24,9 @@
  * into the match: Q, K and V read one; dce drops it once nothing does. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 #define DYNQUANT_MAX_K (2147483647 / (255 * 128)) /* 255·128·K < 2^31 */

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* √(2/π), GELU's tanh form */

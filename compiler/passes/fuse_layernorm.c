@@ -7,8 +7,8 @@
  *
  * gamma and beta [D] (D the last dim); f64 inputs keep their statistics in
  * f64 (stash_type), as the decomposition computed them. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 static bool fuse_layernorm(Fuser *f, Node *r1) {

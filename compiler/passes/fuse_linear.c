@@ -10,9 +10,9 @@
  * and after fuse_normalize, which made Gemms by a constant into Linears. */
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* An ONNX int8 weight, W = DequantizeLinear(Wq i8[K,N] constant, scale

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
 #include "fuse_match.h"
 /* ---- the graph as the matchers see it -------------------------------------- */
 

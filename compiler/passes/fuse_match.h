@@ -16,8 +16,8 @@
 #ifndef KILN_FUSE_MATCH_H
 #define KILN_FUSE_MATCH_H
 
-#include "../ir.h"
-#include "../passes.h"
+#include "../ir/ir.h"
+#include "passes.h"
 
 #define MAX_MATCH 24
 

@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 static void say(bool verbose, const char *what, const Node *n) {

@@ -19,9 +19,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 #define QDQ_MAX_K (2147483647 / (255 * 128))

@@ -7,8 +7,8 @@
  * there why), and after fuse_linear, which made the Linears. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 static bool is_view(int op) {

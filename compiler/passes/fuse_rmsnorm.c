@@ -12,8 +12,8 @@
  * (stash_type), as the decomposition computed it. x itself may have other
  * readers (the residual stream): it is an input of the pattern, not an
  * intermediate. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* The square of x feeding ReduceMean r: Mul(x, x) or Pow(x, 2). */

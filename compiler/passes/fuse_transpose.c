@@ -12,9 +12,9 @@
  * Only products of two run-time operands (a constant B goes to the packed
  * GEMM, whose weight the fold pass has already transposed at compile time)
  * and only what attention fusion left: it runs after fuse_attention. */
-#include "../ops.h"
+#include "../ir/ops.h"
 #include "fuse_match.h"
-#include "../passes.h"
+#include "passes.h"
 
 /* The Transpose node's permutation as an ints attribute value (ONNX's
  * default, the axes reversed, when absent); NULL when malformed. */

@@ -3,8 +3,8 @@
  * from Shape -> Gather -> Concat), so a node whose inputs are all constant is
  * evaluated right after its shapes are known: by the time a Reshape is
  * reached, its shape input is a constant. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 static bool check_inputs_known(Graph *g, Node *n, Diag *d) {
   for (int i = 0; i < n->nin; i++) {

@@ -4,8 +4,8 @@
  * entry over KV-cache states. The rewrite is onnx_decoder.c's (the
  * patterns in onnx_decoder_match.c); it reads the graph as imported, so
  * the pass runs first, and only when --kv-cache is given. */
-#include "../onnx_decoder.h"
-#include "../passes.h"
+#include "onnx_decoder.h"
+#include "passes.h"
 
 bool pass_kv_cache_asked(const PassOptions *o) { return o->kv_cache > 0; }
 

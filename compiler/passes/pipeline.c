@@ -2,7 +2,7 @@
  * them. `kiln passes` prints this table; --passes= picks from it. */
 #include <string.h>
 
-#include "../passes.h"
+#include "passes.h"
 
 const Pass pass_list[] = {
     {"kv_cache", pass_kv_cache, "with --kv-cache=N: an ONNX decoder exported with its past to prefill and step "

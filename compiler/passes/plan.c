@@ -15,8 +15,8 @@
  * value keeps its own live steps for `kiln info`. */
 #include <stdlib.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 #define WS_ALIGN 64
 

@@ -40,9 +40,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../build.h"
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/build.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 /* One weight's quantized form: the int8 constant and its scales. */
 typedef struct QWeight {

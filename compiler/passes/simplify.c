@@ -7,11 +7,11 @@
  * is spelled the cheaper way where the result is the same bits:
  * Pow(x, 1) is x, and an f32 Pow(x, 2) is Mul(x, x) (see square_pow).
  * A Pad whose pads are all 0 (ONNX Attention's mask padded to keys it
- * already covers, compiler/onnx_attention.c) is x. */
+ * already covers, compiler/frontend/onnx_attention.c) is x. */
 #include <string.h>
 
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 #include "fuse_match.h"
 
 /* "y = op(x)" where y should become x. A graph output keeps its name: when

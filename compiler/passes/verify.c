@@ -4,8 +4,8 @@
  * inference every value has a known dtype and shape, and each state input
  * is linked to an output of its own with its type. A failure here is a
  * compiler bug, reported with the offending node. */
-#include "../ops.h"
-#include "../passes.h"
+#include "../ir/ops.h"
+#include "passes.h"
 
 /* Each state is a graph input with an initial value, linked to an output
  * of its own (listed once, not shared with another state) of its type. */

@@ -1,5 +1,5 @@
 /* fuzz_gguf.c — libFuzzer target: arbitrary bytes through the GGUF reader
- * (compiler/gguf.c), and what it accepts through every accessor.
+ * (compiler/formats/gguf.c), and what it accepts through every accessor.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends
  * in a Diag naming the file and a false return, never a crash, a leak, an
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {
   fprintf(stderr, "kiln fuzz: gguf: %s %s\n", what, detail ? detail : "");

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "cmd/driver.h"
 #include "fuzz_pipeline.h"
-#include "print.h"
+#include "ir/print.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "driver.h"
+#include "cmd/driver.h"
 #include "fuzz_pipeline.h"
 
 static char dir[256], path[300];

@@ -1,5 +1,5 @@
 /* fuzz_npy.c — libFuzzer target: arbitrary bytes through the .npy reader
- * (compiler/npy.c), and what it accepts through the writer and back.
+ * (compiler/frontend/npy.c), and what it accepts through the writer and back.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends
  * in a Diag naming the file and a false return, never a crash, a leak, an
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy.h"
+#include "frontend/npy.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {
   fprintf(stderr, "kiln fuzz: npy: %s %s\n", what, detail ? detail : "");

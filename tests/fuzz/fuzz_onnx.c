@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "driver.h"
+#include "cmd/driver.h"
 #include "fuzz_pipeline.h"
-#include "onnx.h"
+#include "frontend/onnx.h"
 
 static char model_dir[256], model_path[300];
 

@@ -1,6 +1,6 @@
 /* fuzz_pb.c — libFuzzer target: arbitrary bytes as a TensorProto file
  * (`kiln run --input X=FILE.pb`, kiln check's input_K.pb) through
- * tensor_file_read (compiler/npy.c), which hands a name not ending in .npy
+ * tensor_file_read (compiler/frontend/npy.c), which hands a name not ending in .npy
  * to the ONNX reader (onnx_read_tensor: typed fields, raw_data, external
  * data), and what it accepts through the writer and back.
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "npy.h"
+#include "frontend/npy.h"
 
 static char dir[256], path[300], back_path[300];
 

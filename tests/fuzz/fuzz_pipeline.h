@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "driver.h"
-#include "weights_blob.h"
+#include "cmd/driver.h"
+#include "emit/weights_blob.h"
 
 /* Lower g and emit C; false (with d set) where the input is rejected.
  * Aborts — a fuzzer finding — when a pass leaves IR that does not verify

@@ -1,5 +1,5 @@
 /* fuzz_safetensors.c — libFuzzer target: arbitrary bytes through the
- * .safetensors reader (compiler/safetensors.c), and what it accepts through
+ * .safetensors reader (compiler/formats/safetensors.c), and what it accepts through
  * the writer and back.
  *
  * The contract under test is STYLE.md's first kind of error: bad input ends
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "../safetensors/st_same.h"
 
 KILN_NORETURN static void fail(const char *what, const char *detail) {

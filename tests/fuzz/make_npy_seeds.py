@@ -3,7 +3,7 @@
 output for every element type kiln reads and a few shapes (0-d, empty,
 rank 3), the same in .npy versions 2.0 and 3.0, and damaged copies (cut,
 a lying shape, big-endian, Fortran order, an unknown type), so the fuzzer
-starts from both sides of every check in compiler/npy.c."""
+starts from both sides of every check in compiler/frontend/npy.c."""
 import io
 import os
 import sys

@@ -82,10 +82,10 @@ flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefine
        -fno-sanitize-recover=undefined -I$root/compiler -I$gen $(pkg-config --cflags lua5.4)"
 objs=()
 # shellcheck disable=SC2012
-newest_h=$(ls -t "$root"/compiler/*.h "$root"/compiler/*/*.h "$gen/onnx.pb-c.h" | head -n 1)
-# every compiler source but main.c, as CMake's KILN_SOURCES glob takes them
-for s in "$root"/compiler/*.c "$root"/compiler/*/*.c "$gen/templates_data.c"; do
-  [ "$s" = "$root/compiler/main.c" ] || [ ! -e "$s" ] && continue
+newest_h=$(ls -t "$root"/compiler/*/*.h "$gen/onnx.pb-c.h" | head -n 1)
+# every compiler source but cmd/main.c, as CMake's KILN_SOURCES glob takes them
+for s in "$root"/compiler/*/*.c "$gen/templates_data.c"; do
+  [ "$s" = "$root/compiler/cmd/main.c" ] || [ ! -e "$s" ] && continue
   o=$out/obj/$(echo "${s#"$root"/}" | tr '/' '_').o
   mkdir -p "$out/obj"
   if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ "$newest_h" -nt "$o" ]; then
@@ -120,7 +120,7 @@ done
 
 # dictionary: every op name kiln knows, plus ONNX attribute and key words
 dict=$out/onnx.dict
-{ sed -n 's/^OP([A-Z0-9_]*, *\("[A-Za-z]*"\).*/\1/p' "$root/compiler/ops.def"
+{ sed -n 's/^OP([A-Z0-9_]*, *\("[A-Za-z]*"\).*/\1/p' "$root/compiler/ir/ops.def"
   for w in axis axes perm keepdims transA transB alpha beta epsilon value shape to mode \
            location offset length ai.onnx com.microsoft batch; do echo "\"$w\""; done
 } >"$dict"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_tokenizer.sh TOK_STUB WORK_DIR — the tokenizer tables
-# (compiler/tokenizer.c) and examples/generate.c's tokenizer, before and
+# (compiler/emit/tokenizer.c) and examples/generate.c's tokenizer, before and
 # without a compiled model: tok_stub writes a GGUF's tables plus a stub
 # model behind the generative API, and generate.c is built on them (gcc,
 # and clang when there is one, -std=c11 -Wall -Wextra -Werror).

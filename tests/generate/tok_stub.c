@@ -1,4 +1,4 @@
-/* tok_stub.c — test only: a GGUF's tokenizer tables (compiler/tokenizer.c)
+/* tok_stub.c — test only: a GGUF's tokenizer tables (compiler/emit/tokenizer.c)
  * plus a stub model behind the generative API of README "Generating text",
  * so examples/generate.c compiles, links and runs before kiln compiles the
  * real model. The stub's logits put all the weight on (token + 1) modulo
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "emit/tokenizer.h"
 
 static const char *api_h =
     "#define P_CTX 512\n#define P_PREFILL 64\n#define P_VOCAB P_TOKENS\n"

@@ -1,4 +1,4 @@
-/* test_gguf.c — tests of the GGUF reader (compiler/gguf.c) on the fixture
+/* test_gguf.c — tests of the GGUF reader (compiler/formats/gguf.c) on the fixture
  * tools/make_gguf_fixture.py writes with the PyPI gguf package's GGUFWriter
  * (independently of kiln), and on the real SmolLM2-135M file when given.
  *
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 #include "lua/lua_frontend.h"
 
 static int passed, failed;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_progress.sh KILN WORK_DIR — compile's progress on stderr
-# (compiler/progress.c): on a terminal (faked with util-linux `script`) the
+# (compiler/cmd/progress.c): on a terminal (faked with util-linux `script`) the
 # passes, the count and every file written with its MB; nothing with -q or
 # --quiet, nothing when stderr is a file; stdout untouched either way; an
 # error on a terminal still reads as one whole line.

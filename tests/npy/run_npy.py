@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_npy.py KILN [FIXTURE_DIR] — kiln's .npy tensor files (compiler/npy.c).
+"""run_npy.py KILN [FIXTURE_DIR] — kiln's .npy tensor files (compiler/frontend/npy.c).
 
 numpy is the reference throughout: it writes every input file and reads
 back every file kiln writes.

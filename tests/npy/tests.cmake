@@ -1,4 +1,4 @@
-# tests/npy/tests.cmake — .npy tensor files (compiler/npy.c), included from
+# tests/npy/tests.cmake — .npy tensor files (compiler/frontend/npy.c), included from
 # tests/tests.cmake. numpy is the reference: every element type kiln reads,
 # 0-d, empty and rank-8 shapes and .npy versions 1.0-3.0 through kiln run
 # and back with --out-format=npy; a run on .npy inputs prints what the

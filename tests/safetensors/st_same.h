@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 
 static bool st_same(const SafeTensors *a, const SafeTensors *b) {
   if (a->n != b->n || a->nmeta != b->nmeta)

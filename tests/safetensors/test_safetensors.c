@@ -1,5 +1,5 @@
 /* test_safetensors.c — tests of the .safetensors reader and writer
- * (compiler/safetensors.c) against the corpus tests/safetensors/make_files.py
+ * (compiler/formats/safetensors.c) against the corpus tests/safetensors/make_files.py
  * writes with Python's struct and json, independently of kiln.
  *
  * usage: test_safetensors DIR   (DIR holds the corpus and its cases.txt)
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "st_same.h"
 
 static int passed, failed;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_cases.py — write tests/threads/cases/, models big enough that
 `kiln compile --threads 2` marks their loops for threads
-(emit_parallel_for, compiler/emit.h: a loop is split only when its
+(emit_parallel_for, compiler/emit/emit.h: a loop is split only when its
 estimated serial time passes EMIT_PARALLEL_MIN_NS), so that every
 threaded path is run against a reference:
 

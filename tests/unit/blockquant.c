@@ -1,4 +1,4 @@
-/* blockquant.c — unit tests of compiler/blockquant.c, the part the GGUF
+/* blockquant.c — unit tests of compiler/ir/blockquant.c, the part the GGUF
  * binder calls: the ggml type numbers, the reference dequantization of one
  * block of each format (hand-computed values, Q4_1's d·q + m rounded
  * twice), and bq_dequantize_node: it builds an inferred, unfolded
@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blockquant.h"
-#include "build.h"
-#include "ops.h"
+#include "ir/blockquant.h"
+#include "ir/build.h"
+#include "ir/ops.h"
 
 static int passed, failed;
 #define CHECK(c)                                                          \

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir.h"
-#include "ops.h"
-#include "passes.h"
+#include "ir/ir.h"
+#include "ir/ops.h"
+#include "passes/passes.h"
 
 static int passed, failed;
 #define CHECK(c)                                                          \

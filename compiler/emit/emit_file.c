@@ -1,0 +1,568 @@
+/* emit_file.c — a planned Graph into model.h (the documented API) and
+ * model.c: weights, then the kernels (emit_kernel.h), then one run function
+ * that reads like a hand-written forward pass — a call per node, every
+ * buffer named after the model's own tensors, its shape beside it. This
+ * file owns naming, the weights (inline or blob), the workspace layout and
+ * a stateful model's state struct. Output is deterministic: same graph,
+ * same bytes. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/c_text.h"
+#include "cnames.h"
+#include "emit.h"
+#include "emit_api.h"
+#include "emit_decoder.h"
+#include "emit_text.h"
+#include "emit_weights.h"
+#include "emit_forward.h"
+#include "emit_kernel.h"
+#include "../ir/ops.h"
+#include "tokenizer.h"
+#include "weights_blob.h"
+
+
+/* The .c file's threads block (--threads N > 1): see emit.h. Each entry
+ * point times its calls and runs its loops on one thread when that is
+ * faster (another process holding a core: kiln_rt.h, kiln_adapt). */
+static void put_parallel_macro(Buf *c, const Graph *g, int threads) {
+  buf_printf(c, "/* --threads %d: built with -fopenmp, each loop marked KILN_PARALLEL_FOR runs\n"
+                " * on %d OpenMP threads, its iterations split into %d equal chunks, or on one\n"
+                " * while that is faster (another process holding a core: each entry point\n"
+                " * times its calls, kiln_adapt in kiln_rt.h); built without it, the same\n"
+                " * code runs serially. */\n"
+                "#ifdef _OPENMP\n"
+                "static int kiln_threads_on = 1; /* the loops' `if`, set by each entry point */\n"
+                "#define KILN_PARALLEL_FOR \\\n"
+                "  _Pragma(\"omp parallel for num_threads(%d) schedule(static) if(kiln_adapt_on(&kiln_threads_on))\")\n"
+                "#define KILN_ADAPT_BEGIN(a) \\\n"
+                "  const int kiln_mode_ = kiln_adapt_begin(&(a), &kiln_threads_on); \\\n"
+                "  const double kiln_t0_ = omp_get_wtime()\n"
+                "#define KILN_ADAPT_END(a) kiln_adapt_end(&(a), &kiln_threads_on, kiln_mode_, omp_get_wtime() - kiln_t0_)\n",
+             threads, threads, threads, threads);
+  for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
+    buf_printf(c, "static kiln_adapt %s;\n", emit_adapt_name(g, k));
+  buf_puts(c, "#else\n#define KILN_PARALLEL_FOR\n#define KILN_ADAPT_BEGIN(a) (void)0\n#define KILN_ADAPT_END(a) (void)0\n"
+              "#endif\n\n");
+}
+
+/* C identifier from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
+static const char *c_ident(Arena *a, const char *prefix, const char *s) {
+  return arena_printf(a, "%s%s", prefix, c_text(a, CT_IDENT, s));
+}
+
+/* Parameter names: unique C identifiers derived from input/output names. */
+static const char **param_names(Graph *g) {
+  int n = g->ninputs + g->noutputs;
+  const char **names = arena_alloc(g->arena, sizeof(char *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
+    int vid = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *base = c_ident(g->arena, isdigit((unsigned char)g->vals[vid].name[0]) ? "v" : "",
+                               g->vals[vid].name);
+    if (!*base || cname_reserved(base))
+      base = arena_printf(g->arena, "%s_", base);
+    const char *nm = base;
+    for (int k = 2;; k++) {
+      bool clash = false;
+      for (int j = 0; j < i; j++)
+        if (!strcmp(names[j], nm))
+          clash = true;
+      if (!clash)
+        break;
+      nm = arena_printf(g->arena, "%s_%d", base, k);
+    }
+    names[i] = nm;
+  }
+  return names;
+}
+
+/* ---- state ----------------------------------------------------------------
+ * A stateful model (Transformer-XL's memory) keeps each state input in a
+ * caller-owned struct, <prefix>_state, instead of a parameter; the output
+ * that is its next value is computed into the workspace and copied into
+ * the struct at the end of the call. */
+
+/* Entry i of the inputs-then-outputs list is a parameter of the run
+ * functions: states and their next values are not. */
+static bool is_param(const Graph *g, int i) {
+  return i < g->ninputs ? !g->vals[g->inputs[i]].is_state
+                        : graph_state_of_output(g, i - g->ninputs) < 0;
+}
+
+static bool has_state(const Graph *g) {
+  for (int i = 0; i < g->ninputs; i++)
+    if (g->vals[g->inputs[i]].is_state)
+      return true;
+  return false;
+}
+
+/* Bad state links in the input (.kir) are errors, not bad C. */
+static bool check_states(Graph *g, Diag *d) {
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (!v->is_state)
+      continue;
+    if (v->state_next < 0 && v->state_init && op_state_in_place(g, g->inputs[i]))
+      continue; /* a KV cache: CacheWrite changes it where it lives */
+    if (g->decoder)
+      return diag_error(d, "state '%s' has a next value; expected a decoder's state to be its KV caches "
+                        "only (x:cache), which its entry points update in place", v->name);
+    if (v->state_next < 0 || v->state_next >= g->noutputs || !v->state_init)
+      return diag_error(d, "state '%s' has no next value or no initial value", v->name);
+    const Value *next = &g->vals[g->outputs[v->state_next]];
+    char a[160], b[160];
+    if (!type_equal(&v->type, &next->type) || type_numel(&v->type) == 0)
+      return diag_error(d, "state '%s' is %s and its next value '%s' is %s; expected the same "
+                        "non-empty type", v->name, type_str(&v->type, a, sizeof a), next->name,
+                        type_str(&next->type, b, sizeof b));
+    if (next->is_state && next != v)
+      return diag_error(d, "state '%s': its next value is the state '%s' itself; expected a "
+                        "value computed from it (states are updated in place)", v->name, next->name);
+  }
+  return true;
+}
+
+/* A state field of the header's struct: "  float mems_0[16][64]; /" "* f32[16,64] 'mems.0' *" "/". */
+static void put_state_field(Buf *h, const Graph *g, int i, void *pn) {
+  const Value *v = &g->vals[g->inputs[i]];
+  char ts[160];
+  buf_printf(h, "  %s %s%s; /* %s '%s' */\n", dt_ctype(v->type.dt), ((const char **)pn)[i],
+             emit_array_dims(g->arena, &v->type), type_str(&v->type, ts, sizeof ts), emit_cm(g->arena, v->name));
+}
+
+/* The header's part: the struct, its layout, the init function. */
+static void put_state_decls(Buf *h, const Emit *e, const char *prefix, const char **pn) {
+  buf_printf(h, "/* The state the model carries from one call to the next (caller-owned):\n"
+                " * %s_state_init() sets every field to its initial value; each run reads\n"
+                " * the fields as the previous call left them and overwrites them, at its\n"
+                " * end, with their values for the next call. */\ntypedef struct %s_state {\n",
+             prefix, prefix);
+  loops_put_state_fields(h, e, put_state_field, (void *)pn);
+  buf_printf(h, "} %s_state;\n\nvoid %s_state_init(%s_state *state);\n", prefix, prefix, prefix);
+}
+
+/* <prefix>_state_init: zeros by memset, other initial values from a
+ * constant array. */
+static void put_state_init(Buf *c, Emit *e, const char **pn) {
+  Graph *g = e->g;
+  /* a decoder's returns its codes (KILN_E_ARG for NULL); a stateful run's has none */
+  buf_printf(c, "\n%s %s_state_init(%s_state *state) {\n  if (!state)\n    return%s;\n",
+             g->decoder ? "int" : "void", e->prefix, e->prefix, g->decoder ? " KILN_E_ARG" : "");
+  if (e->blob)
+    buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n  (void)weights;\n", e->prefix);
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    if (!v->is_state)
+      continue;
+    size_t bytes = type_bytes(&v->type);
+    bool zeros = true;
+    for (size_t k = 0; k < bytes && zeros; k++)
+      zeros = ((const unsigned char *)v->state_init)[k] == 0;
+    const char *f = loops_state_field(e, i, pn[i]);
+    if (zeros)
+      buf_printf(c, "  memset(state->%s, 0, sizeof state->%s);\n", f, f);
+    else
+      buf_printf(c, "  memcpy(state->%s, %s, sizeof state->%s);\n", f,
+                 emit_const_array(e, v->type.dt, v->state_init, type_numel(&v->type),
+                                  arena_printf(g->arena, "%s_init", v->name),
+                                  arena_printf(g->arena, "initial value of state '%s'", v->name)),
+                 f);
+  }
+  if (g->decoder)
+    buf_puts(c, "  state->kiln_length = 0;\n  return KILN_OK;\n");
+  buf_puts(c, "}\n");
+}
+
+/* At the end of a run: each state takes its next value. */
+static void put_state_updates(Emit *e, const char **pn) {
+  Graph *g = e->g;
+  for (int i = 0; i < g->ninputs; i++) {
+    const Value *v = &g->vals[g->inputs[i]];
+    const char *next = v->is_state ? emit_ref(e, g->outputs[v->state_next]) : NULL;
+    if (next && strcmp(next, e->refs[g->inputs[i]]))
+      emit_line(e, "memcpy(state->%s, %s, %zu); /* state '%s' for the next call */", loops_state_field(e, i, pn[i]), next,
+                type_bytes(&v->type), emit_cm(g->arena, v->name));
+  }
+}
+
+const char *emit_run_call(Graph *g, const char *prefix) {
+  const char **pn = param_names(g);
+  Buf b = {0};
+  if (has_state(g))
+    buf_printf(&b, "{ %s_state st; ", prefix);
+  for (int i = 0; i < g->ninputs; i++)
+    if (!is_param(g, i))
+      buf_printf(&b, "memcpy(st.%s, in%d, sizeof st.%s); ", pn[i], i, pn[i]);
+  buf_printf(&b, "%s_run(%s", prefix, has_state(g) ? "&st" : "");
+  bool first = !has_state(g);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    if (!is_param(g, i))
+      continue;
+    buf_printf(&b, "%s%s%d", first ? "" : ", ", i < g->ninputs ? "in" : "out",
+               i < g->ninputs ? i : i - g->ninputs);
+    first = false;
+  }
+  buf_puts(&b, ");");
+  for (int k = 0; k < g->noutputs; k++) {
+    int s = graph_state_of_output(g, k);
+    for (int i = 0; s >= 0 && i < g->ninputs; i++)
+      if (g->inputs[i] == s)
+        buf_printf(&b, " memcpy(out%d, st.%s, sizeof st.%s);", k, pn[i], pn[i]);
+  }
+  if (has_state(g))
+    buf_puts(&b, " }");
+  char *r = arena_strdup(g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
+/* SIG_RUN: NAME_run(params); SIG_RUN_WS: NAME_run_ws(workspace, params);
+ * SIG_FORWARD (blob mode): the static function run_ws calls, whose
+ * restrict workspace and weights tell the C compiler that no store into
+ * the workspace changes a weight — which it knew of static const arrays
+ * but cannot know of a blob, and gcc -O2 does not vectorise a loop that
+ * would need a run-time overlap check (LayerNorm's gamma/beta loop ran 8x
+ * the instructions before this). */
+enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD };
+
+static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind, bool blob) {
+  bool first = true;
+  if (kind == SIG_FORWARD) {
+    buf_printf(b, "static void %s_forward(unsigned char *restrict ws,\n    const struct %s_weights *restrict weights",
+               prefix, prefix);
+    first = false;
+  } else {
+    buf_printf(b, "%s %s_run%s(", blob ? "int" : "void", prefix, kind == SIG_RUN_WS ? "_ws" : "");
+  }
+  if (kind == SIG_RUN_WS) {
+    buf_puts(b, "void *workspace");
+    first = false;
+  }
+  if (has_state(g)) {
+    buf_printf(b, "%s%s_state *state", first ? "" : ", ", prefix);
+    first = false;
+  }
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
+    if (!is_param(g, i))
+      continue;
+    buf_printf(b, "%s%s%s %s%s", first ? "" : ",\n    ", in ? "const " : "", dt_ctype(v->type.dt),
+               pn[i], emit_array_dims(g->arena, &v->type));
+    first = false;
+  }
+  if (first)
+    buf_puts(b, "void");
+  buf_puts(b, ")");
+}
+
+static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
+                        const Buf *tok) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  const char *P = emit_upper(a, o->prefix);
+  char ts[160];
+  buf_printf(h, "/* %s.h — generated by kiln %s from %s. Do not edit.\n *\n", o->prefix,
+             KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"));
+  buf_puts(h, " * Every tensor is a dense row-major C array with the fixed shape below.\n");
+  buf_puts(h, " * Inputs:\n");
+  for (int i = 0; i < g->ninputs; i++)
+    if (is_param(g, i))
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[i],
+                 type_str(&g->vals[g->inputs[i]].type, ts, sizeof ts), emit_cm(a, g->vals[g->inputs[i]].name));
+  buf_puts(h, " * Outputs:\n");
+  for (int i = 0; i < g->noutputs; i++)
+    if (is_param(g, g->ninputs + i))
+      buf_printf(h, " *   %-24s %s  (\"%s\")\n", pn[g->ninputs + i],
+                 type_str(&g->vals[g->outputs[i]].type, ts, sizeof ts),
+                 emit_cm(a, g->vals[g->outputs[i]].name));
+  if (has_state(g)) {
+    buf_puts(h, " * State (struct below), each field with the output that is its next value:\n");
+    for (int i = 0; i < g->ninputs; i++) {
+      const Value *v = &g->vals[g->inputs[i]];
+      if (v->is_state)
+        buf_printf(h, " *   %-24s %s  (\"%s\", next: \"%s\")\n", pn[i], type_str(&v->type, ts, sizeof ts),
+                   emit_cm(a, v->name), emit_cm(a, g->vals[g->outputs[v->state_next]].name));
+    }
+  }
+  buf_printf(h, " *\n * %s_run() uses a static workspace of %s_WORKSPACE_SIZE bytes and is not\n"
+                " * re-entrant; %s_run_ws() takes a caller-owned workspace of that size\n"
+                " * (aligned to 64 bytes) and is safe to call from several threads with\n"
+                " * distinct workspaces. Neither allocates.\n",
+             o->prefix, P, o->prefix);
+  if (o->threads > 1)
+    buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
+                  " * with -fopenmp) to run its large loops on %d OpenMP threads; built without\n"
+                  " * it, the same code runs on the calling thread alone.\n",
+               o->threads, o->prefix, o->threads);
+  if (o->gemm == GEMM_OPENBLAS)
+    buf_printf(h, " *\n * GEMM: compiled with --gemm=openblas. The f32 matrix products call\n"
+                  " * cblas_sgemm: %s.c includes <cblas.h> (add -I/usr/include/openblas where it\n"
+                  " * lives there) and the app links with -lopenblas. OpenBLAS chooses its own\n"
+                  " * thread count (OPENBLAS_NUM_THREADS).\n",
+               o->prefix);
+  buf_puts(h, " */\n");
+  buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
+  buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
+  if (blob)
+    emit_weights_api(h, o->prefix, P, blob);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
+    if (is_param(g, i) || in)
+      buf_printf(h, "#define %s_%s_%s_SIZE %lld /* elements%s */\n", P,
+                 !is_param(g, i) ? "STATE" : in ? "IN" : "OUT", emit_upper(a, pn[i]),
+                 (long long)type_numel(t),
+                 dt_is_packed(t->dt) ? arena_printf(a, ", %s packed in %zu bytes", dt_name(t->dt), type_bytes(t)) : "");
+  }
+  buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  if (has_state(g))
+    put_state_decls(h, e, o->prefix, pn);
+  put_signature(h, g, o->prefix, pn, SIG_RUN, blob != NULL);
+  buf_puts(h, ";\n");
+  put_signature(h, g, o->prefix, pn, SIG_RUN_WS, blob != NULL);
+  buf_puts(h, ";\n");
+  emit_header_end(h, tok);
+}
+
+/* Bytes of the constants the nodes read (what --weights=auto weighs). */
+static size_t const_bytes(const Graph *g) {
+  bool *seen = calloc((size_t)g->nvals + 1, 1);
+  size_t total = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i].nin; j++) {
+      int v = g->nodes[i].in[j];
+      if (v >= 0 && g->vals[v].data && !seen[v]) {
+        seen[v] = true;
+        total += type_bytes(&g->vals[v].type);
+      }
+    }
+  free(seen);
+  return total;
+}
+
+/* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
+ * its tables (in blob mode arrays in the blob, added to e before
+ * put_file_tail lays it out, and an accessor) at the end of the .c, their
+ * declarations into tok for the header. */
+static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Emit *e, Diag *d) {
+  if (!o->tokenizer)
+    return true;
+  return tokenizer_emit(o->tokenizer, o->prefix, e, c, tok, d);
+}
+
+/* The rest of the .c after the preamble: the weights (blob layout, the
+ * literals, the bind function), the kernels, then the functions in fn. */
+static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
+  if (e->blob)
+    emit_blob_layout(c, e);
+  emit_weight_arrays(c, e);
+  if (e->blob)
+    emit_bind_weights(c, e);
+  kernels_put(e, c);
+  buf_puts(c, "\n");
+  buf_put(c, fn->s ? fn->s : "", fn->len);
+  buf_free(fn);
+}
+
+bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
+  Arena *a = g->arena;
+  Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
+            .gemm = o->gemm, .precision = o->precision};
+  if (blob && (o->weights == WEIGHTS_BLOB || (o->weights == WEIGHTS_AUTO && const_bytes(g) > EMIT_BLOB_AUTO)))
+    e.blob = blob;
+  e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
+  e.const_of = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
+  const char **pn = param_names(g);
+  if (!check_states(g, d))
+    return false;
+  /* every name the run function declares, so that no kernel or weight
+   * takes one (a run-function parameter named like a kernel would hide it) */
+  e.names = nameset_new(a);
+  if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
+    nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
+  if (e.threads > 1) { /* the threads block's names (put_parallel_macro) */
+    static const char *const reserved[] = {"kiln_threads_on", "kiln_mode_", "kiln_t0_"};
+    for (int i = 0; i < KILN_COUNT(reserved); i++)
+      nameset_add(e.names, reserved[i]);
+    for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
+      nameset_add(e.names, emit_adapt_name(g, k));
+  }
+  int *io_slot = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
+  for (int v = 0; v < g->nvals; v++)
+    io_slot[v] = e.const_of[v] = -1;
+  /* graph inputs first so that an output which is also an input is read
+   * from the input parameter */
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    nameset_add(e.names, pn[i]);
+    nameset_add(e.names, arena_printf(a, "p_%s", pn[i]));
+    if (!in && !is_param(g, i))
+      continue; /* a state's next value: in the workspace until the end */
+    if (io_slot[vid] < 0 && !g->vals[vid].data) { /* a constant output is copied at the end */
+      io_slot[vid] = i;
+      e.refs[vid] = arena_printf(a, "p_%s", pn[i]);
+    }
+  }
+  e.ks = kernels_new(a, io_slot);
+
+  /* 1: each node's code, as a kernel */
+  for (int i = 0; i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    bool all_const = true; /* left by a pipeline without fold: nothing to run */
+    for (int j = 0; j < n->nout; j++)
+      all_const = all_const && g->vals[n->out[j]].data;
+    if (all_const)
+      continue;
+    kernel_begin(&e, n);
+    if (!op_check_half(g, n, d) || !op_table[n->op].emit(&e, n)) {
+      kernel_abort(&e);
+      return diag_node(d, g, n, "cannot generate C for this node");
+    }
+    kernel_end(&e);
+  }
+  /* 2: names for weights and workspace tensors, clear of every identifier
+   * the kernels use (no shadowing, even under -Wshadow) */
+  for (int k = 0; k < e.ks->nkernels; k++)
+    nameset_add_tokens(e.names, e.ks->kernels[k].text);
+  Buf body = {0}, fn = {0}, tok = {0};
+  int64_t ws_end = 0;
+  int *node_entry = NULL;
+  Buf *bodies = NULL;
+  if (g->decoder) { /* one function per entry point */
+    if (!(node_entry = graph_decoder_entries(g, d)))
+      return false;
+    bodies = arena_alloc(a, sizeof(Buf) * (size_t)g->decoder->nentries);
+    if (!o->unroll_layers)
+      loops_plan(&e, node_entry, g->decoder->nentries, pn);
+    for (int k = 0; k < g->decoder->nentries; k++)
+      emit_forward_body(&e, &bodies[k], &ws_end, node_entry, k);
+  } else {
+    if (!o->unroll_layers)
+      loops_plan(&e, NULL, 1, pn);
+    emit_forward_body(&e, &body, &ws_end, NULL, 0);
+  }
+
+  buf_printf(c, "/* %s.c — generated by kiln %s from %s. Do not edit.\n * See %s for the API. */\n",
+             o->prefix, KILN_VERSION, emit_cm(a, o->source ? o->source : "a model"), emit_cm(a, o->header));
+  buf_printf(c, "#include \"%s\"\n\n#include <math.h>\n#include <string.h>\n\n"
+                "#include \"kiln_rt.h\"\n\n", c_text(a, CT_HEADER, o->header));
+  if (o->gemm == GEMM_OPENBLAS)
+    buf_puts(c, "#include <cblas.h> /* --gemm=openblas: link with -lopenblas */\n\n");
+  if (e.uses_bf16_dp)
+    buf_puts(c, "#if defined(__AVX512BF16__) && defined(__GNUC__) && !defined(KILN_GEMM_NO_BF16DP)\n"
+                "#include <immintrin.h> /* --precision=bf16: vdpbf16ps (_mm512_dpbf16_ps) */\n#endif\n\n");
+  if (e.uses_vnni)
+    buf_puts(c, "#if defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__AVX2__) || defined(__AVX512F__))\n"
+                "#include <immintrin.h> /* --quantize=w8a8: vpdpbusd, vpmaddwd */\n#endif\n\n");
+  if (e.threads > 1)
+    put_parallel_macro(c, g, e.threads);
+  const char *P = emit_upper(a, o->prefix);
+  buf_printf(c, "/* every workspace tensor below ends within the workspace */\n"
+                "KILN_STATIC_ASSERT(%s_WORKSPACE_SIZE >= %lld, workspace_size);\n\n", P, (long long)ws_end);
+
+  /* the run function, into fn: the weights it reads are known after it */
+  Buf *wc = c;
+  c = &fn;
+  if (g->decoder) {
+    for (int k = 0; k < g->decoder->nentries; k++)
+      emit_entry_forward(c, &e, pn, k, &bodies[k]);
+    emit_decoder_entries(c, &e, pn);
+    put_state_init(c, &e, pn);
+    if (!put_tokenizer(c, &tok, o, &e, d)) {
+      buf_free(&fn);
+      buf_free(&tok);
+      return false;
+    }
+    put_file_tail(wc, &e, &fn);
+    emit_decoder_header(h, &e, o, pn, e.blob, &tok);
+    buf_free(&tok);
+    return true;
+  }
+  e.out = &body;
+  e.indent = 1;
+  /* outputs whose value lives elsewhere (a constant, an input, or an output
+   * listed twice) are copied into their parameter */
+  for (int k = 0; k < g->noutputs; k++) {
+    int vid = g->outputs[k];
+    const char *p = arena_printf(a, "p_%s", pn[g->ninputs + k]);
+    size_t bytes = type_bytes(&g->vals[vid].type);
+    if (bytes == 0 || !is_param(g, g->ninputs + k) || !strcmp(emit_ref(&e, vid), p))
+      continue;
+    emit_line(&e, "memcpy(%s, %s, %zu); /* output '%s' */", p, e.refs[vid], bytes,
+                emit_cm(a, g->vals[vid].name));
+  }
+  put_state_updates(&e, pn);
+  /* the signature, then the pointers the body reads (only those) */
+  const char *text = body.s ? body.s : "";
+  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS, false);
+  buf_puts(c, " {\n");
+  if (e.blob && !emit_has_token(text, "ws"))
+    buf_puts(c, "  (void)ws;\n");
+  if (e.blob && !emit_has_token(text, "weights"))
+    buf_puts(c, "  (void)weights;\n");
+  if (!e.blob)
+    buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n%s", emit_has_token(text, "ws") ? "" : "  (void)ws;\n");
+  bool state_read = false;
+  for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+    bool in = i < g->ninputs;
+    int vid = in ? g->inputs[i] : g->outputs[i - g->ninputs];
+    const char *ct = dt_ctype(g->vals[vid].type.dt);
+    if (!in && !is_param(g, i))
+      continue;
+    const char *local = arena_printf(a, "p_%s", pn[i]);
+    if (emit_has_token(text, local))
+      buf_printf(c, "  %s%s *%s = (%s%s *)%s%s;\n", in ? "const " : "", ct, local, in ? "const " : "", ct,
+                 is_param(g, i) ? "" : "state->", is_param(g, i) ? pn[i] : loops_state_field(&e, i, pn[i]));
+    else if (is_param(g, i))
+      buf_printf(c, "  (void)%s; /* not read */\n", pn[i]);
+    state_read = state_read || !is_param(g, i);
+  }
+  if (has_state(g) && !state_read && !emit_has_token(text, "state"))
+    buf_puts(c, "  (void)state;\n");
+  if (e.threads > 1)
+    buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, 0));
+  buf_put(c, body.s ? body.s : "", body.len);
+  buf_free(&body);
+  if (e.threads > 1)
+    buf_printf(c, "  KILN_ADAPT_END(%s);\n", emit_adapt_name(g, 0));
+  buf_puts(c, "}\n\n");
+  if (e.blob) {
+    /* one branch per call: a run before a successful bind computes nothing */
+    put_signature(c, g, o->prefix, pn, SIG_RUN_WS, true);
+    buf_printf(c, " {\n  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n"
+                  "  %s_forward((unsigned char *)workspace, bound_weights%s", o->prefix,
+               has_state(g) ? ", state" : "");
+    for (int i = 0; i < g->ninputs + g->noutputs; i++)
+      if (is_param(g, i))
+        buf_printf(c, ", %s", pn[i]);
+    buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
+  }
+  put_signature(c, g, o->prefix, pn, SIG_RUN, e.blob != NULL);
+  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s%s_run_ws(workspace%s",
+             (long long)(g->ws_size ? g->ws_size : 1), e.blob ? "return " : "", o->prefix,
+             has_state(g) ? ", state" : "");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    if (is_param(g, i))
+      buf_printf(c, ", %s", pn[i]);
+  buf_puts(c, ");\n}\n");
+  if (has_state(g))
+    put_state_init(c, &e, pn);
+  if (!put_tokenizer(c, &tok, o, &e, d)) {
+    buf_free(&fn);
+    buf_free(&tok);
+    return false;
+  }
+  put_file_tail(wc, &e, &fn);
+  emit_header(h, &e, o, pn, e.blob, &tok);
+  buf_free(&tok);
+  if (o->weight_bytes) { /* the weights as stored: packed, bf16 or int8 where the kernels read them so */
+    *o->weight_bytes = 0;
+    for (int i = 0; i < e.narrays; i++)
+      *o->weight_bytes += e.arrays[i].n * (int64_t)dt_size(e.arrays[i].dt);
+  }
+  return true;
+}
