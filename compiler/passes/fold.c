@@ -6,6 +6,7 @@
  * would be a larger copy of weights kept smaller on purpose. */
 #include <string.h>
 
+#include "../naming.h"
 #include "../ops.h"
 #include "../passes.h"
 
@@ -68,6 +69,7 @@ bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d) {
     return false;
   for (int j = 0; j < n->nout; j++)
     node_out(g, n, j)->data = out[j].data;
+  name_folded_outputs(g, (int)(n - g->nodes)); /* "enc.q.weight_t", not "Transpose_22" */
   *folded = true;
   return true;
 }
