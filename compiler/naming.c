@@ -62,18 +62,38 @@ static const char *unique(Graph *g, const char *base) {
   return nm;
 }
 
-/* A model's name: a value's name that is neither op-made nor kiln's "vN". */
+/* True for an op-made name with no scope before it: "Add_2",
+ * "/Add_2_output_0", "onnx::MatMul_245" (not "/enc/Transpose_output_0"). */
+static bool unscoped_op_made(const char *name) {
+  const char *slash = strrchr(name, '/');
+  return (!slash || slash == name) && name_is_op_made(name);
+}
+
+/* A name from the model to build on: neither kiln's "vN" nor op-made
+ * without a scope ("/enc/Transpose_output_0" is one: its scope says where). */
 static bool model_named(const Value *v) {
   const char *s = v->name;
   if (s[0] == 'v' && s[1] && strspn(s + 1, "0123456789") == strlen(s + 1))
     return false;
-  return *s && !name_is_op_made(s);
+  return *s && !unscoped_op_made(s);
+}
+
+/* name less an exporter's "_output_<digits>" tail (arena copy when cut). */
+static const char *stem(Graph *g, const char *name) {
+  const char *t = strstr(name, "_output");
+  while (t && strstr(t + 1, "_output"))
+    t = strstr(t + 1, "_output");
+  if (!t)
+    return name;
+  const char *p = t + 7;
+  skip_numbers(&p);
+  return *p ? name : arena_printf(g->arena, "%.*s", (int)(t - name), name);
 }
 
 void name_folded_outputs(Graph *g, int node) {
   const Node *n = &g->nodes[node];
   const Value *src = node_in(g, n, 0);
-  if (!src || !src->data || !model_named(src))
+  if (!src || !src->data || !model_named(src) || name_is_op_made(src->name))
     return;
   const char *tag = name_op_tag(n->op);
   for (int j = 0; j < n->nout; j++) {
@@ -83,26 +103,20 @@ void name_folded_outputs(Graph *g, int node) {
   }
 }
 
-/* The name v's derived name grew from, or v's own name: a base is stale
- * once something renamed v (x:named, output), and its name no longer
- * starts with it. */
-static const char *grown_from(const Value *v) {
+/* The name v's derived name grew from, or v's own name (less "_output_0"):
+ * a base is stale once something renamed v (x:named, output), and its
+ * name no longer starts with it. */
+static const char *grown_from(Graph *g, const Value *v) {
   const char *b = v->name_base;
-  return b && !strncmp(v->name, b, strlen(b)) ? b : v->name;
+  return b && !strncmp(v->name, b, strlen(b)) ? b : stem(g, v->name);
 }
 
-/* The layer a parameter belongs to: its name less the last ".part"
- * ("blk.0.attn_norm.weight" -> "blk.0.attn_norm"), or NULL. */
+/* A parameter: a constant of rank >= 1 named "<layer>.<part>" by the
+ * model ("blk.0.attn_norm.weight"; the part no op's name). */
 static bool is_param(const Value *v) {
-  const char *dot = strrchr(v->name, '.');
-  return v->data && v->type.rank >= 1 && model_named(v) && dot && dot != v->name;
-}
-
-static const char *param_layer(Graph *g, const Value *v) {
-  if (!is_param(v))
-    return NULL;
-  const char *dot = strrchr(v->name, '.');
-  return arena_printf(g->arena, "%.*s", (int)(dot - v->name), v->name);
+  const char *slash = strrchr(v->name, '/'), *dot = strrchr(v->name, '.');
+  return v->data && v->type.rank >= 1 && !name_is_op_made(v->name) && model_named(v) && dot &&
+         dot != v->name && (!slash || dot > slash);
 }
 
 /* True when s ends in tag, ignoring case ("attn_norm", "LayerNorm" end in "norm"). */
@@ -116,28 +130,9 @@ static bool ends_with_tag(const char *s, const char *tag) {
   return true;
 }
 
-/* The name rule 1-3 of naming.h gives node n's outputs (before uniquing). */
-static const char *derived(Graph *g, const Node *n, const char *prefix) {
-  const char *tag = name_op_tag(n->op);
-  prefix = prefix ? prefix : "";
-  for (int i = 0; i < n->nin; i++) {
-    const Value *v = node_in(g, n, i);
-    const char *layer = v ? param_layer(g, v) : NULL;
-    if (layer)
-      return arena_printf(g->arena, "%s%s_%s", prefix, layer, ends_with_tag(layer, tag) ? "out" : tag);
-  }
-  for (int i = 0; i < n->nin; i++) {
-    const Value *v = node_in(g, n, i);
-    if (v && !v->data && model_named(v))
-      return arena_printf(g->arena, "%s_%s", grown_from(v), tag);
-  }
-  return arena_printf(g->arena, "%s%s", prefix, tag);
-}
-
-/* The model name rule 2 built on (the input's own base when it has one), so
- * a chain of ops grows no longer than one tag: "blk.0.ffn_gate_silu",
- * then "blk.0.ffn_gate_mul", not "blk.0.ffn_gate_silu_mul". */
-static const char *base_of(const Graph *g, const Node *n) {
+/* Rule 2's base: the first computed input with a model name (what it grew
+ * from), or NULL when rule 1 applies or none has one. */
+static const char *base_of(Graph *g, const Node *n) {
   for (int i = 0; i < n->nin; i++) {
     const Value *v = node_in(g, n, i);
     if (v && is_param(v))
@@ -146,9 +141,25 @@ static const char *base_of(const Graph *g, const Node *n) {
   for (int i = 0; i < n->nin; i++) {
     const Value *v = node_in(g, n, i);
     if (v && !v->data && model_named(v))
-      return grown_from(v);
+      return grown_from(g, v);
   }
   return NULL;
+}
+
+/* The name rules 1-3 of naming.h give node n's outputs (before uniquing). */
+static const char *derived(Graph *g, const Node *n, const char *prefix) {
+  const char *tag = name_op_tag(n->op);
+  prefix = prefix ? prefix : "";
+  for (int i = 0; i < n->nin; i++) {
+    const Value *v = node_in(g, n, i);
+    if (v && is_param(v)) {
+      int len = (int)(strrchr(v->name, '.') - v->name);
+      return arena_printf(g->arena, "%s%.*s_%s", prefix, len, v->name,
+                          ends_with_tag(arena_printf(g->arena, "%.*s", len, v->name), tag) ? "out" : tag);
+    }
+  }
+  const char *base = base_of(g, n);
+  return base ? arena_printf(g->arena, "%s_%s", base, tag) : arena_printf(g->arena, "%s%s", prefix, tag);
 }
 
 void name_node_outputs(Graph *g, int node, const char *prefix) {
@@ -166,18 +177,44 @@ void name_node_outputs(Graph *g, int node, const char *prefix) {
   }
 }
 
-void name_constants_by_reader(Graph *g) {
-  for (int i = 0; i < g->nnodes; i++) {
+/* A constant of the model: an initializer or a Constant node's output. */
+static bool model_constant(const Graph *g, const Value *v) {
+  return v->producer < 0 ? v->data && !v->is_input : g->nodes[v->producer].op == OP_CONSTANT;
+}
+
+/* Constant v's name from its first reader n: "<scope>/<role>" when n's
+ * name has a scope, else "<n's first output>_<role>"; role "weight" for
+ * rank >= 2, "const" below. */
+static const char *reader_name(Graph *g, const Node *n, const Value *v) {
+  const char *role = v->type.rank >= 2 ? "weight" : "const";
+  const char *slash = strrchr(n->name, '/');
+  if (slash && slash != n->name)
+    return arena_printf(g->arena, "%.*s/%s", (int)(slash - n->name), n->name, role);
+  const Value *y = node_out(g, n, 0);
+  return y ? arena_printf(g->arena, "%s_%s", y->name, role) : NULL;
+}
+
+void name_onnx_values(Graph *g) {
+  for (int i = 0; i < g->nnodes; i++) { /* computed values, in node order */
     const Node *n = &g->nodes[i];
-    const char *slash = n->dead ? NULL : strrchr(n->name, '/');
-    if (!slash || slash == n->name)
+    if (n->dead || n->op == OP_CONSTANT)
       continue;
-    for (int k = 0; k < n->nin; k++) {
+    for (int j = 0; j < n->nout; j++) {
+      Value *v = node_out(g, n, j);
+      if (v && !v->is_output && unscoped_op_made(v->name)) {
+        v->name = unique(g, derived(g, n, NULL));
+        v->name_base = base_of(g, n);
+      }
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++) { /* then constants, by their first reader */
+    const Node *n = &g->nodes[i];
+    for (int k = 0; !n->dead && k < n->nin; k++) {
       Value *v = node_in(g, n, k);
-      if (!v || !v->data || v->is_input || v->producer >= 0 || !name_is_op_made(v->name))
-        continue;
-      v->name = unique(g, arena_printf(g->arena, "%.*s/%s", (int)(slash - n->name), n->name,
-                                       v->type.rank >= 2 ? "weight" : "const"));
+      const char *nm = v && !v->is_output && model_constant(g, v) && unscoped_op_made(v->name)
+                           ? reader_name(g, n, v) : NULL;
+      if (nm)
+        v->name = unique(g, nm);
     }
   }
 }

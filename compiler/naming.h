@@ -41,11 +41,16 @@ void name_folded_outputs(Graph *g, int node);
  * Outputs of a folded node are named by name_folded_outputs' rule first. */
 void name_node_outputs(Graph *g, int node, const char *prefix);
 
-/* Constants (initializers) with op-made names ("onnx::MatMul_245", as
- * torch.onnx writes a transposed weight) named after the scope of their
- * first reader with a path name: "/bert/layer.0/attention/self/query/MatMul"
- * reading it -> "/bert/layer.0/attention/self/query/weight" (rank >= 2;
- * "const" otherwise), made unique. Graph inputs keep their names. */
-void name_constants_by_reader(Graph *g);
+/* After an ONNX import: values whose op-made names have no scope (an
+ * exporter's top-level "/Add_2_output_0", torch.onnx's "onnx::MatMul_245"
+ * for a transposed weight) are named from the model. Computed values by
+ * name_node_outputs' rules 1-3 ("/Equal_1" on tgt_ids: "tgt_ids_equal");
+ * then constants (initializers, Constant nodes' outputs) after their first
+ * reader: "<reader's scope>/weight" ("/bert/layer.0/attention/self/query/
+ * MatMul" reading it: "/bert/layer.0/attention/self/query/weight"), or
+ * "<reader's output>_weight" when the reader has no scope; "const" for
+ * rank < 2. Names with a scope ("/enc/layers.0/Relu_output_0") are the
+ * names a model viewer shows and are kept; graph inputs and outputs too. */
+void name_onnx_values(Graph *g);
 
 #endif

@@ -656,7 +656,7 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
     graph_add_output(g, vid);
   }
   name_private_values(g);
-  name_constants_by_reader(g);
+  name_onnx_values(g);
   /* every used value needs a definition */
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
