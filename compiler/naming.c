@@ -6,16 +6,13 @@
 #include "naming.h"
 #include "ops.h"
 
-/* "_<digits>" groups from *p on; true when at least one was read. */
-static bool skip_numbers(const char **p) {
-  bool any = false;
+/* Moves *p past "_<digits>" groups. */
+static void skip_numbers(const char **p) {
   while ((*p)[0] == '_' && isdigit((unsigned char)(*p)[1])) {
     *p += 1;
     while (isdigit((unsigned char)**p))
       (*p)++;
-    any = true;
   }
-  return any;
 }
 
 bool name_is_op_made(const char *name) {
