@@ -503,6 +503,14 @@ foreach(mode ${KILN_MINILM_MODES})
                    ${T}/minilm/run_minilm.sh ${KILN_BIN} ${mode} ${CMAKE_BINARY_DIR}/minilm-tests/${mode})
   set_tests_properties(minilm_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
+# names (DESIGN.md, "Names"; tests/names/run_names.sh): no identifier of the
+# generated C is an op's name and a number (Transpose_22_packed, Mul_66,
+# onnx_MatMul_245) in examples/*.lua, tests/models/*, the real MiniLM (ONNX
+# and bert.lua; skipped (77) when tools/minilm.py cannot fetch it) and
+# SmolLM2's GGUF (that part skipped when tests/gguf/fetch_smollm.sh cannot)
+add_test(NAME names_no_op_type
+         COMMAND ${T}/names/run_names.sh ${KILN_BIN} ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/names-tests)
+set_tests_properties(names_no_op_type PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 # --quantize=int8 (compiler/passes/quantize.c): the int8 GEMM on odd shapes
 # under every --isa and vector width, the interpreter (Linear's and
 # DequantizeGather's _eval) and 2 threads; the weights' int8 form is exact

@@ -17,6 +17,7 @@
 #include "onnx_attention.h"
 #include "onnx_contrib_quant.h"
 #include "onnx_contrib_norm.h"
+#include "../ir/naming.h"
 #include "../ir/ops.h"
 
 typedef struct Importer {
@@ -655,6 +656,7 @@ static bool import_graph(Importer *im, const Onnx__GraphProto *gp) {
     graph_add_output(g, vid);
   }
   name_private_values(g);
+  name_onnx_values(g);
   /* every used value needs a definition */
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];

@@ -2,6 +2,7 @@
  * (ops.h): the constant folding of passes/fold.c and infer.c, and of each
  * node build.c adds. It sits with the op table so that graph building
  * needs no pass. */
+#include "naming.h"
 #include "ops.h"
 
 /* An int8 weight's DequantizeLinear (an i8 constant [K,N] of 4 KiB or
@@ -63,6 +64,7 @@ bool fold_node(Graph *g, Node *n, size_t limit, bool *folded, Diag *d) {
     return false;
   for (int j = 0; j < n->nout; j++)
     node_out(g, n, j)->data = out[j].data;
+  name_folded_outputs(g, (int)(n - g->nodes)); /* "enc.q.weight_t", not "Transpose_22" */
   *folded = true;
   return true;
 }

@@ -109,6 +109,7 @@ typedef struct Tensor {
 
 typedef struct Value {
   const char *name;          /* unique in the graph (ONNX name) */
+  const char *name_base;     /* the model name a derived name grew from (naming.h), or NULL */
   Type type;
   void *data;                /* constant contents, or NULL */
   const char *sym[MAX_RANK]; /* symbolic dim names (graph inputs) */

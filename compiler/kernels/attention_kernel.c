@@ -246,13 +246,14 @@ static int64_t emit_block_table(Emit *e, Plan *p) {
   }
   first[p->nqt] = (int32_t)n;
   const char *who = arena_printf(ar(e), "Attention '%s'", p->sp.name);
+  const char *y = e->g->vals[p->sp.y_vid].name; /* the model's name, not the node's ("Transpose_9") */
   p->first = emit_const_array(
-      e, DT_I32, first, p->nqt + 1, arena_printf(ar(e), "%s_tiles_first", p->sp.name),
+      e, DT_I32, first, p->nqt + 1, arena_printf(ar(e), "%s_tiles_first", y),
       arena_printf(ar(e), "%s: %s mask '%s', query tiles of %d rows: tile qt visits entries first[qt] .. "
                    "first[qt + 1] - 1 of the list below", who, attn_mask_name(p->sp.mask),
                    p->sp.mask_name, p->mr));
   p->list = emit_const_array(
-      e, DT_I32, list, n, arena_printf(ar(e), "%s_tiles", p->sp.name),
+      e, DT_I32, list, n, arena_printf(ar(e), "%s_tiles", y),
       arena_printf(ar(e), "%s: key tiles (of %lld keys) to visit, each 2 * tile + (1 if its mask must be "
                    "applied): %lld of %lld blocks, %lld with mask work", who, (long long)p->kt, (long long)n,
                    (long long)(p->nqt * p->nkt), (long long)mixed));

@@ -243,10 +243,15 @@ function nn.split_heads(x, heads)
   return x:reshape(b, t, heads, d // heads):permute(0, 2, 1, 3)
 end
 
---- nn.merge_heads(x): [batch, heads, seq, d_head] -> [batch, seq, heads·d_head].
-function nn.merge_heads(x)
+--- nn.merge_heads(x [, name]): [batch, heads, seq, d_head] -> [batch, seq,
+-- heads·d_head]; name (optional) names the result in the IR and the C.
+function nn.merge_heads(x, name)
   local b, h, t, dh = x.shape[1], x.shape[2], x.shape[3], x.shape[4]
-  return x:permute(0, 2, 1, 3):reshape(b, t, h * dh)
+  local y = x:permute(0, 2, 1, 3) -- the values the reshape views: the name goes here
+  if name then
+    y = y:named(name)
+  end
+  return y:reshape(b, t, h * dh)
 end
 
 --- nn.repeat_kv(x, groups): [b, h, t, d] -> [b, h·groups, t, d], each head
@@ -389,7 +394,7 @@ function nn.multi_head_attention(name, x, opts)
   end
   local ctx = nn.attention(nn.split_heads(q, heads), nn.split_heads(k, kv_heads), nn.split_heads(v, kv_heads),
                            {mask = opts.mask, scale = opts.scale, normalize = opts.normalize})
-  return nn.linear(name .. "." .. names.out, nn.merge_heads(ctx), d,
+  return nn.linear(name .. "." .. names.out, nn.merge_heads(ctx, name .. ".context"), d,
                    {bias = opts.bias, seed = opts.seed})
 end
 
@@ -582,7 +587,7 @@ function nn.cached_decoder(x, name, h, opts)
       local q, k, v = packed_qkv(at, z, z, d, opts)
       local kc = x:cache(at .. ".k_cache", k:reshape(t, heads, dh))
       local vc = x:cache(at .. ".v_cache", v:reshape(t, heads, dh))
-      local a = x:attention(q:reshape(t, heads, dh), kc, vc)      -- [T, heads, d_head]
+      local a = x:attention(q:reshape(t, heads, dh), kc, vc):named(at .. ".context") -- [T, heads, d_head]
       return nn.linear(at .. ".out_proj", a:reshape(1, t, d), d, lin)
     end)
     y = residual(layer .. ".norm2", y, opts.pre_norm, opts.eps, function(z)
@@ -590,7 +595,7 @@ function nn.cached_decoder(x, name, h, opts)
       local w, b = packed_weights(at, d, opts)
       local a = nn.attention(nn.split_heads(cross_q(z, w, b, d), heads), x:get(layer .. ".memory_k"),
                              x:get(layer .. ".memory_v"), {mask = mask})
-      return nn.linear(at .. ".out_proj", nn.merge_heads(a), d, lin)
+      return nn.linear(at .. ".out_proj", nn.merge_heads(a, at .. ".context"), d, lin)
     end)
     y = residual(layer .. ".norm3", y, opts.pre_norm, opts.eps, function(z)
       return nn.feed_forward(layer, z, opts.d_ff, {activation = opts.activation, seed = opts.seed})

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../ir/build.h"
+#include "../ir/naming.h"
 #include "../ir/ops.h"
 #include "../ops/rotary.h"
 #include "lua_ctx.h"
@@ -192,6 +193,7 @@ int lt_op(lua_State *L, const char *what, int op, const int *in, int nin, int at
       msg = p + 3;
     return dsl_fail(L, "%s: %s", what, msg);
   }
+  name_node_outputs(g, node, c->name_prefix); /* "blk.0.ffn_gate_silu", not "Silu_57" */
   for (int i = 0; i < nout; i++)
     lt_push(L, ir_out(g, node, i));
   return nout;

@@ -1,11 +1,13 @@
 /* unit_ir.c — unit tests of the IR toolkit: arena and buffers, dtype
  * conversions, broadcasting, topological sort, and the workspace planner's
- * buffer reuse. Plain C with one CHECK macro; prints "N passed, N failed". */
+ * buffer reuse, the names of values the model did not name. Plain C with one CHECK macro; prints "N passed, N failed". */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/build.h"
 #include "ir/ir.h"
+#include "ir/naming.h"
 #include "ir/ops.h"
 #include "passes/passes.h"
 
@@ -144,7 +146,55 @@ static void test_op_versions(void) {
   }
 }
 
+/* naming.c: op-made names, a folded parameter's name, rules 1-3 */
+static void test_naming(void) {
+  CHECK(name_is_op_made("Transpose_22") && name_is_op_made("MatMul_3090_2"));
+  CHECK(name_is_op_made("onnx::MatMul_245") && name_is_op_made("/enc/Transpose_output_0"));
+  CHECK(name_is_op_made("/Add_2_output_0") && name_is_op_made("Add"));
+  CHECK(!name_is_op_made("blk.0.ffn_gate") && !name_is_op_made("Transpose_t") && !name_is_op_made("Foo_1"));
+  CHECK(!name_is_op_made("/bert/layer.0/Mul_1_x") && !name_is_op_made(""));
+  Arena *a = arena_new();
+  Graph *g = graph_new(a, "t");
+  int64_t d2[2] = {3, 4}, d1[1] = {3}; /* W [out, in], as nn.linear */
+  int x = ir_value(g, "h");
+  g->vals[x].type = ty(DT_F32, 2, (int64_t[]){2, 4});
+  graph_add_input(g, x);
+  int w = ir_const(g, "blk.0.ffn_gate.weight", DT_F32, 2, d2, NULL);
+  int gamma = ir_const(g, "blk.0.attn_norm.weight", DT_F32, 1, d1, NULL);
+  /* a folded Transpose of the parameter: "<param>_t" */
+  int t = ir_op(g, OP_TRANSPOSE, NULL, &w, 1, 1);
+  Diag d = {0};
+  CHECK(ir_finish(g, t, &d));
+  CHECK(!strcmp(g->vals[ir_out(g, t, 0)].name, "blk.0.ffn_gate.weight_t"));
+  /* rule 1: the layer of the parameter read, "_out" when it ends in the tag */
+  int mm = ir_op(g, OP_MATMUL, NULL, (int[]){x, ir_out(g, t, 0)}, 2, 1);
+  CHECK(ir_finish(g, mm, &d));
+  name_node_outputs(g, mm, NULL);
+  CHECK(!strcmp(g->vals[ir_out(g, mm, 0)].name, "blk.0.ffn_gate_matmul"));
+  int nm = ir_op(g, OP_RMSNORM, NULL, (int[]){ir_out(g, mm, 0), gamma}, 2, 1);
+  CHECK(ir_finish(g, nm, &d));
+  name_node_outputs(g, nm, "step.");
+  CHECK(!strcmp(g->vals[ir_out(g, nm, 0)].name, "step.blk.0.attn_norm_out"));
+  /* rule 2: a chain grows one tag, not one per op */
+  int s1 = ir_op(g, OP_SIGMOID, NULL, (int[]){ir_out(g, mm, 0)}, 1, 1);
+  CHECK(ir_finish(g, s1, &d));
+  name_node_outputs(g, s1, NULL);
+  int s2 = ir_op(g, OP_MUL, NULL, (int[]){ir_out(g, s1, 0), ir_out(g, mm, 0)}, 2, 1);
+  CHECK(ir_finish(g, s2, &d));
+  name_node_outputs(g, s2, NULL);
+  CHECK(!strcmp(g->vals[ir_out(g, s1, 0)].name, "blk.0.ffn_gate_matmul_sigmoid"));
+  CHECK(!strcmp(g->vals[ir_out(g, s2, 0)].name, "blk.0.ffn_gate_matmul_mul"));
+  /* rule 3, and unique names */
+  int c = ir_op(g, OP_RELU, NULL, (int[]){gamma}, 1, 1);
+  g->vals[gamma].name = "Constant_3"; /* no model name to build on */
+  CHECK(ir_finish(g, c, &d));
+  name_node_outputs(g, c, NULL);
+  CHECK(!strcmp(g->vals[ir_out(g, c, 0)].name, "relu"));
+  arena_free(a);
+}
+
 int main(void) {
+  test_naming();
   test_arena_and_buf();
   test_op_versions();
   test_dtypes();
