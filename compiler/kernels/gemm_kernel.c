@@ -859,33 +859,45 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   const char *gnu = s->bq ? "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || "
                             "__GNUC__ >= 9)"
                           : "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
-  bool first = true;
-  if (g.bf16 && g.nr % 16 == 0) { /* vdpbf16ps where the C compiler targets AVX512-BF16 */
-    Geo gv;
-    gemm_geo(e, s, t, &views[0], &gv);
-    gv.dp = true;
+  /* the SIMD bodies --isa writes (vector_views.h), each with its geometry */
+  SimdPaths paths = simd_paths(e);
+  Geo gvs[4];
+  const char *notes[4];
+  bool dp = g.bf16 && g.nr % 16 == 0 && isa_writes_view(e->isa, &views[0]);
+  if (dp) { /* vdpbf16ps where the C compiler targets AVX512-BF16 */
+    gemm_geo(e, s, t, &views[0], &gvs[paths.n]);
+    gvs[paths.n].dp = true;
     e->uses_bf16_dp = true;
-    emit_line(e, "#if %s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu);
-    emit_line(e, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */", tile_sizes(e, &gv));
-    emit_vector_path(e, s, &gv);
-    first = false;
+    notes[paths.n] = arena_printf(a, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */",
+                                  tile_sizes(e, &gvs[paths.n]));
+    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu));
   }
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
-    if (g.nr % v->vw)
+    if (g.nr % v->vw || !isa_writes_view(e->isa, v))
       continue;
-    Geo gv;
-    gemm_geo(e, s, t, v, &gv);
-    emit_view_guard(e, v, first, gnu);
-    emit_line(e, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, &gv),
-              gv.bf16 ? ", bf16 pairs widened to f32 in registers"
-              : !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
-    emit_vector_path(e, s, &gv);
-    first = false;
+    Geo *gv = &gvs[paths.n];
+    gemm_geo(e, s, t, v, gv);
+    notes[paths.n] = arena_printf(a, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, gv),
+                                  gv->bf16 ? ", bf16 pairs widened to f32 in registers"
+                                  : !gv->q8 ? "" : gv->widen ? ", each int8 panel widened to f32 once"
+                                                             : ", int8 widened in registers");
+    simd_paths_add(&paths, view_cond(e, v, gnu));
   }
-  emit_line(e, "#else");
-  emit_scalar_path(e, s, &g);
-  emit_line(e, "#endif");
+  if (paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_scalar_path(e, s, &g);
+  }
+  for (int i = 0; i < paths.n; i++) {
+    simd_paths_body(e, &paths, i);
+    emit_line(e, "%s", notes[i]);
+    emit_vector_path(e, s, &gvs[i]);
+  }
+  if (!paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_scalar_path(e, s, &g);
+  }
+  simd_paths_end(e, &paths);
   emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");

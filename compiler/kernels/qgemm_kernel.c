@@ -428,17 +428,29 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
-    for (int i = 0; i < KILN_COUNT(views); i++) {
-      const View *v = &views[i];
-      emit_view_guard(e, v, i == 0, gnu);
-      emit_line(e, "/* %d-wide vectors: %s */", v->vw,
+    SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */
+    const View *pv[4];
+    for (int i = 0; i < KILN_COUNT(views); i++)
+      if (isa_writes_view(e->isa, &views[i])) {
+        pv[paths.n] = &views[i];
+        simd_paths_add(&paths, view_cond(e, &views[i], gnu));
+      }
+    if (paths.plain_first) {
+      simd_paths_plain(e, &paths);
+      emit_scalar_path(e, s, &g);
+    }
+    for (int i = 0; i < paths.n; i++) {
+      simd_paths_body(e, &paths, i);
+      emit_line(e, "/* %d-wide vectors: %s */", pv[i]->vw,
                 s->m >= QG_PREFILL_MIN_ROWS ? "panels of W dequantized once, read by every row of X"
                                             : "blocks unpacked in registers");
-      emit_vector_path(e, s, &g, v);
+      emit_vector_path(e, s, &g, pv[i]);
     }
-    emit_line(e, "#else");
-    emit_scalar_path(e, s, &g);
-    emit_line(e, "#endif");
+    if (!paths.plain_first) {
+      simd_paths_plain(e, &paths);
+      emit_scalar_path(e, s, &g);
+    }
+    simd_paths_end(e, &paths);
   }
   if (s->rows) {
     emit_line(e, "if (m_run < %lld)", (long long)s->m);
