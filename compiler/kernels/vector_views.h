@@ -87,6 +87,8 @@ static inline void simd_paths_plain(Emit *e, const SimdPaths *p) {
   for (int i = 0; i < p->n; i++)
     buf_printf(&b, "%s!(%s)", i ? " && " : "", p->cond[i]);
   emit_line(e, "#if %s", b.s ? b.s : "1");
+  emit_line(e, "/* plain C: the C compiler does not target --isa=%s (or -DKILN_GEMM_SCALAR) */",
+            e->isa == ISA_AVX512 ? "avx512" : "avx2");
   buf_free(&b);
 }
 
