@@ -33,11 +33,13 @@
  * is skipped: a first pass over the tiles fills each row's k-buffer (its
  * topk largest scores, descending) and the second drops what is below.
  *
- * Vectors. As for the GEMM, the width is picked when the generated file
- * is compiled: 16-wide under __AVX512F__ (or -DKILN_GEMM_V16), 8-wide
- * under __AVX__ (-DKILN_GEMM_V8), 4-wide for any other GNU C compiler,
- * else (or -DKILN_GEMM_SCALAR, or f64) plain C loops with the same tiles
- * and tables. */
+ * Vectors. As for the GEMM (vector_views.h), --isa=avx512 writes the
+ * 16-wide body (__AVX512F__ or -DKILN_GEMM_V16), avx2 the 8-wide one
+ * (__AVX__, -DKILN_GEMM_V8), each after the plain C loops with the same
+ * tiles and tables that a compiler not targeting it takes (and f64, and
+ * -DKILN_GEMM_SCALAR); --isa=portable writes all of 16-, 8- and 4-wide
+ * (any other GNU C compiler) and the plain C, picked when the generated
+ * file is compiled. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

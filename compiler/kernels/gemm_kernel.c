@@ -39,26 +39,35 @@
  * 14.3 to 13.2 ms and enc4 from 2.34 to 1.85: see GEMM_PREFETCH_MIN_TILES.
  * The gelu epilogue now runs on the accumulators (KILN_ERFF_VEC).
  *
- * ISA. --isa sets the panel width NR: generic 8, avx2 16, avx512 32
- * columns. The tiles are GNU C vector extensions, and which width reads
- * the panels is chosen when the generated file is compiled: the widest the
- * C compiler targets that divides NR, each with the tile its registers
- * allow (16-wide: 24 accumulators of 32 registers; 8- and 4-wide: 12 of
- * 16; at most 12 rows):
+ * ISA. --isa sets the panel width NR: portable (alias generic) 8, avx2
+ * 16, avx512 32 columns, and which bodies the file carries
+ * (vector_views.h). The tiles are GNU C vector extensions, each width
+ * with the tile its registers allow (16-wide: 24 accumulators of 32
+ * registers; 8- and 4-wide: 12 of 16; at most 12 rows). avx2 and avx512
+ * write one width, after the plain C over the same panels
+ * (templates/gemm_f32_scalar.c.in) that a compiler not targeting it takes:
  *
- *   #if GNU C && (__AVX512F__ || KILN_GEMM_V16)   16-wide (NR 16, 32)
+ *   #if !(GNU C && (__AVX512F__ || KILN_GEMM_V16))  plain C
+ *   #else                                          16-wide (avx512; avx2: __AVX__, 8-wide)
+ *   #endif
+ *
+ * so --isa=avx2 gives 6x16 tiles of 8-wide vectors under -mavx2, avx512
+ * 12x32 tiles under -mavx512f, and plain C without them. portable writes
+ * every width that divides NR, the widest the C compiler targets picked
+ * when the file is compiled:
+ *
+ *   #if GNU C && (__AVX512F__ || KILN_GEMM_V16)   16-wide (NR 16, 32: not portable's)
  *   #elif GNU C && (__AVX__ || KILN_GEMM_V8)       8-wide
  *   #elif GNU C                                    4-wide (SSE, NEON, any)
  *   #else                                          plain C over the same panels
- *   #endif                                         (templates/gemm_f32_scalar.c.in)
+ *   #endif
  *
- * so --isa=avx2 gives 6x16 tiles of 8-wide vectors under -mavx2, --isa=
- * avx512 12x32 tiles under -mavx512f, the default 12x8 tiles under -mavx2
- * and 6x8 of 4-wide vectors without it — and any file runs anywhere (wide
- * GNU vectors on a compiler without the ISA are lowered to scalar code, so
- * they are never used there). -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a
- * width, -DKILN_GEMM_SCALAR the plain C path: the tests check each on any
- * x86-64.
+ * giving 12x8 tiles under -mavx2 and 6x8 of 4-wide vectors without it.
+ * Any file runs anywhere (wide GNU vectors on a compiler without the ISA
+ * are lowered to scalar code, so they are never used there).
+ * -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a width, -DKILN_GEMM_SCALAR the
+ * plain C path: the tests check each on any x86-64. --precision=bf16 adds,
+ * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__.
  *
  * Threads (--threads N > 1, emit_parallel_for in emit.h). The panels are
  * independent — each writes its own columns of Y from its own columns of

@@ -37,7 +37,10 @@
  *   else                                 plain C over the same panels
  *
  * (the vector paths need GNU C; -DKILN_GEMM_SCALAR forces plain C,
- * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). Every path computes
+ * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). --isa=portable writes
+ * them all; avx512 the 512-bit VNNI path and the AVX2 one (an AVX-512 CPU
+ * without VNNI, Skylake-X), avx2 AVX-VNNI's and the AVX2 one, each after
+ * the plain C (vector_views.h); the row pre-pass's vector loops likewise. Every path computes
  * the same int32 sums, so only the epilogue rounds: (float)(acc - z[i]·
  * colsum[n]) · (s[i]·scale[n]) + bias, the activation (GELU by
  * KILN_ERFF_VEC on the vectors), the residual.

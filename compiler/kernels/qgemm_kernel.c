@@ -40,12 +40,14 @@
  * 2.6 ms where f32 (113 MB) takes 8.5; 64 rows of Q4_1 576 -> 1536
  * 2.0-2.5 ms where the f32 GEMM takes 1.5.
  *
- * Vector widths. GNU C vectors of 16, 8 and 4 floats, picked when the
- * generated file is compiled as the f32 GEMM's are (vector_views.h): the
- * widest the C compiler targets, or the one -DKILN_GEMM_V16/V8 forces;
- * -DKILN_GEMM_SCALAR (or a compiler without __builtin_convertvector) takes
- * plain C loops over the reference block dequantization. --isa does not
- * change the layout, so it does not change these kernels.
+ * Vector widths. GNU C vectors of 16, 8 and 4 floats, written as the f32
+ * GEMM's are (vector_views.h): --isa=avx512 the 16-wide body, avx2 the
+ * 8-wide, each after the plain C; portable all three, the widest the C
+ * compiler targets (or the one -DKILN_GEMM_V16/V8 forces) picked when the
+ * file is compiled. The plain C loops over the reference block
+ * dequantization run under -DKILN_GEMM_SCALAR, a compiler without
+ * __builtin_convertvector, or one not targeting avx2/avx512's width.
+ * --isa does not change the layout or the arithmetic of a width.
  *
  * Threads. The tiles of W's rows (output columns) are independent: one
  * loop over them, split among the threads by emit_parallel_for; each
