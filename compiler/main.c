@@ -115,7 +115,8 @@ static const char *usage_check =
     "                             (quantized models: int8 rounding differs between engines)\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
     "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
-    "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
+    "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2: the\n"
+    "                             plain C bodies of avx2/avx512 kernels, -march=native for their SIMD)\n"
     "  --keep                     keep the build folder\n"
     "  -q                         print only failures and the verdict\n";
 
