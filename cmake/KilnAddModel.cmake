@@ -6,7 +6,7 @@
 #                  [SHAPES name=dims ...]        --shape, e.g. src=1x16x64
 #                  [WEIGHTS file]                a .lua model's .safetensors / .gguf
 #                  [SET key=value ...]           a .lua model's config{} overrides
-#                  [ISA generic|avx2|avx512|native] [THREADS n] [QUANTIZE int8|none]
+#                  [ISA native|avx2|avx512|portable] [THREADS n] [QUANTIZE int8|none]
 #                  [WEIGHTS_MODE auto|blob|inline]  where the weights go (default auto)
 #                  [DEPENDS file ...]            more files whose change recompiles
 #                  [OPTIONS kiln args ...])      anything else kiln compile takes
@@ -126,7 +126,7 @@ function(kiln_add_model)
     list(APPEND args --set "${s}")
   endforeach()
   if(DEFINED K_ISA)
-    _kiln_one_of(ISA "${K_ISA}" generic avx2 avx512 native)
+    _kiln_one_of(ISA "${K_ISA}" native avx2 avx512 portable generic)
     list(APPEND args "--isa=${K_ISA}")
   endif()
   if(NOT DEFINED K_THREADS)

@@ -96,12 +96,15 @@ add_test(NAME export_deterministic_lua
 
 # the packed f32 GEMM (compiler/kernels/gemm_kernel.c) on odd shapes — M, N, K
 # off every tile, K = 1, N = 1, K split in blocks; tools/make_gemm_cases.py.
-# Each --isa's panels are read by every vector width that divides them
-# (the generated file picks the widest the compiler targets): 16-wide and
-# 8-wide built with their -m flags where this CPU has them, else forced
-# (-DKILN_GEMM_V16/V8: wide GNU vectors lowered for the baseline ISA, slow
-# but the same generated code), 4-wide with plain -O2; then the plain C
-# path, and MatMul/Gemm as themselves (no fusion passes, so no Linear).
+# --isa=generic (portable) carries every vector width that divides its
+# panels (the generated file picks the widest the compiler targets): 8-wide
+# and 4-wide; --isa=avx2 and avx512 only their own width (8, 16) and the
+# plain C, taken when the compiler does not target it (plain -O2). The
+# wide ones are built with their -m flags where this CPU has them, else
+# forced (-DKILN_GEMM_V16/V8: wide GNU vectors lowered for the baseline
+# ISA, slow but the same generated code); then the plain C path of the
+# 8-column panels, and MatMul/Gemm as themselves (no fusion passes, so no
+# Linear).
 set(KILN_V8 "-O2 -DKILN_GEMM_V8")
 set(KILN_V16 "-O2 -DKILN_GEMM_V16")
 if(EXISTS /proc/cpuinfo)
@@ -114,8 +117,8 @@ if(EXISTS /proc/cpuinfo)
   endif()
 endif()
 set(KILN_GEMM_VARIANTS "generic|generic|-O2" "generic_v8|generic|${KILN_V8}" "avx2|avx2|${KILN_V8}"
-    "avx2_v16|avx2|${KILN_V16}" "avx512|avx512|${KILN_V16}" "avx512_v8|avx512|${KILN_V8}"
-    "avx512_v4|avx512|-O2" "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
+    "avx2_plain|avx2|-O2" "avx512|avx512|${KILN_V16}" "avx512_plain|avx512|-O2"
+    "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
 # gemm_<case>_<variant>: one GEMM case folder checked under every variant
 # (further arguments go to kiln check: --quantize=int8)
 function(kiln_gemm_variant_tests dir name)
@@ -152,6 +155,9 @@ add_test(NAME bad_cli COMMAND ${T}/bad/run_cli.sh ${KILN_BIN} ${T}/models/encode
 # outputs named after the input, -o's folders made, stale blobs removed
 add_test(NAME cli_first_hour COMMAND ${T}/cli/first_hour.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
 add_test(NAME cli_completion COMMAND ${T}/cli/completion.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR})
+# --isa's SIMD bodies (issue 22): avx2/avx512 one vector width, plain C first;
+# portable (alias generic) every width; the default is native
+add_test(NAME isa_bodies COMMAND ${T}/cli/isa_bodies.sh ${KILN_BIN} ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/isa-bodies)
 # every shell block of README.md, docs/*.md and bench/README.md and every
 # `$ ` command of the examples' headers, run as written in a fresh folder
 # (tests/docs/run_docs.py; blocks that fetch skip offline), and README's
@@ -534,8 +540,7 @@ if(KILN_SANITIZE) # the sanitizer suite checks kiln, not the C compiler: three w
   set(KILN_BF16_VARIANTS "generic|generic|-O2" "avx512|avx512|${KILN_V16}" "scalar|generic|-O1 -DKILN_GEMM_SCALAR")
 endif()
 if(KILN_CPUINFO MATCHES "[ \t]avx512_bf16[ \n]")
-  list(APPEND KILN_BF16_VARIANTS "avx512_dp|avx512|-O2 -mavx512f -mavx512bf16 -mfma"
-       "avx2_dp|avx2|-O2 -mavx512f -mavx512bf16 -mfma")
+  list(APPEND KILN_BF16_VARIANTS "avx512_dp|avx512|-O2 -mavx512f -mavx512bf16 -mfma")
 endif()
 file(GLOB KILN_GEMM_BF16_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_bf16/*)
 foreach(dir ${KILN_GEMM_BF16_CASES})
@@ -734,8 +739,8 @@ foreach(dir ${KILN_BQ_CASES})
     add_test(NAME gemm_bq_${name}_interp COMMAND ${KILN_BIN} check -q --interp ${dir})
     add_test(NAME gemm_bq_${name}_native COMMAND ${KILN_BIN} check -q --isa=native --rtol=1e-4 --atol=1e-4
                                                  "--cflags=-O2 -march=native -ffp-contract=fast" ${dir})
-    add_test(NAME gemm_bq_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-4 --atol=1e-4
-                                                   "--cflags=${KILN_V8}" ${dir})
+    add_test(NAME gemm_bq_${name}_threads2 COMMAND ${KILN_BIN} check -q --threads 2 --isa=avx2 --rtol=1e-4
+                                                   --atol=1e-4 "--cflags=${KILN_V8}" ${dir})
   endif()
 endforeach()
 # ... and the blob holds the blocks once: no f32 copy, the tied table once
@@ -1106,7 +1111,8 @@ foreach(case chains t5enc_qdyn enc2_d128_qdyn enc_qdq)
   add_test(NAME dynquant_${case}_c COMMAND ${KILN_BIN} check -q ${dir})
   add_test(NAME dynquant_${case}_native COMMAND ${KILN_BIN} check -q --isa=native ${tol_${case}}
            "--cflags=-O2 -march=native -ffp-contract=fast" ${dir})
-  add_test(NAME dynquant_${case}_avx2 COMMAND ${KILN_BIN} check -q ${tol_${case}} "--cflags=-O2 -mavx2 -mfma" ${dir})
+  add_test(NAME dynquant_${case}_avx2 COMMAND ${KILN_BIN} check -q --isa=avx2 ${tol_${case}}
+           "--cflags=-O2 -mavx2 -mfma" ${dir})
   add_test(NAME dynquant_${case}_scalar COMMAND ${KILN_BIN} check -q ${tol_${case}}
            "--cflags=-O2 -DKILN_GEMM_SCALAR" ${dir})
   add_test(NAME dynquant_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${tol_${case}} ${dir})

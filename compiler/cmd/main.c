@@ -75,10 +75,13 @@ static const char *usage_compile =
     "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
     "  --kv-dtype=f32|f16|bf16    (with --kv-cache) the caches' dtype: f16/bf16 halve their bytes\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
-    "  --isa=generic|avx2|avx512|native  machine the GEMM kernels are laid out for (also check,\n"
-    "                             bench; default generic: portable GNU C vectors, 4- or 8-wide as\n"
-    "                             the C compiler targets; avx2, avx512: wider tiles; native: the\n"
-    "                             widest this machine runs, bench's default; any builds anywhere).\n"
+    "  --isa=native|avx2|avx512|portable  (also check, bench) machine the kernels are written\n"
+    "                             for: avx2, avx512: wider GEMM tiles, and each kernel's SIMD body\n"
+    "                             of that width only, after its plain C (taken when the C compiler\n"
+    "                             does not target the ISA); native (the default): avx512 or avx2\n"
+    "                             as the CPU kiln runs on has, else portable; portable (alias\n"
+    "                             generic): 8-column tiles and every vector width's body, 16-, 8-\n"
+    "                             or 4-wide picked by the C compiler's target. Any builds anywhere.\n"
     "                             Build with -O2 -march=native -ffp-contract=fast\n"
     "  --threads=N                (also check, bench) code for N threads (default 1: none): the\n"
     "                             large loops run on N OpenMP threads when built with -fopenmp\n"
@@ -116,7 +119,8 @@ static const char *usage_check =
     "                             (quantized models: int8 rounding differs between engines)\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
     "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
-    "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2)\n"
+    "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2: the\n"
+    "                             plain C bodies of avx2/avx512 kernels, -march=native for their SIMD)\n"
     "  --keep                     keep the build folder\n"
     "  -q                         print only failures and the verdict\n";
 
@@ -224,7 +228,6 @@ typedef struct Cli {
   const char *out_ext;      /* --out-format: ".pb" or ".npy" */
   bool json;
   bool name_given;
-  bool isa_given; /* --isa seen (bench's default is native, the others' generic) */
   const char *inputs[64];
   int ninputs;
   ShapeBinding shapes[64];
@@ -240,8 +243,8 @@ typedef struct Cli {
   int64_t prefill;          /* --prefill=P (0: min(N, 64)) */
 } Cli;
 
-/* --isa=native: the widest kernel layout this machine runs (bench's
- * default, since bench builds and runs here). */
+/* --isa=native (the default): the widest kernel layout the CPU kiln runs
+ * on has — avx512 with AVX-512F, avx2 with AVX2 and FMA, else portable. */
 static EmitIsa host_isa(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
@@ -336,6 +339,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
   c->check.atol = 1e-5;
   c->check.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   c->check.cflags = strcmp(argv[1], "bench") ? "-O2" : "-O2 -march=native -ffp-contract=fast";
+  c->check.isa = host_isa();
   c->bench.runs = 200;
   c->check.threads = 1;
   c->cmd = argv[1];
@@ -429,13 +433,13 @@ static void parse_args(int argc, char **argv, Cli *c) {
     } else if ((v = opt_value(argc, argv, &i, "--cc"))) {
       c->check.cc = v;
     } else if ((v = opt_value(argc, argv, &i, "--isa"))) {
-      if (strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512") && strcmp(v, "native"))
-        die("--isa=%s: unknown ISA; expected generic, avx2, avx512 or native", v);
+      if (strcmp(v, "portable") && strcmp(v, "generic") && strcmp(v, "avx2") && strcmp(v, "avx512") &&
+          strcmp(v, "native"))
+        die("--isa=%s: unknown ISA; expected native, avx2, avx512 or portable (alias generic)", v);
       c->check.isa = !strcmp(v, "native") ? host_isa()
                    : !strcmp(v, "avx2")   ? ISA_AVX2
                    : !strcmp(v, "avx512") ? ISA_AVX512
                                           : ISA_GENERIC;
-      c->isa_given = true;
     } else if ((v = opt_value(argc, argv, &i, "--precision"))) {
       if (strcmp(v, "f32") && strcmp(v, "bf16"))
         die("--precision=%s: unknown precision; expected f32 or bf16", v);
@@ -932,7 +936,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(c.cmd, "bench")) {
     BenchOptions *b = &c.bench;
-    b->keep = c.check.keep, b->isa = c.isa_given ? c.check.isa : host_isa(), b->cc = c.check.cc, b->cflags = c.check.cflags;
+    b->keep = c.check.keep, b->isa = c.check.isa, b->cc = c.check.cc, b->cflags = c.check.cflags;
     b->threads = c.check.threads, b->gemm = c.check.gemm, b->weights = c.check.weights;
     b->precision = c.check.precision, b->unroll_layers = c.check.unroll_layers;
     b->inputs = c.inputs, b->ninputs = c.ninputs, b->pipe = c.pipe;

@@ -4,15 +4,20 @@
 
 #include "../ir/ir.h"
 
-/* --isa: the machine the GEMM kernels (compiler/kernels/gemm_kernel.c) are
- * laid out for — the width of the panels constant weights are packed into.
- * The generated file reads them with the widest GNU C vectors the C
- * compiler targets that fit (16-, 8- or 4-wide, else plain C), so every
- * choice builds and runs anywhere; a matching one is fastest. */
+/* --isa: the machine the kernels are written for. It sets the width of the
+ * panels constant weights are packed into (compiler/kernels/gemm_kernel.c)
+ * and which SIMD bodies the generated file carries
+ * (compiler/kernels/vector_views.h): portable every GNU C vector width,
+ * the widest the C compiler targets picked when the file is compiled;
+ * avx2 and avx512 only their own width, with the plain C body (written
+ * first) for a compiler that does not target it. Every choice builds and
+ * runs anywhere; a matching one is fastest. native (the default) is
+ * resolved by kiln from the CPU it runs on (main.c). */
 typedef enum EmitIsa {
-  ISA_GENERIC,  /* 8-column panels: 12x8 tiles with AVX, 6x8 with SSE/NEON (default) */
-  ISA_AVX2,     /* 16-column panels: 6x16 tiles of 8-wide vectors (AVX2 + FMA) */
-  ISA_AVX512    /* 32-column panels: 12x32 tiles of 16-wide vectors (AVX-512F) */
+  ISA_GENERIC,  /* --isa=portable (alias generic): 8-column panels, 12x8 tiles with AVX, 6x8 with SSE/NEON,
+                   every vector width's body */
+  ISA_AVX2,     /* 16-column panels: 6x16 tiles of 8-wide vectors (AVX2 + FMA), the 8-wide bodies only */
+  ISA_AVX512    /* 32-column panels: 12x32 tiles of 16-wide vectors (AVX-512F), the 16-wide bodies only */
 } EmitIsa;
 
 /* --gemm: what runs the f32 products by constant weights (MatMul, Gemm,

@@ -33,11 +33,13 @@
  * is skipped: a first pass over the tiles fills each row's k-buffer (its
  * topk largest scores, descending) and the second drops what is below.
  *
- * Vectors. As for the GEMM, the width is picked when the generated file
- * is compiled: 16-wide under __AVX512F__ (or -DKILN_GEMM_V16), 8-wide
- * under __AVX__ (-DKILN_GEMM_V8), 4-wide for any other GNU C compiler,
- * else (or -DKILN_GEMM_SCALAR, or f64) plain C loops with the same tiles
- * and tables. */
+ * Vectors. As for the GEMM (vector_views.h), --isa=avx512 writes the
+ * 16-wide body (__AVX512F__ or -DKILN_GEMM_V16), avx2 the 8-wide one
+ * (__AVX__, -DKILN_GEMM_V8), each after the plain C loops with the same
+ * tiles and tables that a compiler not targeting it takes (and f64, and
+ * -DKILN_GEMM_SCALAR); --isa=portable writes all of 16-, 8- and 4-wide
+ * (any other GNU C compiler) and the plain C, picked when the generated
+ * file is compiled. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -786,19 +788,27 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   p.y = emit_ref(e, sp->y_vid);
   describe(e, &p);
   e->indent++;
-  if (p.ge.dt == DT_F32) {
-    const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
-    for (int i = 0; i < KILN_COUNT(views); i++) {
-      const View *v = &views[i];
-      emit_view_guard(e, v, i == 0, gnu);
-      emit_line(e, "/* %d-wide vectors */", v->vw);
-      emit_path(e, &p, v);
+  SimdPaths paths = simd_paths(e); /* f32: the widths --isa writes (vector_views.h); else plain C alone */
+  const View *pv[4];
+  for (int i = 0; p.ge.dt == DT_F32 && i < KILN_COUNT(views); i++)
+    if (isa_writes_view(e->isa, &views[i])) {
+      pv[paths.n] = &views[i];
+      simd_paths_add(&paths, view_cond(e, &views[i], "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)"));
     }
-    emit_line(e, "#else");
+  if (paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_path(e, &p, NULL);
   }
-  emit_path(e, &p, NULL);
-  if (p.ge.dt == DT_F32)
-    emit_line(e, "#endif");
+  for (int i = 0; i < paths.n; i++) {
+    simd_paths_body(e, &paths, i);
+    emit_line(e, "/* %d-wide vectors */", pv[i]->vw);
+    emit_path(e, &p, pv[i]);
+  }
+  if (!paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_path(e, &p, NULL);
+  }
+  simd_paths_end(e, &paths);
   e->indent--;
   emit_line(e, "}");
 }

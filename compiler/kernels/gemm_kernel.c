@@ -39,26 +39,35 @@
  * 14.3 to 13.2 ms and enc4 from 2.34 to 1.85: see GEMM_PREFETCH_MIN_TILES.
  * The gelu epilogue now runs on the accumulators (KILN_ERFF_VEC).
  *
- * ISA. --isa sets the panel width NR: generic 8, avx2 16, avx512 32
- * columns. The tiles are GNU C vector extensions, and which width reads
- * the panels is chosen when the generated file is compiled: the widest the
- * C compiler targets that divides NR, each with the tile its registers
- * allow (16-wide: 24 accumulators of 32 registers; 8- and 4-wide: 12 of
- * 16; at most 12 rows):
+ * ISA. --isa sets the panel width NR: portable (alias generic) 8, avx2
+ * 16, avx512 32 columns, and which bodies the file carries
+ * (vector_views.h). The tiles are GNU C vector extensions, each width
+ * with the tile its registers allow (16-wide: 24 accumulators of 32
+ * registers; 8- and 4-wide: 12 of 16; at most 12 rows). avx2 and avx512
+ * write one width, after the plain C over the same panels
+ * (templates/gemm_f32_scalar.c.in) that a compiler not targeting it takes:
  *
- *   #if GNU C && (__AVX512F__ || KILN_GEMM_V16)   16-wide (NR 16, 32)
+ *   #if !(GNU C && (__AVX512F__ || KILN_GEMM_V16))  plain C
+ *   #else                                          16-wide (avx512; avx2: __AVX__, 8-wide)
+ *   #endif
+ *
+ * so --isa=avx2 gives 6x16 tiles of 8-wide vectors under -mavx2, avx512
+ * 12x32 tiles under -mavx512f, and plain C without them. portable writes
+ * every width that divides NR, the widest the C compiler targets picked
+ * when the file is compiled:
+ *
+ *   #if GNU C && (__AVX512F__ || KILN_GEMM_V16)   16-wide (NR 16, 32: not portable's)
  *   #elif GNU C && (__AVX__ || KILN_GEMM_V8)       8-wide
  *   #elif GNU C                                    4-wide (SSE, NEON, any)
  *   #else                                          plain C over the same panels
- *   #endif                                         (templates/gemm_f32_scalar.c.in)
+ *   #endif
  *
- * so --isa=avx2 gives 6x16 tiles of 8-wide vectors under -mavx2, --isa=
- * avx512 12x32 tiles under -mavx512f, the default 12x8 tiles under -mavx2
- * and 6x8 of 4-wide vectors without it — and any file runs anywhere (wide
- * GNU vectors on a compiler without the ISA are lowered to scalar code, so
- * they are never used there). -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a
- * width, -DKILN_GEMM_SCALAR the plain C path: the tests check each on any
- * x86-64.
+ * giving 12x8 tiles under -mavx2 and 6x8 of 4-wide vectors without it.
+ * Any file runs anywhere (wide GNU vectors on a compiler without the ISA
+ * are lowered to scalar code, so they are never used there).
+ * -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a width, -DKILN_GEMM_SCALAR the
+ * plain C path: the tests check each on any x86-64. --precision=bf16 adds,
+ * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__.
  *
  * Threads (--threads N > 1, emit_parallel_for in emit.h). The panels are
  * independent — each writes its own columns of Y from its own columns of
@@ -859,33 +868,45 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   const char *gnu = s->bq ? "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || "
                             "__GNUC__ >= 9)"
                           : "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)";
-  bool first = true;
-  if (g.bf16 && g.nr % 16 == 0) { /* vdpbf16ps where the C compiler targets AVX512-BF16 */
-    Geo gv;
-    gemm_geo(e, s, t, &views[0], &gv);
-    gv.dp = true;
+  /* the SIMD bodies --isa writes (vector_views.h), each with its geometry */
+  SimdPaths paths = simd_paths(e);
+  Geo gvs[4];
+  const char *notes[4];
+  bool dp = g.bf16 && g.nr % 16 == 0 && isa_writes_view(e->isa, &views[0]);
+  if (dp) { /* vdpbf16ps where the C compiler targets AVX512-BF16 */
+    gemm_geo(e, s, t, &views[0], &gvs[paths.n]);
+    gvs[paths.n].dp = true;
     e->uses_bf16_dp = true;
-    emit_line(e, "#if %s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu);
-    emit_line(e, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */", tile_sizes(e, &gv));
-    emit_vector_path(e, s, &gv);
-    first = false;
+    notes[paths.n] = arena_printf(a, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */",
+                                  tile_sizes(e, &gvs[paths.n]));
+    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu));
   }
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
-    if (g.nr % v->vw)
+    if (g.nr % v->vw || !isa_writes_view(e->isa, v))
       continue;
-    Geo gv;
-    gemm_geo(e, s, t, v, &gv);
-    emit_view_guard(e, v, first, gnu);
-    emit_line(e, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, &gv),
-              gv.bf16 ? ", bf16 pairs widened to f32 in registers"
-              : !gv.q8 ? "" : gv.widen ? ", each int8 panel widened to f32 once" : ", int8 widened in registers");
-    emit_vector_path(e, s, &gv);
-    first = false;
+    Geo *gv = &gvs[paths.n];
+    gemm_geo(e, s, t, v, gv);
+    notes[paths.n] = arena_printf(a, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, gv),
+                                  gv->bf16 ? ", bf16 pairs widened to f32 in registers"
+                                  : !gv->q8 ? "" : gv->widen ? ", each int8 panel widened to f32 once"
+                                                             : ", int8 widened in registers");
+    simd_paths_add(&paths, view_cond(e, v, gnu));
   }
-  emit_line(e, "#else");
-  emit_scalar_path(e, s, &g);
-  emit_line(e, "#endif");
+  if (paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_scalar_path(e, s, &g);
+  }
+  for (int i = 0; i < paths.n; i++) {
+    simd_paths_body(e, &paths, i);
+    emit_line(e, "%s", notes[i]);
+    emit_vector_path(e, s, &gvs[i]);
+  }
+  if (!paths.plain_first) {
+    simd_paths_plain(e, &paths);
+    emit_scalar_path(e, s, &g);
+  }
+  simd_paths_end(e, &paths);
   emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");

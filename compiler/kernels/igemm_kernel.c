@@ -37,7 +37,10 @@
  *   else                                 plain C over the same panels
  *
  * (the vector paths need GNU C; -DKILN_GEMM_SCALAR forces plain C,
- * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). Every path computes
+ * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). --isa=portable writes
+ * them all; avx512 the 512-bit VNNI path and the AVX2 one (an AVX-512 CPU
+ * without VNNI, Skylake-X), avx2 AVX-VNNI's and the AVX2 one, each after
+ * the plain C (vector_views.h); the row pre-pass's vector loops likewise. Every path computes
  * the same int32 sums, so only the epilogue rounds: (float)(acc - z[i]·
  * colsum[n]) · (s[i]·scale[n]) + bias, the activation (GELU by
  * KILN_ERFF_VEC on the vectors), the residual.
@@ -45,6 +48,7 @@
  * Threads: the chunks of full panels are split among the threads (each
  * writes its own columns), and the pre-pass's rows. */
 #include "igemm_kernel.h"
+#include "vector_views.h"
 
 #include <string.h>
 
@@ -80,6 +84,22 @@ static const IPath paths[] = {
     {IP_256AVX, IG_GNU " && defined(__AVXVNNI__)", "AVX-VNNI: _mm256_dpbusd_avx_epi32", 8, 16, 6},
     {IP_AVX2, IG_GNU " && defined(__AVX2__)", "AVX2: u8 and s8 widened to int16, _mm256_madd_epi16", 8, 8, 4},
 };
+
+/* The paths --isa writes: portable all of them; avx512 the 512-bit VNNI
+ * one and, for an AVX-512 CPU without VNNI (Skylake-X), the AVX2 one;
+ * avx2 AVX-VNNI's and the AVX2 one (vector_views.h has the layout). */
+static bool ipath_written(EmitIsa isa, IPathId id) {
+  switch (isa) {
+  case ISA_AVX512: return id == IP_512 || id == IP_AVX2;
+  case ISA_AVX2: return id == IP_256AVX || id == IP_AVX2;
+  default: return true;
+  }
+}
+
+/* Does --isa write the helpers' vw-float vector loops (16: AVX-512, 8: AVX)? */
+static bool vw_written(EmitIsa isa, int vw) {
+  return isa == ISA_GENERIC || vw == (isa == ISA_AVX512 ? 16 : 8);
+}
 
 static const char *str(Emit *e, Buf *b) {
   const char *r = arena_strdup(e->g->arena, b->s ? b->s : "");
@@ -166,13 +186,27 @@ static void emit_rotate_path(Emit *e, const IGeo *g, int b, int vw) {
 static void emit_rotate_row(Emit *e, const IGeo *g, int b) {
   emit_line(e, "float xr[%lld] __attribute__((aligned(64))); /* the row times the block Hadamard matrix (blocks of %d) */",
             (long long)g->k, b);
-  emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
-  emit_rotate_path(e, g, b, 16);
-  emit_line(e, "#elif defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)");
-  emit_rotate_path(e, g, b, 8);
-  emit_line(e, "#else");
-  emit_rotate_path(e, g, b, 0);
-  emit_line(e, "#endif");
+  SimdPaths sp = simd_paths(e);
+  int vws[2];
+  for (int vw = 16; vw >= 8; vw /= 2)
+    if (vw_written(e->isa, vw)) {
+      vws[sp.n] = vw;
+      simd_paths_add(&sp, vw == 16 ? "defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)"
+                                   : "defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)");
+    }
+  if (sp.plain_first) {
+    simd_paths_plain(e, &sp);
+    emit_rotate_path(e, g, b, 0);
+  }
+  for (int i = 0; i < sp.n; i++) {
+    simd_paths_body(e, &sp, i);
+    emit_rotate_path(e, g, b, vws[i]);
+  }
+  if (!sp.plain_first) {
+    simd_paths_plain(e, &sp);
+    emit_rotate_path(e, g, b, 0);
+  }
+  simd_paths_end(e, &sp);
   emit_line(e, "ar = xr;");
 }
 
@@ -204,12 +238,18 @@ static void emit_row_range(Emit *e, int64_t len) {
   long long k = len, k16 = len / 16 * 16, k8 = len / 8 * 8;
   emit_line(e, "float mn = 0, mx = 0;");
   emit_line(e, "int t = 0;");
-  emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
-  if (k16)
-    emit_row_range_vec(e, 16, k16);
-  emit_line(e, "#elif defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)");
-  if (k8)
-    emit_row_range_vec(e, 8, k8);
+  /* the vector loop of the widths --isa writes (the widest the C compiler targets) */
+  bool v16 = vw_written(e->isa, 16), v8 = vw_written(e->isa, 8);
+  if (v16) {
+    emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
+    if (k16)
+      emit_row_range_vec(e, 16, k16);
+  }
+  if (v8) {
+    emit_line(e, "#%s defined(__GNUC__) && defined(__AVX__) && !defined(KILN_GEMM_SCALAR)", v16 ? "elif" : "if");
+    if (k8)
+      emit_row_range_vec(e, 8, k8);
+  }
   emit_line(e, "#endif");
   emit_line(e, "for (; t < %lld; t++) {", k);
   emit_line(e, "  mn = ar[t] < mn ? ar[t] : mn;");
@@ -223,8 +263,10 @@ static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
   long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16;
   const char *op = per_tensor ? "div" : "mul", *by = per_tensor ? "sd" : "inv";
   emit_line(e, "t = 0;");
-  emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
-  if (k16) {
+  bool v16 = vw_written(e->isa, 16); /* the only vector loop: AVX-512's */
+  if (v16)
+    emit_line(e, "#if defined(__GNUC__) && defined(__AVX512F__) && !defined(KILN_GEMM_SCALAR)");
+  if (v16 && k16) {
     emit_line(e, "{");
     emit_line(e, "  const __m512 vby = _mm512_set1_ps(%s), vz = _mm512_set1_ps(zf), v0 = _mm512_setzero_ps(), "
                  "v255 = _mm512_set1_ps(255.0f);", by);
@@ -236,7 +278,8 @@ static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
     emit_line(e, "  }");
     emit_line(e, "}");
   }
-  emit_line(e, "#endif");
+  if (v16)
+    emit_line(e, "#endif");
   emit_line(e, "for (; t < %lld; t++) {", k);
   emit_line(e, "  float q = nearbyintf(ar[t] %s %s) + zf;", per_tensor ? "/" : "*", by);
   emit_line(e, "  q = q > 0 ? q : 0;");
@@ -539,15 +582,27 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
   emit_line(e, "float *ya = y + %s * %lld;", off, (long long)s->n);
   if (s->residual)
     emit_line(e, "const float *ra = res + %s * %lld;", off, (long long)s->n);
-  for (int i = 0; i < KILN_COUNT(paths); i++) {
-    const IPath *pt = &paths[i];
-    emit_line(e, "#%s %s", i ? "elif" : "if", pt->cond);
-    emit_line(e, "/* %s: register tiles of up to %d x %d */", pt->what, pt->mr, pt->cw);
-    emit_path(e, s, g, pt, rows);
+  SimdPaths sp = simd_paths(e);
+  const IPath *pts[KILN_COUNT(paths)];
+  for (int i = 0; i < KILN_COUNT(paths); i++)
+    if (ipath_written(e->isa, paths[i].id)) {
+      pts[sp.n] = &paths[i];
+      simd_paths_add(&sp, paths[i].cond);
+    }
+  if (sp.plain_first) {
+    simd_paths_plain(e, &sp);
+    emit_path_c(e, s, g, rows);
   }
-  emit_line(e, "#else");
-  emit_path_c(e, s, g, rows);
-  emit_line(e, "#endif");
+  for (int i = 0; i < sp.n; i++) {
+    simd_paths_body(e, &sp, i);
+    emit_line(e, "/* %s: register tiles of up to %d x %d */", pts[i]->what, pts[i]->mr, pts[i]->cw);
+    emit_path(e, s, g, pts[i], rows);
+  }
+  if (!sp.plain_first) {
+    simd_paths_plain(e, &sp);
+    emit_path_c(e, s, g, rows);
+  }
+  simd_paths_end(e, &sp);
 }
 
 bool emit_igemm(Emit *e, const IGemmSpec *s) {

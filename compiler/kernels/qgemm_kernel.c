@@ -40,12 +40,14 @@
  * 2.6 ms where f32 (113 MB) takes 8.5; 64 rows of Q4_1 576 -> 1536
  * 2.0-2.5 ms where the f32 GEMM takes 1.5.
  *
- * Vector widths. GNU C vectors of 16, 8 and 4 floats, picked when the
- * generated file is compiled as the f32 GEMM's are (vector_views.h): the
- * widest the C compiler targets, or the one -DKILN_GEMM_V16/V8 forces;
- * -DKILN_GEMM_SCALAR (or a compiler without __builtin_convertvector) takes
- * plain C loops over the reference block dequantization. --isa does not
- * change the layout, so it does not change these kernels.
+ * Vector widths. GNU C vectors of 16, 8 and 4 floats, written as the f32
+ * GEMM's are (vector_views.h): --isa=avx512 the 16-wide body, avx2 the
+ * 8-wide, each after the plain C; portable all three, the widest the C
+ * compiler targets (or the one -DKILN_GEMM_V16/V8 forces) picked when the
+ * file is compiled. The plain C loops over the reference block
+ * dequantization run under -DKILN_GEMM_SCALAR, a compiler without
+ * __builtin_convertvector, or one not targeting avx2/avx512's width.
+ * --isa does not change the layout or the arithmetic of a width.
  *
  * Threads. The tiles of W's rows (output columns) are independent: one
  * loop over them, split among the threads by emit_parallel_for; each
@@ -428,17 +430,29 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
-    for (int i = 0; i < KILN_COUNT(views); i++) {
-      const View *v = &views[i];
-      emit_view_guard(e, v, i == 0, gnu);
-      emit_line(e, "/* %d-wide vectors: %s */", v->vw,
+    SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */
+    const View *pv[4];
+    for (int i = 0; i < KILN_COUNT(views); i++)
+      if (isa_writes_view(e->isa, &views[i])) {
+        pv[paths.n] = &views[i];
+        simd_paths_add(&paths, view_cond(e, &views[i], gnu));
+      }
+    if (paths.plain_first) {
+      simd_paths_plain(e, &paths);
+      emit_scalar_path(e, s, &g);
+    }
+    for (int i = 0; i < paths.n; i++) {
+      simd_paths_body(e, &paths, i);
+      emit_line(e, "/* %d-wide vectors: %s */", pv[i]->vw,
                 s->m >= QG_PREFILL_MIN_ROWS ? "panels of W dequantized once, read by every row of X"
                                             : "blocks unpacked in registers");
-      emit_vector_path(e, s, &g, v);
+      emit_vector_path(e, s, &g, pv[i]);
     }
-    emit_line(e, "#else");
-    emit_scalar_path(e, s, &g);
-    emit_line(e, "#endif");
+    if (!paths.plain_first) {
+      simd_paths_plain(e, &paths);
+      emit_scalar_path(e, s, &g);
+    }
+    simd_paths_end(e, &paths);
   }
   if (s->rows) {
     emit_line(e, "if (m_run < %lld)", (long long)s->m);

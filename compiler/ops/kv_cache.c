@@ -282,6 +282,12 @@ static const F16Path f16_paths[] = {
     {8, "defined(__GNUC__) && defined(__F16C__)", "__builtin_ia32_vcvtph2ps256(%s)"},
 };
 
+/* Does --isa write path p? portable both, avx512 the 16-wide, avx2 F16C's
+ * 8-wide (compiler/kernels/vector_views.h). */
+static bool f16_written(EmitIsa isa, const F16Path *p) {
+  return isa == ISA_GENERIC || p->vw == (isa == ISA_AVX512 ? 16 : 8);
+}
+
 /* The GNU C vector types of path p (in the block that uses them). */
 static void f16_types(Emit *e, const F16Path *p) {
   emit_line(e, "      typedef float kv_f32x%d __attribute__((vector_size(%d)));", p->vw, 4 * p->vw);
@@ -326,7 +332,7 @@ static void f16_value_acc(Emit *e, const F16Path *p, long long DV) {
 static void emit_key_dot(Emit *e, DType kd, int lanes, long long D) {
   int opened = 0;
   for (int i = 0; kd == DT_F16 && i < KILN_COUNT(f16_paths); i++)
-    if (lanes % f16_paths[i].vw == 0) {
+    if (lanes % f16_paths[i].vw == 0 && f16_written(e->isa, &f16_paths[i])) {
       emit_line(e, "      #%s %s", opened++ ? "elif" : "if", f16_paths[i].cond);
       f16_types(e, &f16_paths[i]);
       f16_key_dot(e, &f16_paths[i], lanes, D);
@@ -344,7 +350,7 @@ static void emit_key_dot(Emit *e, DType kd, int lanes, long long D) {
 static void emit_value_acc(Emit *e, DType vd, long long DV) {
   int opened = 0;
   for (int i = 0; vd == DT_F16 && i < KILN_COUNT(f16_paths); i++)
-    if (DV % f16_paths[i].vw == 0) {
+    if (DV % f16_paths[i].vw == 0 && f16_written(e->isa, &f16_paths[i])) {
       emit_line(e, "      #%s %s", opened++ ? "elif" : "if", f16_paths[i].cond);
       f16_types(e, &f16_paths[i]);
       f16_value_acc(e, &f16_paths[i], DV);

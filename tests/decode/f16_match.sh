@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # f16_match.sh KILN MODEL [COMPILE FLAGS...] — a decoder with f16 KV caches
 # (a Lua decoder{} with x:cache(..., {dtype="f16"}), or an ONNX one with
-# --kv-cache=300 --kv-dtype=f16) compiled once, its C built three ways:
+# --kv-cache=300 --kv-dtype=f16) compiled once (--isa=portable: the file
+# holds every width's path; native would hold only the host's), its C
+# built three ways:
 # -march=native (AVX-512's 16-wide vcvtph2ps where this CPU has it),
 # -march=native -mno-avx512f (F16C's 8-wide) and -march=native -mno-f16c
 # -mno-avx512f (the portable branch-free widening). Each runs
@@ -19,7 +21,7 @@ case $model in
   *.onnx) src=(--kv-cache=300 --kv-dtype=f16) ;;
   *) src=() ;;
 esac
-"$kiln" compile "$model" "${src[@]}" --isa=native -q --name dec -o "$dir/dec.c" "$@"
+"$kiln" compile "$model" "${src[@]}" --isa=portable -q --name dec -o "$dir/dec.c" "$@"
 grep -q "vcvtph2ps" "$dir/dec.c" || { echo "f16_match: the generated C has no hardware f16 path" >&2; exit 1; }
 builds=("avx512|-march=native" "f16c|-march=native -mno-avx512f" "portable|-march=native -mno-f16c -mno-avx512f")
 for b in "${builds[@]}"; do

@@ -10,7 +10,9 @@
 # libm's erf/tanh, the C in f32 with kiln_erff/kiln_tanhf (1.1-1.3 ulp) and
 # may contract the bias add into an FMA. A few ulps of values of size 1-30:
 # --rtol 1e-5 --atol 1e-5 (a wrong zero point, scale or u8 costs 1e-3 and
-# more). CFLAGS picks the ISA path (tests/w8a8/tests.cmake).
+# more). CFLAGS picks the ISA path (tests/w8a8/tests.cmake), among all of
+# them: --isa=portable writes every path (the default, native, only the
+# host's).
 set -euo pipefail
 kiln=$1 case=$2 work=$3 cflags=$4
 shift 4
@@ -27,4 +29,4 @@ for name in x r; do
   fi
 done
 "$kiln" run "$case/model.onnx" --quantize=w8a8 "${ins[@]}" --out "$d" >/dev/null
-"$kiln" check "$work" --model "$case/model.onnx" --quantize=w8a8 --cflags="$cflags" --rtol=1e-5 --atol=1e-5 -q "$@"
+"$kiln" check "$work" --model "$case/model.onnx" --quantize=w8a8 --isa=portable --cflags="$cflags" --rtol=1e-5 --atol=1e-5 -q "$@"
