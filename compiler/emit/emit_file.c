@@ -343,16 +343,6 @@ static size_t const_bytes(const Graph *g) {
   return total;
 }
 
-/* A GGUF model's tokenizer (--weights FILE.gguf with tokenizer.ggml.*):
- * its tables (in blob mode arrays in the blob, added to e before
- * put_file_tail lays it out, and an accessor) at the end of the .c, their
- * declarations into tok for the header. */
-static bool put_tokenizer(Buf *c, Buf *tok, const EmitOptions *o, Emit *e, Diag *d) {
-  if (!o->tokenizer)
-    return true;
-  return tokenizer_emit(o->tokenizer, o->prefix, e, c, tok, d);
-}
-
 /* The rest of the .c after the preamble: the weights (blob layout, the
  * literals, the bind function), the kernels, then the functions in fn. */
 static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
@@ -365,6 +355,28 @@ static void put_file_tail(Buf *c, Emit *e, Buf *fn) {
   buf_puts(c, "\n");
   buf_put(c, fn->s ? fn->s : "", fn->len);
   buf_free(fn);
+}
+
+/* The files' end, once the functions are in fn: a GGUF model's tokenizer
+ * (--weights FILE.gguf with tokenizer.ggml.*: its tables, in blob mode
+ * arrays in the blob, added to e before put_file_tail lays the blob out,
+ * and an accessor) after the functions, then the weights, the kernels and
+ * fn into c, and the header into h. False (fn freed) if the tokenizer
+ * cannot be written. */
+static bool put_files_end(Buf *c, Buf *fn, Buf *h, Emit *e, const EmitOptions *o, const char **pn, Diag *d) {
+  Buf tok = {0};
+  if (o->tokenizer && !tokenizer_emit(o->tokenizer, o->prefix, e, fn, &tok, d)) {
+    buf_free(fn);
+    buf_free(&tok);
+    return false;
+  }
+  put_file_tail(c, e, fn);
+  if (e->g->decoder)
+    emit_decoder_header(h, e, o, pn, e->blob, &tok);
+  else
+    emit_header(h, e, o, pn, e->blob, &tok);
+  buf_free(&tok);
+  return true;
 }
 
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
@@ -428,7 +440,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
    * the kernels use (no shadowing, even under -Wshadow) */
   for (int k = 0; k < e.ks->nkernels; k++)
     nameset_add_tokens(e.names, e.ks->kernels[k].text);
-  Buf body = {0}, fn = {0}, tok = {0};
+  Buf body = {0}, fn = {0};
   int64_t ws_end = 0;
   int *node_entry = NULL;
   Buf *bodies = NULL;
@@ -472,15 +484,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
       emit_entry_forward(c, &e, pn, k, &bodies[k]);
     emit_decoder_entries(c, &e, pn);
     put_state_init(c, &e, pn);
-    if (!put_tokenizer(c, &tok, o, &e, d)) {
-      buf_free(&fn);
-      buf_free(&tok);
-      return false;
-    }
-    put_file_tail(wc, &e, &fn);
-    emit_decoder_header(h, &e, o, pn, e.blob, &tok);
-    buf_free(&tok);
-    return true;
+    return put_files_end(wc, &fn, h, &e, o, pn, d);
   }
   e.out = &body;
   e.indent = 1;
@@ -551,14 +555,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   buf_puts(c, ");\n}\n");
   if (has_state(g))
     put_state_init(c, &e, pn);
-  if (!put_tokenizer(c, &tok, o, &e, d)) {
-    buf_free(&fn);
-    buf_free(&tok);
+  if (!put_files_end(wc, &fn, h, &e, o, pn, d))
     return false;
-  }
-  put_file_tail(wc, &e, &fn);
-  emit_header(h, &e, o, pn, e.blob, &tok);
-  buf_free(&tok);
   if (o->weight_bytes) { /* the weights as stored: packed, bf16 or int8 where the kernels read them so */
     *o->weight_bytes = 0;
     for (int i = 0; i < e.narrays; i++)
