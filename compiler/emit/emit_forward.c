@@ -335,28 +335,34 @@ typedef struct Run {
 
 /* Where a run of period p (calls s .. s + len + p - 1 repeat) starts its
  * loop: at the phase whose calls all belong to one layer of the model, by
- * the layer numbers in their comments ("/bert/layer.3/..."), so the loop
- * body reads as a layer, not as the end of one and the start of the next
- * (even at one layer fewer in the loop); else at s, where the most fit. */
-static Run best_phase(Emit *e, const int *calls, int s, int p, int len) {
+ * the layer numbers in their comments ("/bert/layer.3/..."; origin[i] is
+ * call i's), so the loop body reads as a layer, not as the end of one and
+ * the start of the next (even at one layer fewer in the loop); else at s,
+ * where the most fit. */
+static Run best_phase(Emit *e, const int *calls, const char *const *origin, int s, int p, int len) {
   Arena *a = e->g->arena;
   const KCall *kc = e->ks->calls;
+  /* each call's layer number against the next period's, once: -1 none,
+   * -2 a view (no call to read) */
+  int span = len < 2 * p - 1 ? len : 2 * p - 1;
+  long *num = arena_alloc(a, sizeof(long) * (size_t)(span + 1));
+  for (int i = 0; i < span; i++)
+    num[i] = kc[calls[s + i]].kernel < 0 ? -2 : layer_number(a, origin[s + i], origin[s + i + p]);
   Run best = {s, p, 1 + len / p, 0};
   int best_score = -1;
-  for (int f = s; f < s + p && f - s + p <= len; f++) {
+  for (int f = 0; f < p && f + p <= len; f++) {
     int score = 0;
     long first = -2;
     for (int i = f; i < f + p; i++) {
-      if (kc[calls[i]].kernel < 0)
+      if (num[i] == -2)
         continue;
-      long n = layer_number(a, origin_comment(a, kc[calls[i]].node), origin_comment(a, kc[calls[i + p]].node));
       if (first == -2)
-        first = n;
-      score += n >= 0 && n == first;
+        first = num[i];
+      score += num[i] >= 0 && num[i] == first;
     }
     if (score > best_score) {
       best_score = score;
-      best = (Run){f, p, 1 + (len - (f - s)) / p, score == 0 || first < 0 || first > 100000 ? 0 : first};
+      best = (Run){s + f, p, 1 + (len - f) / p, score == 0 || first < 0 || first > 100000 ? 0 : first};
     }
   }
   return best;
@@ -378,8 +384,11 @@ static int cmp_run(const void *x, const void *y) {
 static void plan_entry(Emit *e, const int *calls, int n, int entry, const char **state_names) {
   Arena *a = e->g->arena;
   uint64_t *h = arena_alloc(a, sizeof(uint64_t) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++)
+  const char **origin = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
     h[i] = call_hash(e, &e->ks->calls[calls[i]]);
+    origin[i] = origin_comment(a, e->ks->calls[calls[i]].node);
+  }
   Run *runs = NULL;
   int nruns = 0, cap = 0;
   for (int p = 2; p <= n / 2; p++)
@@ -389,7 +398,7 @@ static void plan_entry(Emit *e, const int *calls, int n, int entry, const char *
         len++;
       if (len >= p) {
         runs = arena_grow(a, runs, &cap, nruns + 1, sizeof(Run));
-        runs[nruns++] = best_phase(e, calls, s, p, len);
+        runs[nruns++] = best_phase(e, calls, origin, s, p, len);
       }
       s += len ? len : 1;
     }
