@@ -95,14 +95,21 @@ typedef struct ArgInfo {
 
 static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
 
+/* The value a call's argument stands for, as its storage root: the first
+ * value the kernel took through it (for an output written over an input,
+ * the input: what a layer reads from the one before), or -1 for a derived
+ * array. */
+static int arg_root(const Emit *e, const KParam *p) {
+  return p->arr >= 0 ? -1 : emit_storage_root(e, p->vid >= 0 ? p->vid : p->out_vid);
+}
+
 static ArgInfo arg_info(const Emit *e, const KParam *p) {
   const Graph *g = e->g;
   if (p->arr >= 0) {
     const EmitArray *x = &e->arrays[p->arr];
     return (ArgInfo){ARG_WEIGHT, x->k, mix(mix(4, (uint64_t)x->dt), (uint64_t)x->n)};
   }
-  int vid = p->out_vid >= 0 ? p->out_vid : p->vid;
-  int root = emit_storage_root(e, vid);
+  int root = emit_storage_root(e, p->out_vid >= 0 ? p->out_vid : p->vid);
   const Value *v = &g->vals[root];
   int io = e->ks->io_slot[root];
   if (io >= 0 && io < g->ninputs && v->is_state)
@@ -569,6 +576,12 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
   const LoopPlan *lp = e->loops;
   const KCall *kc = e->ks->calls;
   int end = lo->first + lo->period * lo->reps;
+  /* a layer's places: output j of its i-th call is place place[i] + j
+   * (every layer's calls have layer 0's outputs: same kernels, same ops) */
+  int *place = arena_alloc(a, sizeof(int) * (size_t)(lo->period + 1));
+  for (int i = 0; i < lo->period; i++)
+    place[i + 1] = place[i] + kc[calls[lo->first + i]].node->nout;
+  int nplaces = place[lo->period];
   /* the layer (rep) and place in it where each tensor of the loop is written */
   int *def_rep = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
   int *def_pos = arena_alloc(a, sizeof(int) * (size_t)(g->nvals + 1));
@@ -581,16 +594,16 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
       if (e->ks->io_slot[v] < 0 && !g->vals[v].data) /* named by another entry: again here */
         e->refs[v] = NULL;
       def_rep[v] = (c - lo->first) / lo->period;
-      def_pos[v] = ((c - lo->first) % lo->period) * 64 + j;
+      def_pos[v] = place[(c - lo->first) % lo->period] + j;
     }
   }
   /* carried: read in another layer than its own, after the loop, or an output */
-  bool *carried = arena_alloc(a, (size_t)(lo->period * 64 + 1));
+  bool *carried = arena_alloc(a, (size_t)(nplaces + 1));
   for (int c = lo->first; c < ncalls; c++) {
     const KCall *call = &kc[calls[c]];
     int rep = c < end ? (c - lo->first) / lo->period : lo->reps;
     for (int i = 0; i < call->nargs; i++) {
-      int v = call->args[i].arr >= 0 ? -1 : emit_storage_root(e, call->args[i].vid >= 0 ? call->args[i].vid : call->args[i].out_vid);
+      int v = arg_root(e, &call->args[i]);
       if (v >= 0 && def_rep[v] >= 0 && def_rep[v] != rep)
         carried[def_pos[v]] = true;
     }
@@ -607,28 +620,25 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
       carried[def_pos[v]] = true;
   }
   /* names: one per place in the layer, from layer 0's and layer 1's tensors */
-  const char **pname = arena_alloc(a, sizeof(char *) * (size_t)(lo->period * 64 + 1));
+  const char **pname = arena_alloc(a, sizeof(char *) * (size_t)(nplaces + 1));
   for (int i = 0; i < lo->period; i++) {
     const Node *n0 = kc[calls[lo->first + i]].node, *n1 = kc[calls[lo->first + lo->period + i]].node;
-    for (int j = 0; j < n0->nout && j < 64; j++) {
+    for (int j = 0; j < n0->nout; j++) {
       int v0 = n0->out[j], v1 = n1->out[j];
       if (g->vals[v0].data || emit_storage_root(e, v0) != v0 || e->ks->io_slot[v0] >= 0)
         continue;
-      pname[i * 64 + j] = cname_unique(e->names, layer_name(a, tensor_name(a, &g->vals[v0]), tensor_name(a, &g->vals[v1])), "t");
+      pname[place[i] + j] = cname_unique(e->names, layer_name(a, tensor_name(a, &g->vals[v0]), tensor_name(a, &g->vals[v1])), "t");
     }
   }
   const LayerGroup *wg = lo->wgroup >= 0 ? &e->groups[lo->wgroup] : NULL;
   const LayerGroup *sg = lo->sgroup >= 0 ? &e->groups[lo->sgroup] : NULL;
   /* what layer 0 reads where the others read the layer before's tensor */
-  const char **before = arena_alloc(a, sizeof(char *) * (size_t)(lo->period * 64 + 1));
+  const char **before = arena_alloc(a, sizeof(char *) * (size_t)(nplaces + 1));
   for (int i = 0; i < lo->period; i++) {
     const KCall *c0 = &kc[calls[lo->first + i]], *c1 = &kc[calls[lo->first + lo->period + i]];
     for (int k = 0; k < c1->nargs; k++) {
-      if (c1->args[k].arr >= 0 || c0->args[k].arr >= 0)
-        continue;
-      int v1 = emit_storage_root(e, c1->args[k].vid >= 0 ? c1->args[k].vid : c1->args[k].out_vid);
-      int v0 = emit_storage_root(e, c0->args[k].vid >= 0 ? c0->args[k].vid : c0->args[k].out_vid);
-      if (def_rep[v1] == 0 && def_rep[v0] < 0 && e->refs[v0])
+      int v1 = arg_root(e, &c1->args[k]), v0 = arg_root(e, &c0->args[k]);
+      if (v1 >= 0 && v0 >= 0 && def_rep[v1] == 0 && def_rep[v0] < 0 && e->refs[v0])
         before[def_pos[v1]] = e->refs[v0];
     }
   }
@@ -640,10 +650,10 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
   /* tensors handed from layer to layer, declared before the loop */
   for (int i = 0; i < lo->period; i++) {
     const KCall *c0 = &kc[calls[lo->first + i]];
-    for (int j = 0; j < c0->node->nout && j < 64; j++)
-      if (carried[i * 64 + j] && pname[i * 64 + j])
-        declare(e, c0->node->out[j], pname[i * 64 + j], ws_end,
-                before[i * 64 + j] ? arena_printf(a, "; before layer 0: %s", before[i * 64 + j]) : NULL);
+    for (int j = 0; j < c0->node->nout; j++)
+      if (carried[place[i] + j] && pname[place[i] + j])
+        declare(e, c0->node->out[j], pname[place[i] + j], ws_end,
+                before[place[i] + j] ? arena_printf(a, "; before layer 0: %s", before[place[i] + j]) : NULL);
   }
   emit_line(e, "for (int %s = %ld; %s < %ld; %s++) {", lp->index, lo->base, lp->index, lo->base + lo->reps, lp->index);
   e->indent++;
@@ -675,22 +685,22 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
   for (int c = lo->first; c < end; c++) {
     const Node *n = kc[calls[c]].node;
     int i = (c - lo->first) % lo->period;
-    for (int j = 0; j < n->nout && j < 64; j++)
-      if (pname[i * 64 + j] && carried[i * 64 + j])
-        e->refs[n->out[j]] = pname[i * 64 + j];
+    for (int j = 0; j < n->nout; j++)
+      if (pname[place[i] + j] && carried[place[i] + j])
+        e->refs[n->out[j]] = pname[place[i] + j];
   }
   /* layer 1's calls, the per-layer arguments through the counter */
   for (int i = 0; i < lo->period; i++) {
     const KCall *c0 = &kc[calls[lo->first + i]], *c1 = &kc[calls[lo->first + lo->period + i]];
     const Node *n1 = c1->node;
-    for (int j = 0; j < n1->nout && j < 64; j++) {
+    for (int j = 0; j < n1->nout; j++) {
       int v1 = n1->out[j];
-      if (pname[i * 64 + j] && !carried[i * 64 + j]) {
-        declare(e, v1, pname[i * 64 + j], ws_end, NULL);
+      if (pname[place[i] + j] && !carried[place[i] + j]) {
+        declare(e, v1, pname[place[i] + j], ws_end, NULL);
         /* the same place in every layer */
         for (int r = 0; r < lo->reps; r++)
-          e->refs[kc[calls[lo->first + r * lo->period + i]].node->out[j]] = pname[i * 64 + j];
-      } else if (!pname[i * 64 + j]) {
+          e->refs[kc[calls[lo->first + r * lo->period + i]].node->out[j]] = pname[place[i] + j];
+      } else if (!pname[place[i] + j]) {
         new_tensor(e, v1); /* a view, or a parameter */
       }
     }
