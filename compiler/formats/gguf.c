@@ -737,11 +737,8 @@ GgufTensor *gguf_take(Gguf *g, const char *name, const Type *want, Diag *d) {
   char wt[96], gt[160];
   GgufTensor *t = gguf_tensor(g, name);
   if (!t) {
-    char names[384];
     WeightFile wf = weight_file(g);
-    wf_list_names(&wf, names, sizeof names);
-    diag_error(d, "%s: no tensor '%s' (%s); expected one for each parameter; the file has %s",
-               g->path, name, type_str(want, wt, sizeof wt), g->n ? names : "none");
+    wf_missing(&wf, name, want, d);
     return NULL;
   }
   if (!t->readable) {

@@ -447,11 +447,8 @@ StTensor *safetensors_take(SafeTensors *st, const char *name, const Type *want, 
   char wt[96], gt[96];
   StTensor *t = safetensors_find(st, name);
   if (!t) {
-    char names[384];
     WeightFile wf = weight_file(st);
-    wf_list_names(&wf, names, sizeof names);
-    diag_error(d, "%s: no tensor '%s' (%s); expected one for each parameter; the file has %s",
-               st->path, name, type_str(want, wt, sizeof wt), st->n ? names : "none");
+    wf_missing(&wf, name, want, d);
     return NULL;
   }
   if (!type_equal(&t->type, want)) {

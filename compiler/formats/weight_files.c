@@ -13,6 +13,13 @@ void wf_list_names(const WeightFile *w, char *buf, size_t n) {
     snprintf(buf + k, n - k, ", ... (%d in all)", w->n);
 }
 
+bool wf_missing(const WeightFile *w, const char *name, const Type *want, Diag *d) {
+  char names[384], wt[96];
+  wf_list_names(w, names, sizeof names);
+  return diag_error(d, "%s: no tensor '%s' (%s); expected one for each parameter; the file has %s", w->path, name,
+                    type_str(want, wt, sizeof wt), w->n ? names : "none");
+}
+
 bool wf_check_all_used(const WeightFile *w, Diag *d) {
   int unused = 0, first = -1;
   for (int i = 0; i < w->n; i++)

@@ -8,6 +8,7 @@
 #define KILN_WEIGHT_FILES_H
 
 #include "../base/base.h"
+#include "../ir/ir.h"
 
 typedef struct WeightFile {
   const char *path;
@@ -21,6 +22,9 @@ typedef struct WeightFile {
 
 /* "'a', 'b', 'c', 'd', ... (12 in all)": a hint when a name is not found. */
 void wf_list_names(const WeightFile *w, char *buf, size_t n);
+/* False + d: the file has no tensor `name` for a parameter of type want
+ * (the first few names it has, as a hint). */
+bool wf_missing(const WeightFile *w, const char *name, const Type *want, Diag *d);
 /* False + d naming the first tensor that no param bound (--strict-weights). */
 bool wf_check_all_used(const WeightFile *w, Diag *d);
 /* "FILE: 2 of 104 tensors not used by the model: a (f32[3]), b (...)", at
