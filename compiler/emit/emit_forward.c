@@ -335,6 +335,20 @@ static bool try_loop(Emit *e, const int *calls, int first, int period, int reps,
   return true;
 }
 
+/* The layer number of call i, against call j one period on: the number in
+ * its comment (an ONNX node's scope, "/bert/layer.3/..."), else in the name
+ * of what it writes (a Lua model's comments are source lines, its tensors
+ * are named per layer: "encoder.layer.3.attention.context"); -1 none. */
+static long call_layer_number(Emit *e, const int *calls, const char *const *origin, int i, int j) {
+  Arena *a = e->g->arena;
+  long n = layer_number(a, origin[i], origin[j]);
+  const Node *ni = e->ks->calls[calls[i]].node, *nj = e->ks->calls[calls[j]].node;
+  if (n >= 0 || ni->nout < 1 || nj->nout < 1 || ni->out[0] < 0 || nj->out[0] < 0)
+    return n;
+  const char *vi = e->g->vals[ni->out[0]].name, *vj = e->g->vals[nj->out[0]].name;
+  return vi && vj ? layer_number(a, vi, vj) : -1;
+}
+
 typedef struct Run {
   int first, period, reps;
   long base; /* the model's number of the first layer, or 0 */
@@ -354,7 +368,7 @@ static Run best_phase(Emit *e, const int *calls, const char *const *origin, int 
   int span = len < 2 * p - 1 ? len : 2 * p - 1;
   long *num = arena_alloc(a, sizeof(long) * (size_t)(span + 1));
   for (int i = 0; i < span; i++)
-    num[i] = kc[calls[s + i]].kernel < 0 ? -2 : layer_number(a, origin[s + i], origin[s + i + p]);
+    num[i] = kc[calls[s + i]].kernel < 0 ? -2 : call_layer_number(e, calls, origin, s + i, s + i + p);
   Run best = {s, p, 1 + len / p, 0};
   int best_score = -1;
   for (int f = 0; f < p && f + p <= len; f++) {

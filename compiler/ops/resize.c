@@ -575,9 +575,16 @@ static void emit_nearest(Emit *e, const Node *n, const ResizeParams *p, const Re
     for (int64_t o = 0; o < ax[j].out; o++)
       v[o] = nearest_idx(&ax[j], o) * gm->xs[j];
     const char *tab = arena_printf(a, "src%d", j);
-    window_emit_table(e, tab, v, ax[j].out, arena_printf(a, "axis %d: input index times %lld", j,
-                                                           (long long)gm->xs[j]));
-    xo[j] = arena_printf(a, "%s[%s]", tab, ov[j]);
+    bool same = true; /* an axis of 1 spread over many: no table */
+    for (int64_t o = 1; o < ax[j].out && same; o++)
+      same = v[o] == v[0];
+    if (same) {
+      xo[j] = arena_printf(a, "%lld", (long long)v[0]);
+    } else {
+      window_emit_table(e, tab, v, ax[j].out, arena_printf(a, "axis %d: input index times %lld", j,
+                                                             (long long)gm->xs[j]));
+      xo[j] = arena_printf(a, "%s[%s]", tab, ov[j]);
+    }
     const char *on = emit_outside(e, &ax[j], tab);
     if (on)
       outs = arena_printf(a, "%s%s%s[%s]", outs ? outs : "", outs ? " || " : "", on, ov[j]);

@@ -98,6 +98,7 @@ bool pass_bound_rows(Graph *g, const PassOptions *o, Diag *d);
 /* The report as text: one line per weight, then the totals. */
 void quant_report_print(Buf *b, const QuantReport *r);
 bool pass_dce(Graph *g, const PassOptions *o, Diag *d);
+bool pass_equal_layers(Graph *g, const PassOptions *o, Diag *d);
 bool pass_plan(Graph *g, const PassOptions *o, Diag *d);
 
 /* kiln export's last step (export/decompose.c): replace every kiln op

@@ -35,7 +35,9 @@ const Pass pass_list[] = {
     {"bound_rows", pass_bound_rows, "in a decoder's prefill, products by a weight compute only the chunk's "
                                     "real tokens (BlockLinear's and Linear's rows = the entry's count)"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
-    {"plan", pass_plan, "place intermediate tensors in one workspace by liveness"},
+    {"equal_layers", pass_equal_layers, "make equal layers the same nodes: what the first computes for all moves "
+                                        "before it; a graph output the last writes goes to the workspace, copied out"},
+    {"plan", pass_plan, "place intermediate tensors in one workspace by liveness, equal layers at equal offsets"},
 };
 const int pass_count = KILN_COUNT(pass_list);
 

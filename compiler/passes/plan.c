@@ -12,17 +12,32 @@
  * element i is read before element i is written and nothing else reads
  * those bytes later. The two then form one storage group, planned as one
  * buffer from the first member's birth to the last member's death; each
- * value keeps its own live steps for `kiln info`. */
+ * value keeps its own live steps for `kiln info`.
+ *
+ * Repeated layers: plan_layers.c proposes ties between each layer's
+ * tensors and the next layer's; a tie joins two storage groups into one
+ * class, placed at one offset, when no step of one group's lifetime meets
+ * the other's. A class is a list of live spans, so tying never blocks the
+ * bytes between two layers' uses of them. Equal layers then get equal
+ * offsets, and the emitter can write them as one loop. */
 #include <stdlib.h>
 
 #include "../ir/ops.h"
 #include "passes.h"
+#include "plan_layers.h"
 
 #define WS_ALIGN 64
 
+typedef struct Span {
+  int first, last; /* node steps, inclusive */
+} Span;
+
+/* A storage class: storage groups tied to one offset. */
 typedef struct Live {
-  int vid;
-  int first, last;   /* node steps */
+  int vid;           /* the first group's first member */
+  int first, last;   /* the whole class's steps */
+  Span *spans;       /* its members' lifetimes, by first step, apart */
+  int nspans;
   int64_t size, off;
 } Live;
 
@@ -116,11 +131,86 @@ static int *plan_in_place(Graph *g, const int *first, const int *last, const boo
   return group;
 }
 
+/* Do two classes' lifetimes share a step? */
+static bool spans_meet(const Live *a, const Live *b) {
+  if (a->last < b->first || b->last < a->first)
+    return false;
+  for (int i = 0, j = 0; i < a->nspans && j < b->nspans;) {
+    if (a->spans[i].last < b->spans[j].first)
+      i++;
+    else if (b->spans[j].last < a->spans[i].first)
+      j++;
+    else
+      return true;
+  }
+  return false;
+}
+
+/* Class b joins class a (their spans apart). */
+static void join_classes(Arena *arena, Live *a, const Live *b) {
+  Span *m = arena_alloc(arena, sizeof *m * (size_t)(a->nspans + b->nspans));
+  int n = 0;
+  for (int i = 0, j = 0; i < a->nspans || j < b->nspans;)
+    m[n++] = j == b->nspans || (i < a->nspans && a->spans[i].first < b->spans[j].first) ? a->spans[i++] : b->spans[j++];
+  a->spans = m;
+  a->nspans = n;
+  a->first = a->first < b->first ? a->first : b->first;
+  a->last = a->last > b->last ? a->last : b->last;
+  a->size = a->size > b->size ? a->size : b->size;
+  if (b->vid < a->vid)
+    a->vid = b->vid;
+}
+
+static int class_of(int *cls, int c) {
+  while (cls[c] != c)
+    c = cls[c] = cls[cls[c]];
+  return c;
+}
+
+/* Join the classes of each proposed tie whose lifetimes are apart. */
+static void tie_layers(Graph *g, Live *lv, int *cls, const int *slot, const int *group, const bool *planned) {
+  int nt;
+  PlanTie *t = plan_layer_ties(g, &nt);
+  for (int k = 0; k < nt; k++) {
+    if (!planned[t[k].a] || !planned[t[k].b])
+      continue;
+    int a = class_of(cls, slot[group_of(group, t[k].a)]), b = class_of(cls, slot[group_of(group, t[k].b)]);
+    if (a == b || spans_meet(&lv[a], &lv[b]))
+      continue;
+    join_classes(g->arena, &lv[a], &lv[b]);
+    cls[b] = a;
+  }
+}
+
 static int by_size_desc(const void *a, const void *b) {
-  const Live *x = a, *y = b;
+  const Live *x = *(Live *const *)a, *y = *(Live *const *)b;
   if (x->size != y->size)
     return x->size < y->size ? 1 : -1;
-  return x->first - y->first; /* deterministic tie-break */
+  return x->first != y->first ? x->first - y->first : x->vid - y->vid; /* deterministic */
+}
+
+/* Each class at the lowest offset that clears every class placed before
+ * it (largest first) whose lifetime meets its own; the workspace size. */
+static int64_t place_classes(Live **order, int n) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    Live *c = order[i];
+    int64_t off = 0;
+    for (bool moved = true; moved;) { /* retry after each collision */
+      moved = false;
+      for (int j = 0; j < i; j++) {
+        const Live *p = order[j];
+        if (off < p->off + p->size && p->off < off + c->size && spans_meet(c, p)) {
+          off = p->off + p->size;
+          moved = true;
+        }
+      }
+    }
+    c->off = off;
+    if (off + c->size > total)
+      total = off + c->size;
+  }
+  return total;
 }
 
 bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
@@ -153,56 +243,49 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
   bool *next_of_state = arena_alloc(g->arena, (size_t)g->nvals + 1);
   plan_state_outputs(g, next_of_state, last);
   int *group = plan_in_place(g, first, last, next_of_state);
+  bool *planned = arena_alloc(g->arena, (size_t)g->nvals + 1);
+  for (int v = 0; v < g->nvals; v++)
+    planned[v] = first[v] >= 0 && (in_workspace(&g->vals[v]) || next_of_state[v]);
   /* one Live per storage group, at its first member (the earliest) */
   Live *lv = arena_alloc(g->arena, sizeof(Live) * (size_t)(g->nvals + 1));
   int *slot = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
   int nl = 0;
   for (int pass = 0; pass < 2; pass++) /* 0: the groups' first members; 1: the others */
     for (int v = 0; v < g->nvals; v++) {
-      if (first[v] < 0 || !(in_workspace(&g->vals[v]) || next_of_state[v]))
+      if (!planned[v])
         continue;
       int64_t sz = ((int64_t)type_bytes(&g->vals[v].type) + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
       int gr = group_of(group, v);
       if (pass == 0 && gr == v) {
         slot[v] = nl;
-        lv[nl++] = (Live){v, first[v], last[v], sz, 0};
+        lv[nl++] = (Live){v, first[v], last[v], NULL, 1, sz, 0};
       } else if (pass == 1 && gr != v) {
         Live *l = &lv[slot[gr]];
         l->last = last[v] > l->last ? last[v] : l->last;
         l->size = sz > l->size ? sz : l->size;
       }
     }
-  qsort(lv, (size_t)nl, sizeof *lv, by_size_desc);
-  int64_t total = 0;
+  int *cls = arena_alloc(g->arena, sizeof(int) * (size_t)(nl + 1));
   for (int i = 0; i < nl; i++) {
-    /* lowest offset that clears every overlapping, already placed value:
-     * retry after each collision (placed values are few per step) */
-    int64_t off = 0;
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (int j = 0; j < i; j++) {
-        if (lv[j].last < lv[i].first || lv[i].last < lv[j].first)
-          continue;
-        if (off < lv[j].off + lv[j].size && lv[j].off < off + lv[i].size) {
-          off = lv[j].off + lv[j].size;
-          moved = true;
-        }
-      }
-    }
-    lv[i].off = off;
-    if (off + lv[i].size > total)
-      total = off + lv[i].size;
+    lv[i].spans = arena_alloc(g->arena, sizeof(Span));
+    lv[i].spans[0] = (Span){lv[i].first, lv[i].last};
+    cls[i] = i;
   }
+  tie_layers(g, lv, cls, slot, group, planned);
+  Live **order = arena_alloc(g->arena, sizeof(Live *) * (size_t)(nl + 1));
+  int nc = 0;
   for (int i = 0; i < nl; i++)
-    slot[lv[i].vid] = i; /* sorted: where each group's Live went */
+    if (cls[i] == i)
+      order[nc++] = &lv[i];
+  qsort(order, (size_t)nc, sizeof *order, by_size_desc);
+  g->ws_size = place_classes(order, nc);
   for (int v = 0; v < g->nvals; v++) {
-    if (first[v] < 0 || !(in_workspace(&g->vals[v]) || next_of_state[v]))
+    if (!planned[v])
       continue;
-    g->vals[v].ws_offset = lv[slot[group_of(group, v)]].off;
+    g->vals[v].ws_offset = lv[class_of(cls, slot[group_of(group, v)])].off;
     g->vals[v].live_first = first[v];
     g->vals[v].live_last = last[v];
   }
-  g->ws_size = total;
   g->planned = true;
   return true;
 }

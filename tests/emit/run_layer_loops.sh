@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_layer_loops.sh KILN WORK_DIR — repeated layers as loops (compiler/emit_forward.c,
+# run_layer_loops.sh KILN WORK_DIR — repeated layers as loops (compiler/emit/emit_forward.c,
 # README "The generated API"):
 #   1. the generated C of ONNX fixtures with layer loops (tests/hf/llama: inline
 #      weights through a pointer table; tests/models/transformer_ed) gives
@@ -10,7 +10,12 @@
 #      at most 80 lines, no `(void)p_` lines; --unroll-layers has no loop;
 #      both build with gcc (and clang when installed) -Wall -Wextra -Wshadow
 #      -Werror;
-#   3. the real SmolLM2 when tests/gguf/fetch_smollm.sh has fetched it into
+#   3. encoders: examples/bert.lua and transformer.lua loop every layer, the
+#      first and the last too (compiler/passes/equal_layers.c); the real
+#      MiniLM when tests/minilm has fetched it into BUILD/minilm: its forward
+#      at most 80 lines, all six layers one loop, outputs bit-identical with
+#      --unroll-layers;
+#   4. the real SmolLM2 when tests/gguf/fetch_smollm.sh has fetched it into
 #      BUILD/smollm (skipped otherwise): each entry's forward at most 200
 #      lines, and 8 greedy tokens' logits bit-identical between the looped
 #      and the unrolled build (examples/generate.c --dump-logits).
@@ -65,7 +70,40 @@ for cc in gcc clang; do
   done
 done
 
-# 3: SmolLM2, when fetched
+# 3: encoders: every layer in the loop, the first (a Lua model builds the mask
+# inside it) and the last (it writes the graph output) too
+"$kiln" compile -q "$root/examples/bert.lua" --set layers=3 --set seq=16 -o "$work/bert.c"
+grep -q '^  /\* layers 0 \.\. 2: ' "$work/bert.c" || bad "bert.lua: layers 0 .. 2 are not one loop"
+grep -q '^  identity_0(.*p_last_hidden_state); ' "$work/bert.c" || bad "bert.lua: last_hidden_state not copied out after the loop"
+"$kiln" compile -q "$root/examples/transformer.lua" --set layers=3 -o "$work/transformer.c"
+[ "$(grep -c '^  /\* layers 0 \.\. 2: ' "$work/transformer.c")" = 2 ] ||
+  bad "transformer.lua: the encoder's and the decoder's layers 0 .. 2 are not one loop each"
+echo "layer_loops: bert.lua and transformer.lua: every layer in one loop"
+# the real MiniLM (tests/minilm fetches it into BUILD/minilm; skipped otherwise):
+# all six layers one loop, the forward at most 80 lines, outputs bit-identical
+minilm="$(cd "$(dirname "$work")/.." && pwd)/minilm/onnx"
+if [ -f "$minilm/model.onnx" ]; then
+  dirs=()
+  for flag in "" --unroll-layers; do
+    kept=$("$kiln" check -q --keep $flag "$minilm" | sed -n 's/^  build folder kept: //p')
+    [ -d "$kept" ] || { bad "MiniLM: kiln check $flag kept no build folder"; break; }
+    dirs+=("$kept")
+  done
+  if [ ${#dirs[@]} = 2 ]; then
+    n=$(fwd_lines "${dirs[0]}/model.c" "model_forward")
+    [ -n "$n" ] && [ "$n" -le 80 ] || bad "MiniLM: model_forward is ${n:-?} lines (at most 80)"
+    grep -q '^  /\* layers 0 \.\. 5: ' "${dirs[0]}/model.c" || bad "MiniLM: layers 0 .. 5 are not one loop"
+    for f in "${dirs[0]}"/out*.bin; do
+      cmp -s "$f" "${dirs[1]}/$(basename "$f")" || bad "MiniLM: $(basename "$f") differs between loops and unrolled layers"
+    done
+    echo "layer_loops: MiniLM: model_forward $n lines (unrolled: $(fwd_lines "${dirs[1]}/model.c" "model_forward")), outputs bit-identical"
+    rm -rf "${dirs[@]}"
+  fi
+else
+  echo "layer_loops: MiniLM not fetched: its part skipped"
+fi
+
+# 4: SmolLM2, when fetched
 gguf="$(dirname "$work")/../smollm/SmolLM2-135M-Instruct.Q4_1.gguf"
 [ -f "$gguf" ] || gguf="$(cd "$(dirname "$work")/.." && pwd)/smollm/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [ -f "$gguf" ]; then
