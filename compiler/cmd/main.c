@@ -907,10 +907,14 @@ int main(int argc, char **argv) {
   /* check DIR finds its model inside DIR (maybe a .lua): judge --model, or nothing */
   const char *model = !strcmp(c.cmd, "check") ? c.check.model : c.model;
   size_t ml = model ? strlen(model) : 0;
-  bool lua_model = !model || (ml > 4 && !strcmp(model + ml - 4, ".lua"));
+  bool gguf_model = model && dsl_is_gguf(model); /* kiln's description of its architecture */
+  bool lua_model = !model || (ml > 4 && !strcmp(model + ml - 4, ".lua")) || gguf_model;
   if (!lua_model && (c.lua.weights || c.lua.nsets))
-    die("%s: --weights FILE and --set are for .lua models; expected a .lua model (ONNX and .kir "
+    die("%s: --weights FILE and --set are for .lua models and GGUF files; expected a .lua model (ONNX and .kir "
         "models carry their own weights and shapes: see --shape)", c.lua.weights ? "--weights" : "--set");
+  if (gguf_model && c.lua.weights)
+    die("--weights %s: the model %s is a GGUF file, which holds its weights; expected no --weights (or a .lua "
+        "description: kiln %s DESCRIPTION.lua --weights %s)", c.lua.weights, model, c.cmd, model);
   if (c.kv_cache || c.prefill || c.kv_dtype) { /* --kv-cache: compile an ONNX model with a past */
     const char *flag = c.kv_cache ? "--kv-cache" : c.prefill ? "--prefill" : "--kv-dtype";
     if (strcmp(c.cmd, "compile"))

@@ -1,0 +1,65 @@
+/* arch.c — a GGUF file as a model: `kiln compile model.gguf` reads the
+ * file's general.architecture and runs kiln's bundled Lua description of
+ * that architecture (arch/ARCH.lua, embedded from compiler/arch/ and
+ * examples/llama.lua by CMake) with the file bound as its weights. The
+ * descriptions read their numbers from the file's ARCH.* keys, so the file
+ * alone fixes the model; --set still sets the description's config{}
+ * (ctx, prefill, kv). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../emit/templates.h"
+#include "lua_frontend.h"
+
+const char *dsl_arch_text(const char *arch) {
+  char name[96];
+  if (strlen(arch) > 64 || strchr(arch, '/'))
+    return NULL;
+  snprintf(name, sizeof name, "arch/%s.lua", arch);
+  return template_text(name);
+}
+
+const char *dsl_arch_names(Arena *a) {
+  Buf b = {0};
+  const char *name;
+  for (size_t i = 0; (name = template_name(i)); i++) {
+    size_t n = strlen(name);
+    if (!strncmp(name, "arch/", 5) && n > 9 && !strcmp(name + n - 4, ".lua"))
+      buf_printf(&b, "%s%.*s", b.len ? ", " : "", (int)(n - 9), name + 5);
+  }
+  const char *s = arena_strdup(a, b.len ? b.s : "(none)");
+  buf_free(&b);
+  return s;
+}
+
+bool dsl_is_gguf(const char *path) {
+  size_t n = strlen(path);
+  return (n > 5 && !strcmp(path + n - 5, ".gguf")) || gguf_file_is_gguf(path);
+}
+
+Graph *dsl_load_gguf(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
+  static const LuaOptions none = {0};
+  d->file = path;
+  Gguf *g = arena_alloc(a, sizeof *g);
+  if (!gguf_load(a, path, g, d))
+    return NULL;
+  size_t len;
+  const char *arch = gguf_kv_string(gguf_kv(g, "general.architecture"), &len);
+  if (!arch || !len || strlen(arch) != len) {
+    diag_error(d, "no general.architecture (a string); expected a GGUF model file, which names its "
+                  "architecture (kiln has descriptions for %s), or a .lua description with --weights %s",
+               dsl_arch_names(a), path);
+    return NULL;
+  }
+  const char *text = dsl_arch_text(arch);
+  if (!text) {
+    diag_error(d, "general.architecture is '%.64s%s', which kiln has no description for; expected one of: "
+                  "%s (or a .lua description of your own with --weights %s: docs/gguf.md)",
+               arch, len > 64 ? "..." : "", dsl_arch_names(a), path);
+    return NULL;
+  }
+  LuaOptions lo = o ? *o : none;
+  lo.weights = path; /* weights() in the description gives way, as to --weights */
+  lo.gguf = g;
+  return dsl_load_text(a, arena_printf(a, "arch/%s.lua", arch), text, &lo, d);
+}
