@@ -743,6 +743,18 @@ static void bind_symbols_to_one(Cli *c, const Graph *g) {
 static int cmd_info(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
+  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .verbose = c->pipe.pass.verbose};
+  if (dsl_is_gguf(c->model)) { /* the file first; then, when kiln can compile it, the model */
+    d.file = c->model;
+    bool described;
+    if (!info_gguf(a, c->model, &io, &described, &d))
+      return fail(&d, a);
+    if (!described) { /* kiln cannot compile it: the file's part is the report */
+      arena_free(a);
+      return 0;
+    }
+    io.after_gguf = true;
+  }
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
   if (before)
     bind_symbols_to_one(c, before);
@@ -751,7 +763,7 @@ static int cmd_info(Cli *c) {
   c->pipe.pass.quant_report = c->pipe.pass.quantize ? &qr : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
-  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .quant = c->pipe.pass.quant_report};
+  io.quant = c->pipe.pass.quant_report;
   if (c->memory_svg) { /* the file first: an error prints no report */
     Buf b = {0};
     info_memory_svg(&b, g);

@@ -19,15 +19,21 @@ const char *dsl_arch_text(const char *arch) {
   return template_text(name);
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 const char *dsl_arch_names(Arena *a) {
-  Buf b = {0};
-  const char *name;
-  for (size_t i = 0; (name = template_name(i)); i++) {
-    size_t n = strlen(name);
-    if (!strncmp(name, "arch/", 5) && n > 9 && !strcmp(name + n - 4, ".lua"))
-      buf_printf(&b, "%s%.*s", b.len ? ", " : "", (int)(n - 9), name + 5);
+  const char *names[256], *name;
+  int n = 0;
+  for (size_t i = 0; (name = template_name(i)) && n < KILN_COUNT(names); i++) {
+    size_t len = strlen(name);
+    if (!strncmp(name, "arch/", 5) && len > 9 && !strcmp(name + len - 4, ".lua"))
+      names[n++] = arena_printf(a, "%.*s", (int)(len - 9), name + 5);
   }
-  const char *s = arena_strdup(a, b.len ? b.s : "(none)");
+  qsort(names, (size_t)n, sizeof names[0], by_name);
+  Buf b = {0};
+  for (int i = 0; i < n; i++)
+    buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+  const char *s = arena_strdup(a, n ? b.s : "(none)");
   buf_free(&b);
   return s;
 }
