@@ -23,7 +23,9 @@ static const char *usage =
     "usage: kiln <command> [options]\n"
     "\n"
     "commands:\n"
-    "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua, .kir or .gguf) to C (OUT.c + OUT.h + kiln_rt.h);\n"
+    "                             a GGUF file is compiled by kiln's description of its\n"
+    "                             general.architecture (llama, qwen2, ...: docs/gguf.md)\n"
     "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
     "  run MODEL --input NAME=FILE.npy|FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
@@ -32,7 +34,9 @@ static const char *usage =
     "                             DIR/model.kir stands in when there is no model.onnx)\n"
     "  bench MODEL                compile, build and time the generated C; ends with one line\n"
     "                             median_ms=.. min_ms=.. runs=.. workspace_bytes=.. rss_kb=..\n"
-    "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size\n"
+    "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size;\n"
+    "                             a GGUF file's architecture, hyperparameters, tensor types (-v:\n"
+    "                             each tensor), tokenizer, BOS/EOS and chat template first\n"
     "  dot MODEL [-o FILE.dot]    the graph as Graphviz (--after=PASS: as it is after that pass)\n"
     "  export MODEL -o OUT.onnx   the model as ONNX (after bind,infer,fold,simplify,dce unless\n"
     "                             --passes=; kiln ops lowered to standard ones) for ONNX Runtime, Netron\n"
@@ -42,16 +46,18 @@ static const char *usage =
     "  --help, --version (-V)\n";
 
 static const char *usage_lua =
-    "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
+    "Lua model options (MODEL.lua, see docs/lua.md, or MODEL.gguf; every command that takes a MODEL):\n"
     "  --set KEY=VALUE            override a config{} parameter of the script\n"
     "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
     "                             by its magic bytes; Q8_0/Q4_0/Q4_1 tensors stay quantized:\n"
     "                             docs/gguf.md); tensors the script does not use are skipped\n"
-    "                             with a note (where the weights go in the C: --weights-mode)\n"
+    "                             with a note (where the weights go in the C: --weights-mode);\n"
+    "                             not with a .gguf MODEL, which holds its weights\n"
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
-    "  -v                         add the Lua traceback to script errors\n";
+    "  -v                         add the Lua traceback to script errors; (info on a .gguf) list\n"
+    "                             every tensor: name, type, shape, bytes\n";
 
 static const char *usage_compile =
     "compile and run options:\n"
