@@ -351,9 +351,11 @@ add_test(NAME dsl_methods COMMAND ${T}/dsl/run_dsl_tests.sh ${KILN_BIN})
 set_tests_properties(dsl_methods PROPERTIES SKIP_RETURN_CODE 77)
 
 # ---- Lua examples and the nn library (tests/lua) ----
-# every examples/*.lua: generated C and the interpreter vs ONNX Runtime on
-# the script's `kiln export`, seeded random inputs; prints max error and .c size
-file(GLOB KILN_LUA_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/*.lua)
+# every examples/*.lua and compiler/arch/*.lua (the GGUF architectures'
+# descriptions, on their random defaults): generated C and the interpreter
+# vs ONNX Runtime on the script's `kiln export`, seeded random inputs;
+# prints max error and .c size
+file(GLOB KILN_LUA_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/*.lua ${CMAKE_SOURCE_DIR}/compiler/arch/*.lua)
 foreach(script ${KILN_LUA_EXAMPLES})
   get_filename_component(name ${script} NAME_WE)
   add_test(NAME lua_example_${name}

@@ -325,7 +325,10 @@ bool info_gguf(Arena *a, const char *path, const InfoOptions *o, bool *has_descr
   if (!gguf_load(a, path, g, d))
     return false;
   bool json = o->json;
-  const char *arch = gguf_kv_string(gguf_kv(g, "general.architecture"), NULL);
+  size_t alen = 0;
+  const char *arch = gguf_kv_string(gguf_kv(g, "general.architecture"), &alen);
+  if (arch && !dsl_arch_name_ok(arch, alen))
+    arch = "(malformed)"; /* and no hyperparameters: no key starts with it */
   const char *name = gguf_kv_string(gguf_kv(g, "general.name"), NULL);
   const char *described = arch && dsl_arch_text(arch) ? arena_printf(a, "arch/%s.lua", arch) : NULL;
   *has_description = described != NULL;

@@ -11,9 +11,19 @@
 #include "../emit/templates.h"
 #include "lua_frontend.h"
 
+bool dsl_arch_name_ok(const char *arch, size_t len) {
+  if (len < 1 || len > 64 || strlen(arch) != len)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((arch[i] >= 'a' && arch[i] <= 'z') || (arch[i] >= 'A' && arch[i] <= 'Z') ||
+          (arch[i] >= '0' && arch[i] <= '9') || arch[i] == '_' || arch[i] == '-' || arch[i] == '.'))
+      return false;
+  return true;
+}
+
 const char *dsl_arch_text(const char *arch) {
   char name[96];
-  if (strlen(arch) > 64 || strchr(arch, '/'))
+  if (!dsl_arch_name_ok(arch, strlen(arch)))
     return NULL;
   snprintf(name, sizeof name, "arch/%s.lua", arch);
   return template_text(name);
@@ -51,17 +61,22 @@ Graph *dsl_load_gguf(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
     return NULL;
   size_t len;
   const char *arch = gguf_kv_string(gguf_kv(g, "general.architecture"), &len);
-  if (!arch || !len || strlen(arch) != len) {
+  if (!arch) {
     diag_error(d, "no general.architecture (a string); expected a GGUF model file, which names its "
                   "architecture (kiln has descriptions for %s), or a .lua description with --weights %s",
                dsl_arch_names(a), path);
     return NULL;
   }
+  if (!dsl_arch_name_ok(arch, len)) { /* not echoed: it may hold anything */
+    diag_error(d, "general.architecture (%zu bytes) is not an architecture's name; expected 1 to 64 letters, "
+                  "digits, '_', '-' or '.', one of: %s", len, dsl_arch_names(a));
+    return NULL;
+  }
   const char *text = dsl_arch_text(arch);
   if (!text) {
-    diag_error(d, "general.architecture is '%.64s%s', which kiln has no description for; expected one of: "
+    diag_error(d, "general.architecture is '%s', which kiln has no description for; expected one of: "
                   "%s (or a .lua description of your own with --weights %s: docs/gguf.md)",
-               arch, len > 64 ? "..." : "", dsl_arch_names(a), path);
+               arch, dsl_arch_names(a), path);
     return NULL;
   }
   LuaOptions lo = o ? *o : none;

@@ -39,6 +39,9 @@ Graph *dsl_load_text(Arena *a, const char *name, const char *text, const LuaOpti
  * a Lua description for each one it compiles (compiler/arch/README.md),
  * embedded as arch/ARCH.lua and installed to share/kiln/arch/. */
 
+/* Whether arch (len bytes) can be an architecture's name, safe to print:
+ * 1 to 64 of [A-Za-z0-9_.-] ("llama", "qwen2", "command-r"). */
+bool dsl_arch_name_ok(const char *arch, size_t len);
 /* The bundled description of architecture arch, or NULL. */
 const char *dsl_arch_text(const char *arch);
 /* The architectures kiln has descriptions for, "llama, qwen2" (arena). */

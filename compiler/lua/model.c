@@ -490,18 +490,21 @@ static int gguf_meta(lua_State *L) {
 static int gguf_arch(lua_State *L) {
   LuaCtx *c = lctx(L);
   const char *want = luaL_checkstring(L, 1);
+  size_t len = 0;
+  const char *arch = c->gguf ? gguf_kv_string(gguf_kv(c->gguf, "general.architecture"), &len) : NULL;
+  if (!dsl_arch_name_ok(want, strlen(want)))
+    dsl_fail(L, "gguf_arch: '%.64s' is not an architecture's name; expected 1 to 64 letters, digits, '_', '-' "
+                "or '.', as GGUF files spell general.architecture", want);
   if (!c->gguf)
     return 1;
-  size_t len;
-  const char *arch = gguf_kv_string(gguf_kv(c->gguf, "general.architecture"), &len);
-  if (!arch)
-    dsl_fail(L, "gguf_arch: %s has no general.architecture; expected a GGUF model file of architecture '%s'",
-             c->gguf->path, want);
+  if (!arch || !dsl_arch_name_ok(arch, len))
+    dsl_fail(L, "gguf_arch: %s has %s general.architecture; expected a GGUF model file of architecture '%s'",
+             c->gguf->path, arch ? "a malformed" : "no", want);
   if (strcmp(arch, want) != 0) {
     const char *has = dsl_arch_text(arch)
-        ? arena_printf(c->a, "`kiln compile %s`, which runs kiln's description of %.64s", c->gguf->path, arch)
-        : arena_printf(c->a, "a description of %.64s (kiln has descriptions for %s)", arch, dsl_arch_names(c->a));
-    dsl_fail(L, "gguf_arch: %s is a '%.64s' model (general.architecture), and this description is for '%s' "
+        ? arena_printf(c->a, "`kiln compile %s`, which runs kiln's description of %s", c->gguf->path, arch)
+        : arena_printf(c->a, "a description of %s (kiln has descriptions for %s)", arch, dsl_arch_names(c->a));
+    dsl_fail(L, "gguf_arch: %s is a '%s' model (general.architecture), and this description is for '%s' "
                 "(it reads the %s.* keys); expected a %s GGUF file, or %s", c->gguf->path, arch, want, want,
              want, has);
   }
