@@ -142,7 +142,8 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
   Buf b = {0};
   char ts[160];
   if (o->json) {
-    buf_puts(&b, o->after_gguf ? "  \"model\": " : "{\n  \"model\": ");
+    buf_puts(&b, o->gguf_part ? o->gguf_part : "{\n");
+    buf_puts(&b, "  \"model\": ");
     json_str(&b, g->file ? g->file : "");
     buf_printf(&b, ",\n  \"opset\": %d,\n  \"inputs\": [", g->opset);
     io_list(&b, g, g->inputs, g->ninputs, true);
@@ -199,6 +200,7 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
     buf_printf(&b, "]},\n  \"code\": {\"c_bytes\": %zu, \"h_bytes\": %zu, \"weights_blob_bytes\": %zu}\n}\n",
                cbuf.len, hbuf.len, blob_bytes);
   } else {
+    buf_puts(&b, o->gguf_part ? o->gguf_part : "");
     buf_printf(&b, "model     %s (graph %s, opset %d)\n", g->file ? g->file : "?", g->name, g->opset);
     buf_puts(&b, "inputs    ");
     io_list(&b, g, g->inputs, g->ninputs, false);
@@ -320,7 +322,7 @@ static void special_token(Buf *b, const Gguf *g, const char *key, bool json) {
   }
 }
 
-bool info_gguf(Arena *a, const char *path, const InfoOptions *o, bool *has_description, Diag *d) {
+bool info_gguf(Buf *out, Arena *a, const char *path, const InfoOptions *o, bool *has_description, Diag *d) {
   Gguf gg, *g = &gg;
   if (!gguf_load(a, path, g, d))
     return false;
@@ -449,7 +451,7 @@ bool info_gguf(Arena *a, const char *path, const InfoOptions *o, bool *has_descr
     buf_puts(&b, ",\n");
   else if (described)
     buf_puts(&b, "\n");
-  fputs(b.s, stdout);
+  buf_puts(out, b.s);
   buf_free(&b);
   return true;
 }

@@ -753,13 +753,17 @@ static int cmd_info(Cli *c) {
   if (dsl_is_gguf(c->model)) { /* the file first; then, when kiln can compile it, the model */
     d.file = c->model;
     bool described;
-    if (!info_gguf(a, c->model, &io, &described, &d))
+    Buf part = {0};
+    if (!info_gguf(&part, a, c->model, &io, &described, &d))
       return fail(&d, a);
     if (!described) { /* kiln cannot compile it: the file's part is the report */
+      fputs(part.s, stdout);
+      buf_free(&part);
       arena_free(a);
       return 0;
     }
-    io.after_gguf = true;
+    io.gguf_part = arena_strdup(a, part.s); /* printed with the report: nothing on stdout on an error */
+    buf_free(&part);
   }
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
   if (before)
