@@ -124,7 +124,7 @@ static const char *usage_check =
     "  --min-cosine=C             a float output must also have cosine >= C with the reference\n"
     "                             (quantized models: int8 rounding differs between engines)\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
-    "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
+    "  --model FILE               compile FILE (.onnx, .kir, .lua, .gguf) instead of DIR/model.onnx|.kir|.lua\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2: the\n"
     "                             plain C bodies of avx2/avx512 kernels, -march=native for their SIMD)\n"
     "  --keep                     keep the build folder\n"
