@@ -1,11 +1,18 @@
-# embed_templates.cmake — turn templates/*.c.in into templates_data.c, a
-# table of C string literals, so the kiln binary carries its kernels.
-# Usage: cmake -DOUT=file.c -DFILES="a;b" -P embed_templates.cmake
+# embed_templates.cmake — turn templates/*.c.in (and the bundled Lua
+# modules) into templates_data.c, a table of C string literals, so the kiln
+# binary carries its kernels; the GGUF architectures' descriptions (ARCHS)
+# go in the same table as arch/NAME.lua.
+# Usage: cmake -DOUT=file.c -DFILES="a|b" -DARCHS="x.lua|y.lua" -P embed_templates.cmake
 set(body "/* generated from templates/ by cmake/embed_templates.cmake */\n#include <string.h>\n#include \"emit/templates.h\"\n\nstatic const struct { const char *name, *text; } table[] = {\n")
 string(REPLACE "|" ";" FILES "${FILES}")
-foreach(f ${FILES})
+string(REPLACE "|" ";" ARCHS "${ARCHS}")
+foreach(f ${FILES} ${ARCHS})
   get_filename_component(name ${f} NAME)
   string(REGEX REPLACE "\\.c\\.in$" "" name ${name})
+  list(FIND ARCHS "${f}" arch_index)
+  if(arch_index GREATER -1)
+    set(name "arch/${name}")
+  endif()
   file(READ ${f} text)
   string(REPLACE "\\" "\\\\" text "${text}")
   string(REPLACE "\"" "\\\"" text "${text}")
@@ -13,5 +20,6 @@ foreach(f ${FILES})
   string(APPEND body "  {\"${name}\",\n    \"${text}\"},\n")
 endforeach()
 string(APPEND body "};\n\nconst char *template_text(const char *name) {\n  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)\n    if (strcmp(table[i].name, name) == 0)\n      return table[i].text;\n  return NULL;\n}\n")
+string(APPEND body "\nconst char *template_name(size_t i) { return i < sizeof table / sizeof table[0] ? table[i].name : NULL; }\n")
 file(WRITE ${OUT}.tmp "${body}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -8,6 +8,8 @@
 #   lib/cmake/kiln/kilnConfig.cmake    find_package(kiln): kiln::kiln, kiln::runtime,
 #                                      kiln_add_model() (KilnAddModel.cmake)
 #   lib/pkgconfig/kiln.pc              pkg-config --cflags kiln (and --variable=kiln)
+#   share/kiln/arch/ARCH.lua           the GGUF architectures' descriptions kiln
+#                                      embeds (KILN_ARCHS), to read or to adapt
 #
 # Every installed path is relative to the prefix, so `cmake --install build
 # --prefix DIR` works for any DIR. The build tree is a package too:
@@ -41,6 +43,8 @@ add_custom_target(kiln_man ALL DEPENDS ${CMAKE_BINARY_DIR}/kiln.1)
 install(FILES ${CMAKE_BINARY_DIR}/kiln.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 # bash completion (commands and options read from kiln's own help)
 install(FILES cmake/kiln.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME kiln)
+# the descriptions `kiln compile FILE.gguf` runs (the binary has them too)
+install(FILES ${KILN_ARCHS} DESTINATION ${CMAKE_INSTALL_DATADIR}/kiln/arch)
 
 # CMake package: installed, and in the build tree
 configure_file(cmake/kilnConfig.cmake.in ${CMAKE_BINARY_DIR}/kilnConfig.cmake @ONLY)

@@ -8,6 +8,15 @@ token with a KV cache, built from a GGUF file's own metadata:
   $ cc -O2 -march=native -Iout -c out/smol.c out/smol_weights.S
   $ cc -O2 -Iout examples/generate.c smol.o smol_weights.o -lm -o out/generate
 
+This file is also kiln's bundled description of the llama architecture:
+`kiln compile model.gguf` runs it for a GGUF whose general.architecture is
+llama (embedded in kiln as arch/llama.lua, installed as
+share/kiln/arch/llama.lua; compiler/arch/README.md), so
+
+  $ kiln compile "$gguf" --set ctx=512 -o out/smol.c
+
+writes the same C as the command above.
+
   tokens [T] ──token_embd──> N blocks ──RMSNorm──> last token ──> logits [vocab]
 
   block:  h += attn_output(attention(rope(attn_q(n)), cache(rope(attn_k(n))), cache(attn_v(n))))   n = RMSNorm(h)
@@ -40,7 +49,8 @@ token with a KV cache, built from a GGUF file's own metadata:
 local nn = require "nn"
 
 local cfg = config{ctx = 512, prefill = 64, kv = "f32"}
-local meta = function(key, default) return gguf_meta("llama." .. key, default) end
+local arch = gguf_arch("llama") -- a GGUF of another architecture is an error that says so
+local meta = function(key, default) return gguf_meta(arch .. "." .. key, default) end
 local layers = meta("block_count", 2)
 local d = meta("embedding_length", 64)
 local heads = meta("attention.head_count", 4)
@@ -50,7 +60,7 @@ local theta = meta("rope.freq_base", 10000.0)
 local eps = meta("attention.layer_norm_rms_epsilon", 1e-5)
 local head_dim = d // heads
 local rot_dim = meta("rope.dimension_count", head_dim)
-local vocab = meta("vocab_size", 256)
+local vocab = meta("vocab_size", (param_shape("token_embd.weight") or {256})[1])
 local tied = not has_param("output.weight")
 
 local function linear(name, x, out)

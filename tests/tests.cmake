@@ -351,9 +351,11 @@ add_test(NAME dsl_methods COMMAND ${T}/dsl/run_dsl_tests.sh ${KILN_BIN})
 set_tests_properties(dsl_methods PROPERTIES SKIP_RETURN_CODE 77)
 
 # ---- Lua examples and the nn library (tests/lua) ----
-# every examples/*.lua: generated C and the interpreter vs ONNX Runtime on
-# the script's `kiln export`, seeded random inputs; prints max error and .c size
-file(GLOB KILN_LUA_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/*.lua)
+# every examples/*.lua and compiler/arch/*.lua (the GGUF architectures'
+# descriptions, on their random defaults): generated C and the interpreter
+# vs ONNX Runtime on the script's `kiln export`, seeded random inputs;
+# prints max error and .c size
+file(GLOB KILN_LUA_EXAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/examples/*.lua ${CMAKE_SOURCE_DIR}/compiler/arch/*.lua)
 foreach(script ${KILN_LUA_EXAMPLES})
   get_filename_component(name ${script} NAME_WE)
   add_test(NAME lua_example_${name}
@@ -651,6 +653,20 @@ add_test(NAME gguf_bind_smollm
          COMMAND sh -c "f=$(\"$0\" \"$1\") || exit $?; \"$2\" info -q \"$3\" --weights \"$f\" --strict-weights"
                  ${T}/gguf/fetch_smollm.sh ${CMAKE_BINARY_DIR}/smollm ${KILN_BIN} ${T}/gguf/smollm_bind.lua)
 set_tests_properties(gguf_bind_smollm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# ---- GGUF files as models (issue 23; tests/gguf/arch/, compiler/lua/arch.c) ----
+# kiln compile FILE.gguf runs kiln's description of the file's
+# general.architecture: the same C as examples/llama.lua --weights on the
+# llama fixture; the refusals (an architecture kiln has no description for,
+# a description given another architecture's file, --weights beside a
+# GGUF model) and kiln info's GGUF part (text, -v, --json)
+add_test(NAME gguf_arch_models COMMAND ${T}/gguf/arch/run_arch.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-arch-tests/models)
+# compiler/arch/qwen2.lua on tools/make_qwen2_gguf.py's random Qwen2 files
+# (tied and untied output) against tools/qwen2_reference.py's float64
+# NumPy answer (committed in tests/gguf/arch/ref/): the same 16 greedy
+# tokens, every step's logits within 1e-5 of the largest
+add_test(NAME gguf_arch_qwen2_reference
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/gguf/arch/run_qwen2.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-arch-tests/qwen2)
 
 # RotaryEmbedding against numpy (tools/make_rotary_cases.py): ONNX
 # Runtime's com.microsoft spelling (rank 3 and 4, runtime position_ids, a

@@ -53,6 +53,7 @@ Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag 
   progress_status("reading %s", path);
   Graph *g = ends_with(path, ".kir")   ? load_kir(a, path, d)
              : ends_with(path, ".lua") ? dsl_load_model(a, path, lua, d)
+             : dsl_is_gguf(path)       ? dsl_load_gguf(a, path, lua, d)
                                        : onnx_import(a, path, d);
   progress_clear();
   return g;

@@ -18,9 +18,11 @@ typedef struct PipelineOptions {
   const LuaOptions *lua;    /* for .lua models (NULL: defaults) */
 } PipelineOptions;
 
-/* An ONNX model, IR text when path ends in .kir (with its .bin), or a Lua
+/* An ONNX model, IR text when path ends in .kir (with its .bin), a Lua
  * model description when it ends in .lua (run with lua's options: --set,
- * --weights, limits; NULL for the defaults). */
+ * --weights, limits; NULL for the defaults), or a GGUF file (named .gguf
+ * or by its magic): kiln's description of its general.architecture, run
+ * with the file as its weights (lua's --set and limits apply). */
 Graph *driver_load_opts(Arena *a, const char *path, const LuaOptions *lua, Diag *d);
 Graph *driver_load(Arena *a, const char *path, Diag *d);
 /* Write g as path (.kir) plus path's .bin sidecar when it has large

@@ -11,6 +11,7 @@
 #include "../emit/emit_api.h"
 #include "../ir/ops.h"
 #include "../emit/weights_blob.h"
+#include "../lua/lua_frontend.h"
 
 /* ---- FLOPs ---------------------------------------------------------------- */
 
@@ -141,7 +142,8 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
   Buf b = {0};
   char ts[160];
   if (o->json) {
-    buf_puts(&b, "{\n  \"model\": ");
+    buf_puts(&b, o->gguf_part ? o->gguf_part : "{\n");
+    buf_puts(&b, "  \"model\": ");
     json_str(&b, g->file ? g->file : "");
     buf_printf(&b, ",\n  \"opset\": %d,\n  \"inputs\": [", g->opset);
     io_list(&b, g, g->inputs, g->ninputs, true);
@@ -198,6 +200,7 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
     buf_printf(&b, "]},\n  \"code\": {\"c_bytes\": %zu, \"h_bytes\": %zu, \"weights_blob_bytes\": %zu}\n}\n",
                cbuf.len, hbuf.len, blob_bytes);
   } else {
+    buf_puts(&b, o->gguf_part ? o->gguf_part : "");
     buf_printf(&b, "model     %s (graph %s, opset %d)\n", g->file ? g->file : "?", g->name, g->opset);
     buf_puts(&b, "inputs    ");
     io_list(&b, g, g->inputs, g->ninputs, false);
@@ -242,6 +245,215 @@ bool info_report(const Graph *before, Graph *g, const InfoOptions *o, Diag *d) {
   buf_free(&hbuf);
   free(c);
   return emitted;
+}
+
+/* ---- a GGUF file at a glance --------------------------------------------------- */
+
+/* s (len bytes, maybe with NULs or control bytes) as a quoted string, at
+ * most max bytes of it: JSON's escapes, which also read well as text. */
+static void quoted(Buf *b, const char *s, size_t len, size_t max) {
+  buf_puts(b, "\"");
+  for (size_t i = 0; i < len && i < max; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\')
+      buf_printf(b, "\\%c", ch);
+    else if (ch == '\n')
+      buf_puts(b, "\\n");
+    else if (ch < 0x20 || ch == 0x7f)
+      buf_printf(b, "\\u%04x", ch);
+    else
+      buf_put(b, s + i, 1);
+  }
+  buf_puts(b, len > max ? "...\"" : "\"");
+}
+
+/* One metadata value: numbers exact (%.9g for f32 and f64 alike would
+ * round f64s: %.17g), strings quoted, arrays as their first items; JSON
+ * syntax either way (an array over 8 items ends with "..." in text, is
+ * cut to 8 in JSON). */
+static void gguf_value_put(Buf *b, const GgufValue *v, bool json) {
+  int64_t i;
+  double f;
+  size_t len;
+  const char *str = gguf_value_string(v, &len);
+  if (str)
+    quoted(b, str, len, json ? (size_t)-1 : 80);
+  else if (v->type == GGUF_BOOL)
+    buf_puts(b, v->u ? "true" : "false");
+  else if (v->type == GGUF_F32)
+    buf_printf(b, "%.9g", v->f);
+  else if (v->type == GGUF_F64)
+    buf_printf(b, "%.17g", v->f);
+  else if (gguf_value_int(v, &i))
+    buf_printf(b, "%lld", (long long)i);
+  else if (v->type != GGUF_ARRAY && gguf_value_float(v, &f))
+    buf_printf(b, "%.17g", f);
+  else if (v->type == GGUF_ARRAY) {
+    buf_puts(b, "[");
+    for (uint64_t k = 0; k < v->arr.n && k < 8; k++) {
+      GgufValue item;
+      gguf_array_value(v, k, &item);
+      buf_puts(b, k ? ", " : "");
+      gguf_value_put(b, &item, json);
+    }
+    buf_puts(b, v->arr.n > 8 && !json ? ", ...]" : "]");
+    if (!json)
+      buf_printf(b, " (%llu %s)", (unsigned long long)v->arr.n, gguf_type_name(v->arr.elem));
+  }
+}
+
+/* Token id key's value and its text: ' 1 "<|im_start|>"', or " none". */
+static void special_token(Buf *b, const Gguf *g, const char *key, bool json) {
+  int64_t id;
+  if (!gguf_kv_int(gguf_kv(g, key), &id)) {
+    buf_puts(b, json ? "null" : " none");
+    return;
+  }
+  const GgufKV *toks = gguf_kv(g, "tokenizer.ggml.tokens");
+  size_t len;
+  const char *text = toks && id >= 0 ? gguf_array_string(&toks->v, (uint64_t)id, &len) : NULL;
+  if (json) {
+    buf_printf(b, "{\"id\": %lld, \"text\": ", (long long)id);
+    text ? quoted(b, text, len, (size_t)-1) : buf_puts(b, "null");
+    buf_puts(b, "}");
+  } else {
+    buf_printf(b, " %lld ", (long long)id);
+    text ? quoted(b, text, len, 40) : buf_puts(b, "(no such token)");
+  }
+}
+
+bool info_gguf(Buf *out, Arena *a, const char *path, const InfoOptions *o, bool *has_description, Diag *d) {
+  Gguf gg, *g = &gg;
+  if (!gguf_load(a, path, g, d))
+    return false;
+  bool json = o->json;
+  size_t alen = 0;
+  const char *arch = gguf_kv_string(gguf_kv(g, "general.architecture"), &alen);
+  if (arch && !dsl_arch_name_ok(arch, alen))
+    arch = "(malformed)"; /* and no hyperparameters: no key starts with it */
+  const char *name = gguf_kv_string(gguf_kv(g, "general.name"), NULL);
+  const char *described = arch && dsl_arch_text(arch) ? arena_printf(a, "arch/%s.lua", arch) : NULL;
+  *has_description = described != NULL;
+  Buf b = {0};
+  /* the tensors: bytes, and count per ggml type in order of first use */
+  const char *types[64];
+  int counts[64], ntypes = 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < g->n; i++) {
+    int k = 0;
+    while (k < ntypes && strcmp(types[k], g->t[i].type_name))
+      k++;
+    if (k == ntypes && ntypes < 64)
+      types[ntypes] = g->t[i].type_name, counts[ntypes++] = 0;
+    if (k < ntypes)
+      counts[k]++;
+    bytes += (int64_t)g->t[i].file_bytes;
+  }
+  size_t prefix = arch ? strlen(arch) + 1 : 0;
+  const GgufKV *toks = gguf_kv(g, "tokenizer.ggml.tokens");
+  uint64_t ntok = 0;
+  gguf_kv_array(toks, NULL, &ntok);
+  const char *tmodel = gguf_kv_string(gguf_kv(g, "tokenizer.ggml.model"), NULL);
+  const char *tpre = gguf_kv_string(gguf_kv(g, "tokenizer.ggml.pre"), NULL);
+  size_t tlen = 0;
+  bool chat = gguf_kv_string(gguf_kv(g, "tokenizer.chat_template"), &tlen) != NULL;
+  if (json) {
+    buf_puts(&b, "{\n  \"gguf\": {\"file\": ");
+    json_str(&b, path);
+    buf_printf(&b, ", \"version\": %u, \"metadata_keys\": %d, \"architecture\": ", g->version, g->nkv);
+    arch ? json_str(&b, arch) : buf_puts(&b, "null");
+    buf_puts(&b, ", \"name\": ");
+    name ? json_str(&b, name) : buf_puts(&b, "null");
+    buf_puts(&b, ", \"description\": ");
+    described ? json_str(&b, described) : buf_puts(&b, "null");
+    buf_puts(&b, ",\n    \"hyperparameters\": {");
+    bool first = true;
+    for (int i = 0; i < g->nkv && arch; i++)
+      if (!strncmp(g->kv[i].key, arch, prefix - 1) && g->kv[i].key[prefix - 1] == '.') {
+        buf_puts(&b, first ? "" : ", ");
+        json_str(&b, g->kv[i].key + prefix);
+        buf_puts(&b, ": ");
+        gguf_value_put(&b, &g->kv[i].v, true);
+        first = false;
+      }
+    buf_printf(&b, "},\n    \"tensors\": {\"count\": %d, \"bytes\": %lld, \"types\": {", g->n, (long long)bytes);
+    for (int k = 0; k < ntypes; k++)
+      buf_printf(&b, "%s\"%s\": %d", k ? ", " : "", types[k], counts[k]);
+    buf_puts(&b, "}");
+    if (o->verbose) {
+      buf_puts(&b, ", \"list\": [");
+      for (int i = 0; i < g->n; i++) {
+        buf_puts(&b, i ? ", {\"name\": " : "{\"name\": ");
+        json_str(&b, g->t[i].name);
+        buf_printf(&b, ", \"type\": \"%s\", \"shape\": [", g->t[i].type_name);
+        for (int k = 0; k < g->t[i].type.rank; k++)
+          buf_printf(&b, "%s%lld", k ? ", " : "", (long long)g->t[i].type.dims[k]);
+        buf_printf(&b, "], \"bytes\": %zu}", g->t[i].file_bytes);
+      }
+      buf_puts(&b, "]");
+    }
+    buf_puts(&b, "},\n    \"tokenizer\": {\"model\": ");
+    tmodel ? json_str(&b, tmodel) : buf_puts(&b, "null");
+    buf_puts(&b, ", \"pre\": ");
+    tpre ? json_str(&b, tpre) : buf_puts(&b, "null");
+    buf_printf(&b, ", \"tokens\": %llu, \"bos\": ", (unsigned long long)ntok);
+    special_token(&b, g, "tokenizer.ggml.bos_token_id", true);
+    buf_puts(&b, ", \"eos\": ");
+    special_token(&b, g, "tokenizer.ggml.eos_token_id", true);
+    buf_printf(&b, ", \"chat_template\": %s}}", chat ? "true" : "false");
+  } else {
+    buf_printf(&b, "gguf      %s: GGUF v%u, %d metadata keys, %d tensors\n", path, g->version, g->nkv, g->n);
+    buf_printf(&b, "arch      %s", arch ? arch : "none (no general.architecture)");
+    if (name) {
+      buf_puts(&b, ", ");
+      quoted(&b, name, strlen(name), 80);
+    }
+    if (described)
+      buf_printf(&b, "; kiln's description: %s\n", described);
+    else
+      buf_printf(&b, "; kiln has no description for it (it has: %s)\n", dsl_arch_names(a));
+    bool first = true;
+    int w = 0;
+    for (int i = 0; i < g->nkv && arch; i++)
+      if (!strncmp(g->kv[i].key, arch, prefix - 1) && g->kv[i].key[prefix - 1] == '.' && (int)strlen(g->kv[i].key) > w)
+        w = (int)strlen(g->kv[i].key);
+    for (int i = 0; i < g->nkv && arch; i++)
+      if (!strncmp(g->kv[i].key, arch, prefix - 1) && g->kv[i].key[prefix - 1] == '.') {
+        buf_printf(&b, "%-10s%-*s ", first ? "hparams" : "", w, g->kv[i].key);
+        gguf_value_put(&b, &g->kv[i].v, false);
+        buf_puts(&b, "\n");
+        first = false;
+      }
+    buf_printf(&b, "tensors   %d, %.2f MB:", g->n, (double)bytes / 1e6);
+    for (int k = 0; k < ntypes; k++)
+      buf_printf(&b, "%s %s %d", k ? "," : "", types[k], counts[k]);
+    buf_puts(&b, o->verbose || !g->n ? "\n" : " (-v: each tensor)\n");
+    for (int i = 0; i < g->n && o->verbose; i++) {
+      char ts[160];
+      Type t = g->t[i].type; /* the shape param{} binds, row-major */
+      t.dt = DT_F32;
+      const char *shape = strchr(type_str(&t, ts, sizeof ts), '[');
+      buf_printf(&b, "          %-32s %-6s %-16s %zu bytes\n", g->t[i].name, g->t[i].type_name,
+                 shape ? shape : "[]", g->t[i].file_bytes);
+    }
+    buf_printf(&b, "tokenizer %s", tmodel ? tmodel : "none (no tokenizer.ggml.model)");
+    if (tpre)
+      buf_printf(&b, " (pre %s)", tpre);
+    buf_printf(&b, ", %llu tokens; BOS", (unsigned long long)ntok);
+    special_token(&b, g, "tokenizer.ggml.bos_token_id", false);
+    buf_puts(&b, ", EOS");
+    special_token(&b, g, "tokenizer.ggml.eos_token_id", false);
+    buf_printf(&b, "; chat template: %s\n", chat ? arena_printf(a, "yes, %zu bytes", tlen) : "none");
+  }
+  if (json && !described)
+    buf_puts(&b, "\n}\n"); /* the whole report: kiln cannot compile the file */
+  else if (json)
+    buf_puts(&b, ",\n");
+  else if (described)
+    buf_puts(&b, "\n");
+  buf_puts(out, b.s);
+  buf_free(&b);
+  return true;
 }
 
 /* ---- the workspace picture --------------------------------------------------- */

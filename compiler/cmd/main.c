@@ -23,7 +23,9 @@ static const char *usage =
     "usage: kiln <command> [options]\n"
     "\n"
     "commands:\n"
-    "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua or .kir) to C (OUT.c + OUT.h + kiln_rt.h)\n"
+    "  compile MODEL [-o OUT.c]   compile a model (.onnx, .lua, .kir or .gguf) to C (OUT.c + OUT.h + kiln_rt.h);\n"
+    "                             a GGUF file is compiled by kiln's description of its\n"
+    "                             general.architecture (llama, qwen2, ...: docs/gguf.md)\n"
     "  opt IN.kir [-o OUT.kir]    run passes (--passes=...) on a model, write the IR as text\n"
     "  run MODEL --input NAME=FILE.npy|FILE.pb ...\n"
     "                             run the reference interpreter and print the outputs\n"
@@ -32,7 +34,9 @@ static const char *usage =
     "                             DIR/model.kir stands in when there is no model.onnx)\n"
     "  bench MODEL                compile, build and time the generated C; ends with one line\n"
     "                             median_ms=.. min_ms=.. runs=.. workspace_bytes=.. rss_kb=..\n"
-    "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size\n"
+    "  info MODEL                 the model at a glance: I/O, params, FLOPs, nodes, workspace, code size;\n"
+    "                             a GGUF file's architecture, hyperparameters, tensor types (-v:\n"
+    "                             each tensor), tokenizer, BOS/EOS and chat template first\n"
     "  dot MODEL [-o FILE.dot]    the graph as Graphviz (--after=PASS: as it is after that pass)\n"
     "  export MODEL -o OUT.onnx   the model as ONNX (after bind,infer,fold,simplify,dce unless\n"
     "                             --passes=; kiln ops lowered to standard ones) for ONNX Runtime, Netron\n"
@@ -42,16 +46,18 @@ static const char *usage =
     "  --help, --version (-V)\n";
 
 static const char *usage_lua =
-    "Lua model options (MODEL.lua, see docs/lua.md; every command that takes a MODEL):\n"
+    "Lua model options (MODEL.lua, see docs/lua.md, or MODEL.gguf; every command that takes a MODEL):\n"
     "  --set KEY=VALUE            override a config{} parameter of the script\n"
     "  --weights FILE             bind param{}s by name from a .safetensors or GGUF file (told\n"
     "                             by its magic bytes; Q8_0/Q4_0/Q4_1 tensors stay quantized:\n"
     "                             docs/gguf.md); tensors the script does not use are skipped\n"
-    "                             with a note (where the weights go in the C: --weights-mode)\n"
+    "                             with a note (where the weights go in the C: --weights-mode);\n"
+    "                             not with a .gguf MODEL, which holds its weights\n"
     "  --strict-weights           a tensor the script does not use is an error\n"
     "  --lua-steps=N              the script's instruction budget (default 1000000000)\n"
     "  --lua-mem=MB               the script's memory cap (default 512)\n"
-    "  -v                         add the Lua traceback to script errors\n";
+    "  -v                         add the Lua traceback to script errors; (info on a .gguf) list\n"
+    "                             every tensor: name, type, shape, bytes\n";
 
 static const char *usage_compile =
     "compile and run options:\n"
@@ -118,7 +124,7 @@ static const char *usage_check =
     "  --min-cosine=C             a float output must also have cosine >= C with the reference\n"
     "                             (quantized models: int8 rounding differs between engines)\n"
     "  --interp                   check the reference interpreter instead of generated C\n"
-    "  --model FILE               compile FILE (.onnx, .kir, .lua) instead of DIR/model.onnx|.kir|.lua\n"
+    "  --model FILE               compile FILE (.onnx, .kir, .lua, .gguf) instead of DIR/model.onnx|.kir|.lua\n"
     "  --cc=CC --cflags=FLAGS     compiler for the generated C (default: $CC or cc, -O2: the\n"
     "                             plain C bodies of avx2/avx512 kernels, -march=native for their SIMD)\n"
     "  --keep                     keep the build folder\n"
@@ -743,6 +749,22 @@ static void bind_symbols_to_one(Cli *c, const Graph *g) {
 static int cmd_info(Cli *c) {
   Arena *a = arena_new();
   Diag d = {0};
+  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .verbose = c->pipe.pass.verbose};
+  if (dsl_is_gguf(c->model)) { /* the file first; then, when kiln can compile it, the model */
+    d.file = c->model;
+    bool described;
+    Buf part = {0};
+    if (!info_gguf(&part, a, c->model, &io, &described, &d))
+      return fail(&d, a);
+    if (!described) { /* kiln cannot compile it: the file's part is the report */
+      fputs(part.s, stdout);
+      buf_free(&part);
+      arena_free(a);
+      return 0;
+    }
+    io.gguf_part = arena_strdup(a, part.s); /* printed with the report: nothing on stdout on an error */
+    buf_free(&part);
+  }
   Graph *before = driver_load_opts(a, c->model, &c->lua, &d);
   if (before)
     bind_symbols_to_one(c, before);
@@ -751,7 +773,7 @@ static int cmd_info(Cli *c) {
   c->pipe.pass.quant_report = c->pipe.pass.quantize ? &qr : NULL;
   if (!g || !driver_lower(g, &c->pipe, &d))
     return fail(&d, a);
-  InfoOptions io = {.json = c->json, .memory_svg = c->memory_svg, .quant = c->pipe.pass.quant_report};
+  io.quant = c->pipe.pass.quant_report;
   if (c->memory_svg) { /* the file first: an error prints no report */
     Buf b = {0};
     info_memory_svg(&b, g);
@@ -907,10 +929,14 @@ int main(int argc, char **argv) {
   /* check DIR finds its model inside DIR (maybe a .lua): judge --model, or nothing */
   const char *model = !strcmp(c.cmd, "check") ? c.check.model : c.model;
   size_t ml = model ? strlen(model) : 0;
-  bool lua_model = !model || (ml > 4 && !strcmp(model + ml - 4, ".lua"));
+  bool gguf_model = model && dsl_is_gguf(model); /* kiln's description of its architecture */
+  bool lua_model = !model || (ml > 4 && !strcmp(model + ml - 4, ".lua")) || gguf_model;
   if (!lua_model && (c.lua.weights || c.lua.nsets))
-    die("%s: --weights FILE and --set are for .lua models; expected a .lua model (ONNX and .kir "
+    die("%s: --weights FILE and --set are for .lua models and GGUF files; expected a .lua model (ONNX and .kir "
         "models carry their own weights and shapes: see --shape)", c.lua.weights ? "--weights" : "--set");
+  if (gguf_model && c.lua.weights)
+    die("--weights %s: the model %s is a GGUF file, which holds its weights; expected no --weights (or a .lua "
+        "description: kiln %s DESCRIPTION.lua --weights %s)", c.lua.weights, model, c.cmd, model);
   if (c.kv_cache || c.prefill || c.kv_dtype) { /* --kv-cache: compile an ONNX model with a past */
     const char *flag = c.kv_cache ? "--kv-cache" : c.prefill ? "--prefill" : "--kv-dtype";
     if (strcmp(c.cmd, "compile"))

@@ -3,7 +3,12 @@
 #ifndef KILN_TEMPLATES_H
 #define KILN_TEMPLATES_H
 
+#include <stddef.h>
+
 /* The text of templates/NAME.c.in, or NULL. */
 const char *template_text(const char *name);
+/* The i-th entry's name (in the build's sorted order), or NULL past the
+ * last: to list the bundled GGUF descriptions, "arch/NAME.lua". */
+const char *template_name(size_t i);
 
 #endif

@@ -5,8 +5,11 @@
  * compiler/lua/'s files, one job each, and the headers they include (an
  * arrow: "includes the header of"); no file includes a header above it:
  *
+ *   arch.c     a GGUF file as a model: the bundled description of its
+ *      |       architecture (dsl_load_gguf, lua_frontend.h), run by
+ *      v
  *   sandbox.c  runs a script: Lua state, safe libs, require, limits;
- *      |       dsl_load_model (lua_frontend.h)
+ *      |       dsl_load_model, dsl_load_text (lua_frontend.h)
  *      v
  *   model.c    config{}, input{}, output(), param{}, weights(), the final
  *      |       checks (lua_model.h)

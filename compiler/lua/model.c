@@ -1,7 +1,7 @@
 /* model.c — the model-level globals of the DSL: config{} (script
  * parameters, overridable with --set), input{}, output(), param{} (weights:
  * from a bound .safetensors or .gguf file by name, or from a deterministic
- * initialiser), weights(), gguf_meta() (the bound GGUF's metadata),
+ * initialiser), weights(), gguf_meta() (the bound GGUF's metadata), gguf_arch(),
  * const() and friends, and the checks that run when the script has
  * finished. */
 #include <errno.h>
@@ -383,6 +383,28 @@ static int has_param(lua_State *L) {
   return 1;
 }
 
+/* param_shape(name): the shape of the bound weights' tensor called name,
+ * as param{} takes it (row-major: a GGUF's ne reversed), as a list; nil
+ * when no weights are bound or they have no such tensor. For sizes a file
+ * gives only by its tensors (a qwen2 GGUF's vocabulary: token_embd's rows). */
+static int param_shape(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *name = luaL_checkstring(L, 1);
+  const GgufTensor *gt = c->gguf ? gguf_tensor(c->gguf, name) : NULL;
+  const StTensor *st = !c->gguf && c->weights ? safetensors_find(c->weights, name) : NULL;
+  const Type *t = gt ? &gt->type : st ? &st->type : NULL;
+  if (!t) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, t->rank, 0);
+  for (int i = 0; i < t->rank; i++) {
+    lua_pushinteger(L, t->dims[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 /* ---- gguf_meta(): the bound GGUF's metadata ------------------------------------- */
 
 /* Arrays longer than this (the tokenizer's 49152 tokens) are refused:
@@ -457,6 +479,35 @@ static int gguf_meta(lua_State *L) {
   }
   int64_t budget = GGUF_META_MAX_ITEMS;
   push_gguf_value(L, key, &kv->v, &budget);
+  return 1;
+}
+
+/* gguf_arch(name): declares that the description is for GGUF models of
+ * architecture name (it reads the name.* keys) and returns name. When the
+ * bound GGUF's general.architecture is another, that is an error which
+ * says so, instead of the description falling back to its defaults for
+ * keys the file does not have (and failing later on a tensor's shape). */
+static int gguf_arch(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *want = luaL_checkstring(L, 1);
+  size_t len = 0;
+  const char *arch = c->gguf ? gguf_kv_string(gguf_kv(c->gguf, "general.architecture"), &len) : NULL;
+  if (!dsl_arch_name_ok(want, strlen(want)))
+    dsl_fail(L, "gguf_arch: '%.64s' is not an architecture's name; expected 1 to 64 letters, digits, '_', '-' "
+                "or '.', as GGUF files spell general.architecture", want);
+  if (!c->gguf)
+    return 1;
+  if (!arch || !dsl_arch_name_ok(arch, len))
+    dsl_fail(L, "gguf_arch: %s has %s general.architecture; expected a GGUF model file of architecture '%s'",
+             c->gguf->path, arch ? "a malformed" : "no", want);
+  if (strcmp(arch, want) != 0) {
+    const char *has = dsl_arch_text(arch)
+        ? arena_printf(c->a, "`kiln compile %s`, which runs kiln's description of %s", c->gguf->path, arch)
+        : arena_printf(c->a, "a description of %s (kiln has descriptions for %s)", arch, dsl_arch_names(c->a));
+    dsl_fail(L, "gguf_arch: %s is a '%s' model (general.architecture), and this description is for '%s' "
+                "(it reads the %s.* keys); expected a %s GGUF file, or %s", c->gguf->path, arch, want, want,
+             want, has);
+  }
   return 1;
 }
 
@@ -605,7 +656,7 @@ static int arange(lua_State *L) {
 void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
-      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"weights", weights}, {"gguf_meta", gguf_meta}, {"gguf_arch", gguf_arch}, {"has_param", has_param}, {"param_shape", param_shape}, {"const", const_}, {"full", full}, {"zeros", zeros},
       {"ones", ones}, {"arange", arange}, {NULL, NULL},
   };
   lua_pushglobaltable(L);

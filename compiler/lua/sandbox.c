@@ -312,7 +312,8 @@ static int print_stderr(lua_State *L) {
 static bool load_module_text(lua_State *L, const char *name) {
   char file[128];
   snprintf(file, sizeof file, "%s.lua", name);
-  const char *text = strlen(name) < 100 ? template_text(file) : NULL;
+  /* no '/': the GGUF architectures' descriptions (arch/NAME.lua) are models, not modules */
+  const char *text = strlen(name) < 100 && !strchr(name, '/') ? template_text(file) : NULL;
   if (!text)
     return false;
   char chunk[140];
@@ -536,15 +537,11 @@ static void record_error(LuaCtx *c, lua_State *L, int status, Diag *d) {
 }
 
 
-Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
+/* Run the script text (len bytes, which it frees) named path: the graph, or NULL + d. */
+static Graph *load_script(Arena *a, const char *path, char *text, size_t len, const LuaOptions *o, Diag *d) {
   static const LuaOptions none = {0};
   if (!o)
     o = &none;
-  d->file = path;
-  size_t len;
-  char *text = (char *)read_file(path, &len, d);
-  if (!text)
-    return NULL;
   LuaCtx c = {
       .a = a, .script = path, .chunkname = arena_printf(a, "@%s", path), .o = o,
       .max_steps = o->max_steps > 0 ? o->max_steps : DEFAULT_STEPS,
@@ -557,7 +554,10 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   c.set_used = arena_alloc(a, sizeof(bool) * (size_t)(o->nsets + 1));
   if (o->bound_gguf)
     *o->bound_gguf = NULL;
-  if (o->weights) { /* --weights: bound before the script runs */
+  if (o->gguf) { /* a GGUF model: read already, bound as --weights is */
+    c.gguf = (Gguf *)o->gguf;
+    c.weights_path = o->gguf->path;
+  } else if (o->weights) { /* --weights: bound before the script runs */
     if (!dsl_bind_weights_file(&c, o->weights, d)) {
       free(text);
       return NULL;
@@ -594,4 +594,20 @@ Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) 
   if (ok && o->bound_gguf)
     *o->bound_gguf = c.gguf;
   return ok ? c.g : NULL;
+}
+
+Graph *dsl_load_model(Arena *a, const char *path, const LuaOptions *o, Diag *d) {
+  d->file = path;
+  size_t len;
+  char *text = (char *)read_file(path, &len, d);
+  return text ? load_script(a, path, text, len, o, d) : NULL;
+}
+
+Graph *dsl_load_text(Arena *a, const char *name, const char *text, const LuaOptions *o, Diag *d) {
+  d->file = name;
+  size_t len = strlen(text);
+  char *copy = malloc(len + 1);
+  KILN_ASSERT(copy);
+  memcpy(copy, text, len + 1);
+  return load_script(a, name, copy, len, o, d);
 }

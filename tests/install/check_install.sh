@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check_install.sh BUILD_DIR WORK_DIR — kiln as another project sees it:
 #   - `cmake --install BUILD_DIR --prefix WORK_DIR/prefix` installs bin/kiln
-#     (the build's own), kiln_rt.h, kiln.1, the CMake package and kiln.pc;
+#     (the build's own), kiln_rt.h, kiln.1, the CMake package, kiln.pc and
+#     the GGUF architectures' descriptions (share/kiln/arch/);
 #   - kiln.1 holds every line of `kiln --help` (read back from its roff)
 #     and the sections a man page has; groff reads it without a warning;
 #   - examples/cmake configures and builds against that prefix alone
@@ -66,6 +67,17 @@ kiln=$prefix/bin/kiln
   bad "bin/kiln differs from $build/kiln"
 cmp -s "$prefix/include/kiln_rt.h" "$root/runtime/kiln_rt.h" && ok "include/kiln_rt.h is runtime/kiln_rt.h" ||
   bad "include/kiln_rt.h differs from runtime/kiln_rt.h"
+# the GGUF architectures' descriptions: share/kiln/arch/ARCH.lua for each
+# compiler/arch/ARCH.lua and llama's (examples/llama.lua), byte for byte,
+# and nothing else there
+archs="" arch_bad=""
+for src in "$root"/compiler/arch/*.lua "$root/examples/llama.lua"; do
+  name=$(basename "$src")
+  archs="$archs ${name%.lua}"
+  cmp -s "$src" "$prefix/share/kiln/arch/$name" || arch_bad="$arch_bad $name"
+done
+[ -z "$arch_bad" ] && [ "$(ls "$prefix/share/kiln/arch" | wc -l)" = "$(echo $archs | wc -w)" ] &&
+  ok "share/kiln/arch/ holds the descriptions of$archs" || bad "share/kiln/arch/: missing or different:$arch_bad"
 
 # --- the man page ------------------------------------------------------------
 "$kiln" --help >"$work/help.txt"
