@@ -216,8 +216,7 @@ static int command_help(const char *name) {
     const char *eol = strchr(p + 1, '\n');
     if (!eol)
       break;
-    printf("%.*s", (int)(eol - p), p + 1);
-    printf("\n");
+    printf("%.*s\n", (int)(eol - p - 1), p + 1);
     p = eol;
     if (strncmp(p + 1, "                             ", 29) != 0)
       break;

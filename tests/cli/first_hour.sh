@@ -24,6 +24,8 @@ run() { (cd "$work" && "$kiln" "$@" >out.txt 2>err.txt); rc=$?; }
 
 run compile --help; check compile_help 'test $rc = 0 && grep -q "compile MODEL" out.txt && grep -q -- "--shape" out.txt && ! grep -q "check options" out.txt'
 run help check; check help_check 'test $rc = 0 && grep -q "check options" out.txt && grep -q -- "--rtol" out.txt'
+# the command's entry as in kiln --help: its lines one after another, no blank between
+check help_check_entry 'test "$(sed -n 3,5p out.txt | grep -c "^ ")" = 3'
 run check -h; check check_dash_h 'grep -q "usage: kiln check" out.txt'
 run -V; check version_short 'grep -q "^kiln [0-9]" out.txt'
 run --version; check version_long 'grep -q "^kiln [0-9]" out.txt'
