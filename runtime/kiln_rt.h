@@ -219,12 +219,12 @@ KILN_MATH float kiln_erff(float x) {
     const VI kiln_sign_ = (VI)kiln_ex_ & ((VI){0} + (-2147483647 - 1));       \
     const VT kiln_a_ = (VT)((VI)kiln_ex_ & ~kiln_sign_);                      \
     const VT kiln_x2_ = kiln_a_ * kiln_a_;                                    \
-    VT kiln_p_ = kiln_x2_ * KILN_ERFF_P_C5 + KILN_ERFF_P_C4;                  \
-    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C3;                            \
-    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C2;                            \
-    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C1;                            \
-    kiln_p_ = kiln_p_ * kiln_x2_ + KILN_ERFF_P_C0;                            \
-    const VT kiln_small_ = kiln_a_ + kiln_a_ * kiln_p_;                       \
+    VT kiln_erfp_ = kiln_x2_ * KILN_ERFF_P_C5 + KILN_ERFF_P_C4;                  \
+    kiln_erfp_ = kiln_erfp_ * kiln_x2_ + KILN_ERFF_P_C3;                            \
+    kiln_erfp_ = kiln_erfp_ * kiln_x2_ + KILN_ERFF_P_C2;                            \
+    kiln_erfp_ = kiln_erfp_ * kiln_x2_ + KILN_ERFF_P_C1;                            \
+    kiln_erfp_ = kiln_erfp_ * kiln_x2_ + KILN_ERFF_P_C0;                            \
+    const VT kiln_small_ = kiln_a_ + kiln_a_ * kiln_erfp_;                       \
     const VI kiln_big_ = kiln_a_ > (VT){0} + 4.0f;                            \
     const VT kiln_t_ = (VT)((kiln_big_ & (VI)((VT){0} + 4.0f)) |              \
                             (~kiln_big_ & (VI)kiln_a_)) - 0.875f;             \

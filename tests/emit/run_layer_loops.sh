@@ -78,6 +78,11 @@ grep -q '^  identity_0(.*p_last_hidden_state); ' "$work/bert.c" || bad "bert.lua
 "$kiln" compile -q "$root/examples/transformer.lua" --set layers=3 -o "$work/transformer.c"
 [ "$(grep -c '^  /\* layers 0 \.\. 2: ' "$work/transformer.c")" = 2 ] ||
   bad "transformer.lua: the encoder's and the decoder's layers 0 .. 2 are not one loop each"
+for cc in gcc clang; do # GELU's vector erf (kiln_rt.h) nests the vector exp: no shadowing
+  command -v $cc >/dev/null || continue
+  $cc -std=c99 -O1 -march=native -Wall -Wextra -Wshadow -Werror -I"$work" -c "$work/bert.c" -o "$work/bert.$cc.o" ||
+    bad "$cc does not build bert.lua's C cleanly"
+done
 echo "layer_loops: bert.lua and transformer.lua: every layer in one loop"
 # the real MiniLM (tests/minilm fetches it into BUILD/minilm; skipped otherwise):
 # all six layers one loop, the forward at most 80 lines, outputs bit-identical
