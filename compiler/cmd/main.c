@@ -130,6 +130,7 @@ static const char *usage_check =
 static const char *usage_bench =
     "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
+    "  --rows=N                   (with --rows-axis) time NAME_run_rows(..., N): the first N tokens\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
@@ -472,6 +473,12 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "f32") && strcmp(v, "f16") && strcmp(v, "bf16"))
         die("--kv-dtype=%s: expected f32, f16 or bf16", v);
       c->kv_dtype = v;
+    } else if ((v = opt_value(argc, argv, &i, "--rows"))) {
+      char *end;
+      long r = strtol(v, &end, 10);
+      if (end == v || *end || r < 1 || r > 1048576)
+        die("--rows=%s: expected a token count from 1 to 1048576", v);
+      c->bench.rows = r;
     } else if ((v = opt_value(argc, argv, &i, "--rows-axis"))) {
       c->pipe.pass.rows_axis = v;
     } else if ((v = opt_value(argc, argv, &i, "--prefill"))) {

@@ -659,7 +659,7 @@ static const char *vec_tile(Emit *e, const Plan *p, const View *v) {
   vec_kblock(e, p, &b);
   vec_scores(e, p, v, &b);
   after_scores(e, p, &b, true);
-  if (p->ge.t % 16)
+  if (p->ge.t % 16 || p->sp.rows) /* a last partial tile, or keys past the live tokens */
     buf_printf(&b, "for (int r = 0; r < %d; r++) /* padding keys: -inf */\n  for (int j = tw; j < tn; j++)\n"
                "    s[r][j] = -INFINITY;\n", p->mr);
   const char *vt = arena_printf(ar(e), "v%df", v->vw), *vi = arena_printf(ar(e), "v%di", v->vw);

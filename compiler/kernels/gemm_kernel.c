@@ -747,7 +747,7 @@ static void emit_rows_run(Emit *e, const GemmSpec *s) {
 
 /* ... and Y's rows from m_run on set to 0 (the tiles across m_run wrote some). */
 static void emit_rows_zero(Emit *e, const GemmSpec *s) {
-  if (!s->rows)
+  if (!s->rows || s->rows_keep)
     return;
   emit_line(e, "if (m_run < %lld)", (long long)s->m);
   emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,

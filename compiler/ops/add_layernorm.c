@@ -21,7 +21,8 @@
  *
  * A fifth input rows i64[1] (an encoder's run-time token count, made by
  * compiler/passes/bound_rows.c) normalises only the first `rows` rows
- * (clipped to [0, ROWS]); Y's and S's rows past it are set to 0. */
+ * (clipped to [0, ROWS]); Y's and S's rows past it are set to 0, or with
+ * rows_keep=1 left as they are (_eval writes 0 either way). */
 #include <math.h>
 #include <string.h>
 
@@ -137,9 +138,11 @@ bool add_layernorm_emit(Emit *e, const Node *n) {
     nrows = "rows_run";
     emit_line(e, "const int rows_run = %s[0] < 0 ? 0 : %s[0] > %lld ? %lld : (int)%s[0]; /* the live tokens */", r, r,
               (long long)rows, (long long)rows, r);
-    emit_line(e, "memset(%s + rows_run * %lld, 0, (size_t)(%lld - rows_run) * %lld * sizeof *%s);", Y, (long long)len,
-              (long long)rows, (long long)len, Y);
-    if (S)
+    bool keep = attr_int(n, "rows_keep", 0) != 0; /* nothing reads them: left as they are */
+    if (!keep)
+      emit_line(e, "memset(%s + rows_run * %lld, 0, (size_t)(%lld - rows_run) * %lld * sizeof *%s);", Y,
+                (long long)len, (long long)rows, (long long)len, Y);
+    if (S && !keep)
       emit_line(e, "memset(%s + rows_run * %lld, 0, (size_t)(%lld - rows_run) * %lld * sizeof *%s);", S,
                 (long long)len, (long long)rows, (long long)len, S);
   }

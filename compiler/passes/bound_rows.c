@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/build.h"
 #include "../ir/ops.h"
 #include "passes.h"
 
@@ -341,6 +342,39 @@ static bool rows_node(Rows *r, Node *n) {
   return refuse(r, n, first, "kiln does not know whether it keeps tokens apart");
 }
 
+/* Rows past the count that nothing reads need not be written: the
+ * bounded Linears and AddLayerNorms leave them as they are (rows_keep=1)
+ * unless a graph output or a ReduceSum over the token axis reads them,
+ * directly or through Muls, Casts, views and transposes (the ops that
+ * carry rows of 0: rows_elementwise, rows_node). Saves a memset of every
+ * product's padding rows. */
+static void keep_rows(Rows *r) {
+  Graph *g = r->g;
+  bool *need = arena_alloc(g->arena, sizeof(bool) * (size_t)(g->nvals + 1));
+  for (int k = 0; k < g->noutputs; k++)
+    need[g->outputs[k]] = true;
+  for (int i = g->nnodes - 1; i >= 0; i--) {
+    Node *n = &g->nodes[i];
+    if (n->dead)
+      continue;
+    bool needed = false;
+    for (int j = 0; j < n->nout; j++)
+      needed = needed || need[n->out[j]];
+    int slot = n->op == OP_LINEAR ? 6 : n->op == OP_ADDLAYERNORM ? 4 : -1;
+    if (slot >= 0 && node_has_in(n, slot) && n->in[slot] == g->rows->vid) {
+      if (!needed)
+        ir_attr_int(g, i, "rows_keep", 1);
+      continue;
+    }
+    bool carries = n->op == OP_MUL || n->op == OP_CAST || n->op == OP_TRANSPOSE || (op_table[n->op].flags & OPF_VIEW);
+    if (n->op == OP_REDUCESUM && r->zero[n->in[0]] && r->ax[n->in[0]] >= 0 && r->ax[n->out[0]] < 0)
+      needed = carries = true; /* sums over the token axis: reads every row */
+    for (int k = 0; needed && carries && k < n->nin; k++)
+      if (n->in[k] >= 0 && r->zero[n->in[k]])
+        need[n->in[k]] = true;
+  }
+}
+
 /* "input_ids:1,attention_mask:1": mark each listed input's axis; all of
  * one length S. */
 static bool parse_rows_axis(Rows *r, const char *spec) {
@@ -405,6 +439,7 @@ static bool bound_encoder(Graph *g, const char *spec, Diag *d) {
   for (int i = 0; i < g->nnodes; i++)
     if (!g->nodes[i].dead && !rows_node(&r, &g->nodes[i]))
       return false;
+  keep_rows(&r);
   rb->axis = r.ax;
   rb->zero = r.zero;
   rb->naxis = nv - 1;
