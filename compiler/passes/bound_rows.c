@@ -241,12 +241,19 @@ static bool rows_linear(Rows *r, Node *n) {
 
 static bool rows_addnorm(Rows *r, Node *n) {
   int v = n->in[0], w = n->in[1];
+  if (r->ax[v] < 0) { /* A and B have one shape: the one with a token axis decides */
+    v = n->in[1];
+    w = n->in[0];
+  }
   const Type *t = &gval(r->g, v)->type;
   int axis;
   if (!axis_norm(attr_int(n, "axis", -1), t->rank, &axis) || r->ax[v] >= axis)
     return refuse(r, n, v, "normalises along it");
-  if (r->ax[w] != r->ax[v])
+  if (r->ax[w] >= 0 && r->ax[w] != r->ax[v])
     return refuse(r, n, w, "the other addend has its token axis elsewhere");
+  for (int i = 2; i < n->nin; i++)
+    if (n->in[i] >= 0 && r->ax[n->in[i]] >= 0)
+      return refuse(r, n, n->in[i], "it is a scale or bias");
   for (int i = 0; i < t->rank; i++)
     if (i < axis && i != r->ax[v] && t->dims[i] != 1)
       return refuse(r, n, v, "its rows are not one per token");
