@@ -288,11 +288,11 @@ static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P) {
                 " * %s_run_rows_ws(workspace, ..., rows) compute only the first `rows` tokens,\n"
                 " * 1 <= rows <= %s_ROWS (%lld, the compiled length), as if the inputs held just\n"
                 " * those: every product, norm and attention stops at `rows` (keys from it on\n"
-                " * are masked), and the outputs' token rows from `rows` on are 0. The token\n"
-                " * axis' elements from `rows` on of the listed inputs are not read by them.\n"
-                " * They return KILN_OK, or KILN_E_ARG (nothing written) for a count outside\n"
-                " * 1..%s_ROWS%s. %s_run() is %s_run_rows(..., %s_ROWS). See docs/rows.md.\n",
-             p, p, P, (long long)g->rows->max, P, "", p, p, P);
+                " * are masked), and the outputs' token rows from `rows` on are 0. The listed\n"
+                " * inputs' elements from `rows` on do not change the outputs. They return\n"
+                " * KILN_OK, or KILN_E_ARG (nothing written) for a count outside 1..%s_ROWS.\n"
+                " * %s_run() is %s_run_rows(..., %s_ROWS). See kiln's docs/rows.md.\n",
+             p, p, P, (long long)g->rows->max, P, p, p, P);
 }
 
 /* At the end of a run with a token count: each output's token rows from
