@@ -326,6 +326,12 @@ static bool rows_node(Rows *r, Node *n) {
     r->ax[n->out[0]] = axis + r->ax[first];
     return true;
   }
+  case OP_DEQUANTIZEGATHER: /* (table, ids, scale) and (blocks, ids): a row per id, ids' axes first */
+  case OP_BLOCKGATHER:
+    if (first != n->in[1])
+      return refuse(r, n, first, "it gathers along it");
+    r->ax[n->out[0]] = (int)attr_int(n, "axis", 0) + r->ax[first]; /* Gather's axis; BlockGather: 0 */
+    return true;
   case OP_TRANSPOSE:
     r->ax[n->out[0]] = perm_axis(n, "perm", gval(r->g, first)->type.rank, r->ax[first]);
     r->zero[n->out[0]] = r->zero[first];
