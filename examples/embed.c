@@ -7,6 +7,7 @@
  *   $ export PATH=$PWD/build:$PATH
  *   $ /usr/bin/python3 tools/minilm.py fetch    # build/minilm/model/{model.safetensors,vocab.txt} (docs-test: network)
  *   $ kiln compile examples/bert.lua --set seq=128 --set pooler=false \
+ *       --rows-axis=input_ids:1,token_type_ids:1 \
  *       --weights build/minilm/model/model.safetensors -o out/minilm.c
  *   $ cc -O2 -march=native -ffp-contract=fast -Iout -c out/minilm.c out/minilm_weights.S
  *   $ cc -O2 -std=c99 -Iout examples/embed.c minilm.o minilm_weights.o -lm -o out/embed
@@ -16,7 +17,10 @@
  * The weights are linked in (minilm_weights.S .incbin's minilm.weights.bin);
  * --weights FILE reads a blob from a file instead, the form for an app that
  * ships its weights separately or maps them. Any sequence length the model
- * was compiled for works: the app reads it from minilm.h.
+ * was compiled for works: the app reads it from minilm.h. With
+ * --rows-axis (docs/rows.md) each sentence costs its own length: the app
+ * calls minilm_run_rows with the sentence's token count; without it,
+ * minilm_run over the padded SEQ.
  *
  * The tokenizer follows BERT's uncased BasicTokenizer: drop NUL, U+FFFD,
  * invalid UTF-8 and control characters; whitespace separates words; each
@@ -427,11 +431,27 @@ static float last_hidden_state[1][SEQ][DIM];
 static float pooler_output[1][DIM];
 #endif
 
-static void run_model(void) {
+/* The model over the sentence's len tokens. Compiled with --rows-axis
+ * (MINILM_ROWS defined: docs/rows.md), minilm_run_rows computes only
+ * those — a 12-token sentence costs about 12 rows of work, not SEQ — and
+ * leaves last_hidden_state's rows past them 0; else minilm_run computes
+ * all SEQ rows, the padding hidden by the mask. Same embeddings either way. */
+static void run_model(int len) {
+#ifdef MINILM_ROWS
+#ifdef MINILM_OUT_POOLER_OUTPUT_SIZE
+  int rc = minilm_run_rows(input_ids, attention_mask, token_type_ids, last_hidden_state, pooler_output, len);
+#else
+  int rc = minilm_run_rows(input_ids, attention_mask, token_type_ids, last_hidden_state, len);
+#endif
+  if (rc != KILN_OK)
+    die("minilm_run_rows: error %s", rc == KILN_E_ARG ? "KILN_E_ARG (a count outside 1..MINILM_ROWS)" : "(weights)");
+#else
+  (void)len;
 #ifdef MINILM_OUT_POOLER_OUTPUT_SIZE
   minilm_run(input_ids, attention_mask, token_type_ids, last_hidden_state, pooler_output);
 #else
   minilm_run(input_ids, attention_mask, token_type_ids, last_hidden_state);
+#endif
 #endif
 }
 
@@ -575,7 +595,7 @@ int main(int argc, char **argv) {
   for (int s = 0; s < n; s++) {
     int len = encode(&vocab, argv[first + s], s, input_ids[0], attention_mask[0], token_type_ids[0]);
     double t0 = now_ms();
-    run_model();
+    run_model(len);
     ms += now_ms() - t0;
     mean_pool_normalize(embedding + (size_t)s * DIM);
     if (print_embeddings) {

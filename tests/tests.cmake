@@ -511,6 +511,21 @@ foreach(mode ${KILN_MINILM_MODES})
                    ${T}/minilm/run_minilm.sh ${KILN_BIN} ${mode} ${CMAKE_BINARY_DIR}/minilm-tests/${mode})
   set_tests_properties(minilm_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
+# ---- an encoder's run-time token count (issue 24; tests/rows/run_rows.sh) ----
+# rows_tiny: examples/bert.lua's tiny preset with --rows-axis, NAME_run_rows(n)
+# bit-identical to the build without it on padded inputs, other values past
+# n, a NaN workspace, rows past n 0, bad counts KILN_E_ARG, and the refusals
+# (a pooler's Slice, batch 2, a GRU, bad --rows-axis); the harness is built
+# with the sanitizers in that suite. rows_minilm: the real MiniLM ONNX (its
+# mean pooling included), release only, skipped (77) without the file.
+add_test(NAME rows_tiny
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/rows/run_rows.sh ${KILN_BIN} tiny ${CMAKE_BINARY_DIR}/rows-tests/tiny)
+set_tests_properties(rows_tiny PROPERTIES TIMEOUT 300)
+if(NOT KILN_SANITIZE)
+  add_test(NAME rows_minilm COMMAND ${T}/rows/run_rows.sh ${KILN_BIN} minilm ${CMAKE_BINARY_DIR}/rows-tests/minilm)
+  set_tests_properties(rows_minilm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
 # names (DESIGN.md, "Names"; tests/names/run_names.sh): no identifier of the
 # generated C is an op's name and a number (Transpose_22_packed, Mul_66,
 # onnx_MatMul_245) in examples/*.lua, tests/models/*, the real MiniLM (ONNX

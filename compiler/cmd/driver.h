@@ -102,6 +102,7 @@ typedef struct BenchOptions {
   const char *cc, *cflags;
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;
+  int64_t rows;           /* --rows=N (with --rows-axis): time NAME_run_rows(..., N); 0: NAME_run */
   PipelineOptions pipe;
 } BenchOptions;
 

@@ -78,6 +78,9 @@ static const char *usage_compile =
     "                             past_key_values.L.key/.value, outputs present.*): a generative\n"
     "                             model with a KV cache of N positions, NAME_prefill/NAME_step\n"
     "                             (the kv_cache pass: --dump-after=kv_cache shows its graph)\n"
+    "  --rows-axis=IN:AXIS[,IN:AXIS...]  (compile, bench) an encoder with a run-time token count:\n"
+    "                             AXIS of each listed input is the token axis; NAME_run_rows(...,\n"
+    "                             rows) computes only the first rows tokens (docs/rows.md)\n"
     "  --prefill=P                (with --kv-cache) tokens one prefill call takes (default min(N, 64))\n"
     "  --kv-dtype=f32|f16|bf16    (with --kv-cache) the caches' dtype: f16/bf16 halve their bytes\n"
     "  --fold-limit=BYTES         largest constant folding may create (default 4194304)\n"
@@ -133,6 +136,7 @@ static const char *usage_check =
 static const char *usage_bench =
     "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
+    "  --rows=N                   (with --rows-axis) time NAME_run_rows(..., N): the first N tokens\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
@@ -474,6 +478,14 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "f32") && strcmp(v, "f16") && strcmp(v, "bf16"))
         die("--kv-dtype=%s: expected f32, f16 or bf16", v);
       c->kv_dtype = v;
+    } else if ((v = opt_value(argc, argv, &i, "--rows"))) {
+      char *end;
+      long r = strtol(v, &end, 10);
+      if (end == v || *end || r < 1 || r > 1048576)
+        die("--rows=%s: expected a token count from 1 to 1048576", v);
+      c->bench.rows = r;
+    } else if ((v = opt_value(argc, argv, &i, "--rows-axis"))) {
+      c->pipe.pass.rows_axis = v;
     } else if ((v = opt_value(argc, argv, &i, "--prefill"))) {
       c->prefill = positions(v, "--prefill=%s: expected the prompt chunk's length in tokens, 1 to 1048576");
     } else if (!strcmp(argv[i], "--verify-each")) {

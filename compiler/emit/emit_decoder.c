@@ -299,10 +299,7 @@ void emit_decoder_header(Buf *h, const Emit *e, const EmitOptions *o, const char
     emit_weights_api(h, p, P, blob);
   else
     buf_puts(h, emit_weights_codes);
-  buf_puts(h, "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
-              "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
-              "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
-              "                            a NULL pointer, or a length outside 0..CTX */\n};\n#endif\n");
+  buf_puts(h, emit_arg_codes);
   buf_puts(h, "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
   buf_printf(h, "typedef struct %s_state {\n", p);
   StateDoc doc = {pn, stored};

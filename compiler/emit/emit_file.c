@@ -225,18 +225,26 @@ const char *emit_run_call(Graph *g, const char *prefix) {
  * but cannot know of a blob, and gcc -O2 does not vectorise a loop that
  * would need a run-time overlap check (LayerNorm's gamma/beta loop ran 8x
  * the instructions before this). */
-enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD };
+/* With a run-time token count (--rows-axis, g->rows) the body is always
+ * SIG_FORWARD's, which then ends with `const int64_t kiln_rows[1]` (and
+ * takes weights only with a blob: `blob` says so for it), and
+ * SIG_RUN_ROWS / SIG_RUN_ROWS_WS, NAME_run_rows[_ws](..., int rows), check
+ * the count and call it. */
+enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD, SIG_RUN_ROWS, SIG_RUN_ROWS_WS };
 
 static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind, bool blob) {
   bool first = true;
   if (kind == SIG_FORWARD) {
-    buf_printf(b, "static void %s_forward(unsigned char *restrict ws,\n    const struct %s_weights *restrict weights",
-               prefix, prefix);
+    buf_printf(b, "static void %s_forward(unsigned char *restrict ws", prefix);
+    if (blob)
+      buf_printf(b, ",\n    const struct %s_weights *restrict weights", prefix);
     first = false;
+  } else if (kind == SIG_RUN_ROWS || kind == SIG_RUN_ROWS_WS) {
+    buf_printf(b, "int %s_run_rows%s(", prefix, kind == SIG_RUN_ROWS_WS ? "_ws" : "");
   } else {
     buf_printf(b, "%s %s_run%s(", blob ? "int" : "void", prefix, kind == SIG_RUN_WS ? "_ws" : "");
   }
-  if (kind == SIG_RUN_WS) {
+  if (kind == SIG_RUN_WS || kind == SIG_RUN_ROWS_WS) {
     buf_puts(b, "void *workspace");
     first = false;
   }
@@ -253,9 +261,60 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
                pn[i], emit_array_dims(g->arena, &v->type));
     first = false;
   }
-  if (first)
+  if (kind == SIG_FORWARD && g->rows)
+    buf_puts(b, ",\n    const int64_t kiln_rows[1]");
+  else if (kind == SIG_RUN_ROWS || kind == SIG_RUN_ROWS_WS)
+    buf_printf(b, "%sint rows", first ? "" : ",\n    ");
+  else if (first)
     buf_puts(b, "void");
   buf_puts(b, ")");
+}
+
+/* The arguments after the workspace (and weights): the state, the
+ * parameters, and `last` (the token count) when not NULL. */
+static void put_args(Buf *c, Graph *g, const char **pn, const char *last) {
+  if (has_state(g))
+    buf_puts(c, ", state");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    if (is_param(g, i))
+      buf_printf(c, ", %s", pn[i]);
+  if (last)
+    buf_printf(c, ", %s", last);
+}
+
+/* The header's lines about NAME_run_rows (--rows-axis). */
+static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P) {
+  buf_printf(h, " *\n * Token count (compiled with --rows-axis): %s_run_rows(..., rows) and\n"
+                " * %s_run_rows_ws(workspace, ..., rows) compute only the first `rows` tokens,\n"
+                " * 1 <= rows <= %s_ROWS (%lld, the compiled length), as if the inputs held just\n"
+                " * those: every product, norm and attention stops at `rows` (keys from it on\n"
+                " * are masked), and the outputs' token rows from `rows` on are 0. The listed\n"
+                " * inputs' elements from `rows` on do not change the outputs. They return\n"
+                " * KILN_OK, or KILN_E_ARG (nothing written) for a count outside 1..%s_ROWS.\n"
+                " * %s_run() is %s_run_rows(..., %s_ROWS). See kiln's docs/rows.md.\n",
+             p, p, P, (long long)g->rows->max, P, p, p, P);
+}
+
+/* At the end of a run with a token count: each output's token rows from
+ * kiln_rows[0] on set to 0, unless the op that made it wrote them so. */
+static void put_rows_zero(Emit *e, const char **pn) {
+  Graph *g = e->g;
+  const RowsBound *rb = g->rows;
+  for (int k = 0; rb && k < g->noutputs; k++) {
+    int vid = g->outputs[k];
+    if (vid >= rb->naxis || rb->axis[vid] < 0 || rb->zero[vid] || !is_param(g, g->ninputs + k))
+      continue;
+    const Type *t = &g->vals[vid].type;
+    int a = rb->axis[vid];
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < t->rank; i++)
+      *(i < a ? &outer : &inner) *= i == a ? 1 : t->dims[i];
+    const char *y = arena_printf(g->arena, "p_%s", pn[g->ninputs + k]);
+    emit_line(e, "for (int o = 0; o < %lld; o++) /* output '%s': its token rows from kiln_rows[0] on are 0 */",
+              (long long)outer, emit_cm(g->arena, g->vals[vid].name));
+    emit_line(e, "  memset(%s + o * %lld + kiln_rows[0] * %lld, 0, (size_t)(%lld - kiln_rows[0]) * %lld * sizeof *%s);",
+              y, (long long)(t->dims[a] * inner), (long long)inner, (long long)t->dims[a], (long long)inner, y);
+  }
 }
 
 static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char **pn, const WeightsBlob *blob,
@@ -292,6 +351,8 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
                 " * (aligned to 64 bytes) and is safe to call from several threads with\n"
                 " * distinct workspaces. Neither allocates.\n",
              o->prefix, P, o->prefix);
+  if (g->rows)
+    put_rows_doc(h, g, o->prefix, P);
   if (o->threads > 1)
     buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
                   " * with -fopenmp) to run its large loops on %d OpenMP threads; built without\n"
@@ -308,6 +369,13 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
   if (blob)
     emit_weights_api(h, o->prefix, P, blob);
+  if (g->rows) {
+    buf_printf(h, "#define %s_ROWS %lld /* most tokens NAME_run_rows takes: the compiled length */\n", P,
+               (long long)g->rows->max);
+    if (!blob)
+      buf_puts(h, emit_weights_codes);
+    buf_puts(h, emit_arg_codes);
+  }
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
     bool in = i < g->ninputs;
     const Type *t = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]].type;
@@ -324,6 +392,12 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
   buf_puts(h, ";\n");
   put_signature(h, g, o->prefix, pn, SIG_RUN_WS, blob != NULL);
   buf_puts(h, ";\n");
+  if (g->rows) {
+    put_signature(h, g, o->prefix, pn, SIG_RUN_ROWS, true);
+    buf_puts(h, ";\n");
+    put_signature(h, g, o->prefix, pn, SIG_RUN_ROWS_WS, true);
+    buf_puts(h, ";\n");
+  }
   emit_header_end(h, tok);
 }
 
@@ -379,6 +453,36 @@ static bool put_files_end(Buf *c, Buf *fn, Buf *h, Emit *e, const EmitOptions *o
   return true;
 }
 
+/* With a token count: NAME_run_rows_ws checks it (and the binding) and
+ * calls NAME_forward; NAME_run_rows owns the static workspace; NAME_run
+ * and NAME_run_ws pass the compiled length. */
+static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char **pn) {
+  Graph *g = e->g;
+  const char *p = o->prefix, *P = emit_upper(g->arena, p);
+  put_signature(c, g, p, pn, SIG_RUN_ROWS_WS, true);
+  buf_printf(c, " {\n  if (rows < 1 || rows > %s_ROWS)\n    return KILN_E_ARG;\n", P);
+  if (e->blob)
+    buf_puts(c, "  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n");
+  buf_printf(c, "  const int64_t kiln_count[1] = {rows};\n  %s_forward((unsigned char *)workspace%s", p,
+             e->blob ? ", bound_weights" : "");
+  put_args(c, g, pn, "kiln_count");
+  buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
+  put_signature(c, g, p, pn, SIG_RUN_ROWS, true);
+  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  return %s_run_rows_ws(workspace",
+             (long long)(g->ws_size ? g->ws_size : 1), p);
+  put_args(c, g, pn, "rows");
+  buf_puts(c, ");\n}\n\n");
+  for (int k = 0; k < 2; k++) {
+    put_signature(c, g, p, pn, k ? SIG_RUN : SIG_RUN_WS, e->blob != NULL);
+    buf_printf(c, " {\n  %s%s_run_rows%s(%s", e->blob ? "return " : "(void)", p, k ? "" : "_ws", k ? "" : "workspace");
+    Buf args = {0};
+    put_args(&args, g, pn, arena_printf(g->arena, "%s_ROWS", P));
+    buf_puts(c, k ? args.s + 2 : args.s);
+    buf_free(&args);
+    buf_puts(c, ");\n}\n");
+  }
+}
+
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
@@ -418,6 +522,11 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
       io_slot[vid] = i;
       e.refs[vid] = arena_printf(a, "p_%s", pn[i]);
     }
+  }
+  if (g->rows) { /* the token count: the body function's last parameter */
+    io_slot[g->rows->vid] = g->ninputs + g->noutputs;
+    e.refs[g->rows->vid] = "kiln_rows";
+    nameset_add(e.names, "kiln_rows");
   }
   e.ks = kernels_new(a, io_slot);
 
@@ -500,15 +609,19 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 emit_cm(a, g->vals[vid].name));
   }
   put_state_updates(&e, pn);
+  put_rows_zero(&e, pn);
   /* the signature, then the pointers the body reads (only those) */
   const char *text = body.s ? body.s : "";
-  put_signature(c, g, o->prefix, pn, e.blob ? SIG_FORWARD : SIG_RUN_WS, false);
+  bool fwd = e.blob || g->rows; /* the body in NAME_forward, which the entry points call */
+  put_signature(c, g, o->prefix, pn, fwd ? SIG_FORWARD : SIG_RUN_WS, e.blob != NULL);
   buf_puts(c, " {\n");
-  if (e.blob && !emit_has_token(text, "ws"))
+  if (fwd && !emit_has_token(text, "ws"))
     buf_puts(c, "  (void)ws;\n");
   if (e.blob && !emit_has_token(text, "weights"))
     buf_puts(c, "  (void)weights;\n");
-  if (!e.blob)
+  if (g->rows && !emit_has_token(text, "kiln_rows"))
+    buf_puts(c, "  (void)kiln_rows;\n");
+  if (!fwd)
     buf_printf(c, "  unsigned char *ws = (unsigned char *)workspace;\n%s", emit_has_token(text, "ws") ? "" : "  (void)ws;\n");
   bool state_read = false;
   for (int i = 0; i < g->ninputs + g->noutputs; i++) {
@@ -534,7 +647,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (e.threads > 1)
     buf_printf(c, "  KILN_ADAPT_END(%s);\n", emit_adapt_name(g, 0));
   buf_puts(c, "}\n\n");
-  if (e.blob) {
+  if (g->rows) {
+    put_rows_entries(c, &e, o, pn);
+  } else if (e.blob) {
     /* one branch per call: a run before a successful bind computes nothing */
     put_signature(c, g, o->prefix, pn, SIG_RUN_WS, true);
     buf_printf(c, " {\n  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n"
@@ -545,6 +660,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
         buf_printf(c, ", %s", pn[i]);
     buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
   }
+  if (!g->rows) {
   put_signature(c, g, o->prefix, pn, SIG_RUN, e.blob != NULL);
   buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  %s%s_run_ws(workspace%s",
              (long long)(g->ws_size ? g->ws_size : 1), e.blob ? "return " : "", o->prefix,
@@ -553,6 +669,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     if (is_param(g, i))
       buf_printf(c, ", %s", pn[i]);
   buf_puts(c, ");\n}\n");
+  }
   if (has_state(g))
     put_state_init(c, &e, pn);
   if (!put_files_end(wc, &fn, h, &e, o, pn, d))

@@ -22,6 +22,12 @@ const char emit_weights_codes[] =
     "  KILN_E_WEIGHTS_MODEL = 5,   /* another model's blob, or other weights */\n"
     "  KILN_E_WEIGHTS_UNBOUND = 6  /* a run before any successful bind: nothing computed */\n};\n#endif\n";
 
+const char emit_arg_codes[] =
+    "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
+    "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
+    "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
+    "                            a NULL pointer, or a length outside 0..CTX */\n};\n#endif\n";
+
 /* The header's part for a model whose weights are in a blob. */
 void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {
   buf_printf(h, "\n/* Weights: %s.weights.bin (%s_WEIGHTS_SIZE bytes), bound once before any other\n"

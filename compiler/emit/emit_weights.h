@@ -9,6 +9,9 @@ struct WeightsBlob;
 
 /* The return codes of the bind functions (and KILN_OK), include-guarded. */
 extern const char emit_weights_codes[];
+/* KILN_E_CACHE_FULL and KILN_E_ARG, guarded as those are: a decoder's entry
+ * points and an encoder's NAME_run_rows (a count outside 1..ROWS) return them. */
+extern const char emit_arg_codes[];
 /* The header's part for a model whose weights are in a blob. */
 void emit_weights_api(Buf *h, const char *p, const char *P, const struct WeightsBlob *blob);
 /* The weights that stay in the .c: static const arrays of exact literals,

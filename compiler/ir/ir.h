@@ -192,6 +192,20 @@ typedef struct Decoder {
 /* The entry named name ("encode"), or NULL. */
 const DecoderEntry *decoder_find_entry(const Decoder *dec, const char *name);
 
+/* A run-time token count for an encoder (--rows-axis, compiler/passes/
+ * bound_rows.c): `vid` is an i64[1] value that no node makes and that is
+ * not a graph input — the generated NAME_run_rows() passes the caller's
+ * count, NAME_run() the compiled maximum. Row-wise ops read it as their
+ * `rows` input; `axis` holds, per value, the position of its token axis
+ * (-1: none), for the emitter to zero the outputs' rows past the count. */
+typedef struct RowsBound {
+  int vid;
+  int64_t max;    /* the token axis's compiled length */
+  int *axis;      /* [naxis]: per value, its token axis (-1: none) */
+  bool *zero;     /* [naxis]: its rows past the count are 0 (a bounded product or norm wrote them) */
+  int naxis;      /* values when the pass ran (later ones have no token axis) */
+} RowsBound;
+
 typedef struct Graph {
   Arena *arena;
   const char *file;   /* where it came from, for diagnostics */
@@ -204,6 +218,7 @@ typedef struct Graph {
   int64_t ws_size;    /* workspace bytes, set by the plan pass */
   bool planned;       /* plan ran and no pass has changed the graph since */
   Decoder *decoder;   /* a generative model's entry points, or NULL */
+  RowsBound *rows;    /* an encoder's run-time token count (--rows-axis), or NULL */
 } Graph;
 
 Graph *graph_new(Arena *a, const char *file);

@@ -361,7 +361,8 @@ static const char *keyloop(Emit *e, const Plan *p) {
                                 : "";
   if (p->table)
     return arena_printf(ar(e), "%sfor (int e = %s[qt]; e < %s[qt + 1]; e++)", pass, p->first, p->first);
-  return arena_printf(ar(e), "%sfor (int kt = 0; kt < %lld; kt++)", pass, (long long)p->nkt);
+  return arena_printf(ar(e), "%sfor (int kt = 0; kt < %lld%s; kt++)", pass, (long long)p->nkt,
+                      p->sp.rows ? arena_printf(ar(e), " && kt * %lld < rows_run", (long long)p->kt) : "");
 }
 
 /* The tile's first lines: kt (and mixed), j0, its width tw. */
@@ -371,11 +372,15 @@ static void tile_head(Emit *e, const Plan *p, Buf *b) {
   else if (p->table)
     buf_printf(b, "const int kt = %s[e] >> 1;\n", p->list);
   buf_printf(b, "const int j0 = kt * %lld; /* its first key */\n", (long long)p->kt);
+  const char *c = p->sp.rows ? "" : "const ";
   if (p->twl != p->kt && p->nkt > 1)
-    buf_printf(b, "const int tw = kt == %lld ? %lld : %lld; /* its keys */\n", (long long)(p->nkt - 1),
+    buf_printf(b, "%sint tw = kt == %lld ? %lld : %lld; /* its keys */\n", c, (long long)(p->nkt - 1),
                (long long)p->twl, (long long)p->kt);
   else
-    buf_printf(b, "const int tw = %lld; /* its keys */\n", (long long)p->twl);
+    buf_printf(b, "%sint tw = %lld; /* its keys */\n", c, (long long)p->twl);
+  if (p->sp.rows)
+    buf_puts(b, "if (j0 + tw > rows_run) /* keys past the live tokens: not visited */\n  tw = rows_run - j0;\n"
+                "if (tw <= 0)\n  continue;\n");
 }
 
 /* A runtime padding mask: skip a tile whose keys are all masked (-inf). */
@@ -654,7 +659,7 @@ static const char *vec_tile(Emit *e, const Plan *p, const View *v) {
   vec_kblock(e, p, &b);
   vec_scores(e, p, v, &b);
   after_scores(e, p, &b, true);
-  if (p->ge.t % 16)
+  if (p->ge.t % 16 || p->sp.rows) /* a last partial tile, or keys past the live tokens */
     buf_printf(&b, "for (int r = 0; r < %d; r++) /* padding keys: -inf */\n  for (int j = tw; j < tn; j++)\n"
                "    s[r][j] = -INFINITY;\n", p->mr);
   const char *vt = arena_printf(ar(e), "v%df", v->vw), *vi = arena_printf(ar(e), "v%di", v->vw);
@@ -722,6 +727,8 @@ static void emit_path(Emit *e, const Plan *p, const View *v) {
     work = "/* the one head, all its query tiles */";
   if (nqb > 1)
     qtloop = arena_printf(ar(e), "for (int qt = qt0; qt < qt0 + %lld && qt < %lld; qt++)", qtb, (long long)p->nqt);
+  if (p->sp.rows) /* queries past the live tokens: not visited */
+    qtloop = arena_printf(ar(e), "%.*s && qt * %d < rows_run; qt++)", (int)(strlen(qtloop) - 7), qtloop, p->mr);
   emit_parallel_for(e, p->ge.nb * p->nqb, kernel_ns(p));
   emit_tmpl(e, "attention", "NWORK", I(e, p->ge.nb * p->nqb), "WORK", work, "QTLOOP", qtloop, "MR", I(e, p->mr),
             "HEADS", heads(e, p, v != NULL), "STATE", state(e, p, v != NULL), "KEYLOOP", keyloop(e, p), "TILE",
@@ -779,7 +786,7 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   p.single = p.nkt == 1 && !p.table && !p.sp.topk;
   p.mask_regs = p.mask_el == 'a' && !p.table && p.sp.softcap == 0 && p.ge.mst[p.ge.rank - 2] == 0 && p.ge.mst[p.ge.rank - 1] == 1 &&
                 p.ge.t % 16 == 0;
-  p.fused_max = (!p.mask_el || p.mask_regs) && !p.sp.topk && p.sp.softcap == 0 && p.ge.t % 16 == 0;
+  p.fused_max = (!p.mask_el || p.mask_regs) && !p.sp.topk && p.sp.softcap == 0 && p.ge.t % 16 == 0 && !p.sp.rows;
   plan_work(e, &p);
   if (p.table && emit_block_table(e, &p) == 0)
     p.mask_el = 0; /* no block needs the mask */
@@ -788,6 +795,9 @@ void attn_emit_kernel(Emit *e, const AttnSpec *sp) {
   p.y = emit_ref(e, sp->y_vid);
   describe(e, &p);
   e->indent++;
+  if (p.sp.rows)
+    emit_line(e, "const int rows_run = %s < 0 ? 0 : %s > %lld ? %lld : (int)%s; /* the live tokens */", p.sp.rows,
+              p.sp.rows, (long long)p.ge.s, (long long)p.ge.s, p.sp.rows);
   SimdPaths paths = simd_paths(e); /* f32: the widths --isa writes (vector_views.h); else plain C alone */
   const View *pv[4];
   for (int i = 0; p.ge.dt == DT_F32 && i < KILN_COUNT(views); i++)

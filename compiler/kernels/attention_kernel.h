@@ -90,6 +90,8 @@ typedef struct AttnSpec {
    * order of first use names the weights and a kernel function's
    * parameters. */
   int m_vid, y_vid;
+  const char *rows;      /* C expression of the live tokens (an encoder's run-time count: queries and keys
+                          * from it on are not visited, Y's rows from it on are left as they are), or NULL */
 } AttnSpec;
 
 /* Emit the kernel; Y must not be empty (zeros when there are no keys). */

@@ -553,7 +553,48 @@ static const char *tiles_bound(Emit *e, const GemmSpec *s, int64_t hi) {
 /* The row tiles of one panel: rows [0, m_hi) by mr_hi, then by mr_lo
  * (those that start below m_run with GemmSpec.rows); with pf, the last
  * group prefetches the next panel. */
+/* With a run-time row count (GemmSpec.rows) and no threads over the row
+ * tiles: whole tiles of mr_hi, then of mr_lo, while they end within m_run;
+ * the rest (fewer than mr_lo or mr_hi rows) in tiles of 4 rows that end
+ * within M, then of 1 — so 16 live rows of an M = 128 product cost a tile
+ * of 12 and one of 4, not two of 12 (24 rows). The rows past m_run that
+ * the last tile of 4 computes are as the other paths leave them. */
+static void emit_panel_rows_run(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid, bool pf) {
+  emit_line(e, "int i0 = 0; /* the first row no tile has computed */");
+  if (g->m_hi > 0) {
+    emit_line(e, "for (; i0 + %d <= (m_run < %lld ? m_run : %lld); i0 += %d) { /* tiles of %d x %d */", g->mr_hi,
+              (long long)g->m_hi, (long long)g->m_hi, g->mr_hi, g->mr_hi, valid);
+    e->indent++;
+    emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->m_hi < s->m) {
+    emit_line(e, "for (; i0 >= %lld && i0 + %d <= m_run; i0 += %d) { /* tiles of %d x %d */", (long long)g->m_hi,
+              g->mr_lo, g->mr_lo, g->mr_lo, valid);
+    e->indent++;
+    emit_tile(e, s, g, g->mr_lo, pw, valid, pf);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  int small[2] = {4, 1};
+  for (int t = 0; t < 2; t++) {
+    if (small[t] >= (g->m_hi < s->m ? g->mr_lo : g->mr_hi) || small[t] > s->m)
+      continue;
+    emit_line(e, "for (; i0 < m_run && i0 + %d <= %lld; i0 += %d) { /* the last live rows: tiles of %d x %d */",
+              small[t], (long long)s->m, small[t], small[t], valid);
+    e->indent++;
+    emit_tile(e, s, g, small[t], pw, valid, false);
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, int valid, bool pf) {
+  if (s->rows && !g->par_rows) {
+    emit_panel_rows_run(e, s, g, pw, valid, pf);
+    return;
+  }
   double row_ns = g->ns / (double)s->m / (double)(g->npf + (g->nrem > 0));
   if (g->m_hi > 0) {
     if (g->par_rows)
@@ -747,7 +788,7 @@ static void emit_rows_run(Emit *e, const GemmSpec *s) {
 
 /* ... and Y's rows from m_run on set to 0 (the tiles across m_run wrote some). */
 static void emit_rows_zero(Emit *e, const GemmSpec *s) {
-  if (!s->rows)
+  if (!s->rows || s->rows_keep)
     return;
   emit_line(e, "if (m_run < %lld)", (long long)s->m);
   emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,

@@ -42,6 +42,8 @@ typedef struct GemmSpec {
                           it are skipped (the tiles are those of m: a tile
                           across it computes all its rows) and Y's rows from
                           it on are set to 0 */
+  bool rows_keep;      /* with rows: Y's rows from it on are left as they are (an encoder's
+                          token count, where nothing reads them), not set to 0 */
 } GemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block

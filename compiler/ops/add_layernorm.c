@@ -17,7 +17,12 @@
  * sum and accumulates the mean in lane-wise partial sums (a vector loop for
  * any C compiler that vectorises), the variance likewise, and the last
  * pass normalises. Statistics are in the tensors' own type (f32 or f64);
- * _eval rounds the sum to that type first, as the unfused Add did. */
+ * _eval rounds the sum to that type first, as the unfused Add did.
+ *
+ * A fifth input rows i64[1] (an encoder's run-time token count, made by
+ * compiler/passes/bound_rows.c) normalises only the first `rows` rows
+ * (clipped to [0, ROWS]); Y's and S's rows past it are set to 0, or with
+ * rows_keep=1 left as they are (_eval writes 0 either way). */
 #include <math.h>
 #include <string.h>
 
@@ -64,9 +69,20 @@ bool add_layernorm_infer(Graph *g, Node *n, Diag *d) {
                        "normalised element of %s)", p->name, type_str(&p->type, sb, sizeof sb),
                        dt_name(ta->dt), (long long)len, type_str(ta, sa, sizeof sa));
   }
+  const Value *r = node_in(g, n, 4);
+  if (r && (r->type.dt != DT_I64 || type_numel(&r->type) != 1))
+    return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&r->type, sb, sizeof sb));
   for (int j = 0; j < n->nout; j++)
     node_out(g, n, j)->type = *ta;
   return true;
+}
+
+/* The rows normalised: all, or the rows input clipped to [0, rows]. */
+static int64_t rows_run(const Node *n, const Tensor *in, int64_t rows) {
+  if (n->nin <= 4 || !in[4].data)
+    return rows;
+  int64_t r = *(const int64_t *)in[4].data;
+  return r < 0 ? 0 : r < rows ? r : rows;
 }
 
 bool add_layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
@@ -78,6 +94,7 @@ bool add_layernorm_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   /* the sum, rounded to dt like the Add it replaces: S when asked for,
    * else Y holds it until the row is normalised */
   void *s = n->nout > 1 ? out[1].data : out[0].data;
+  rows = rows_run(n, in, rows); /* the outputs' rows past it stay 0 */
   for (int64_t i = 0; i < rows * len; i++)
     el_set_f(dt, s, i, el_get_f(dt, in[0].data, i) + el_get_f(dt, in[1].data, i));
   for (int64_t o = 0; o < rows; o++) {
@@ -115,10 +132,24 @@ bool add_layernorm_emit(Emit *e, const Node *n) {
   const char *Y = emit_ref(e, n->out[0]), *S = n->nout > 1 ? emit_ref(e, n->out[1]) : NULL;
   const char *y_k = arena_printf(ar, "(sr[k] - mean) * inv_std * %s[k]%s%s%s", G, Bias ? " + " : "",
                                  Bias ? Bias : "", Bias ? "[k]" : "");
+  const char *nrows = emit_int(e, rows);
+  if (node_has_in(n, 4)) { /* an encoder's token count: rows past it are 0 */
+    const char *r = emit_ref(e, n->in[4]);
+    nrows = "rows_run";
+    emit_line(e, "const int rows_run = %s[0] < 0 ? 0 : %s[0] > %lld ? %lld : (int)%s[0]; /* the live tokens */", r, r,
+              (long long)rows, (long long)rows, r);
+    bool keep = attr_int(n, "rows_keep", 0) != 0; /* nothing reads them: left as they are */
+    if (!keep)
+      emit_line(e, "memset(%s + rows_run * %lld, 0, (size_t)(%lld - rows_run) * %lld * sizeof *%s);", Y,
+                (long long)len, (long long)rows, (long long)len, Y);
+    if (S && !keep)
+      emit_line(e, "memset(%s + rows_run * %lld, 0, (size_t)(%lld - rows_run) * %lld * sizeof *%s);", S,
+                (long long)len, (long long)rows, (long long)len, S);
+  }
   /* rows are independent; per element about 1 ns (three vectorised passes
    * and a share of the row's sums) */
   emit_parallel_for(e, rows, (double)(rows * len));
-  emit_tmpl(e, "add_layernorm", "T", dt_ctype(dt), "ROWS", emit_int(e, rows), "LEN", emit_int(e, len),
+  emit_tmpl(e, "add_layernorm", "T", dt_ctype(dt), "ROWS", nrows, "LEN", emit_int(e, len),
             "L", emit_int(e, row_sum_lanes(len)), "AR", arena_printf(ar, "%s%s", A, row), "BR",
             arena_printf(ar, "%s%s", B, row), "YR", arena_printf(ar, "%s%s", Y, row), "SR",
             S ? arena_printf(ar, "%s%s", S, row) : "yr", "S_WHAT",

@@ -292,6 +292,10 @@ bool attention_infer(Graph *g, Node *n, Diag *d) {
                      (long long)ge.t, (long long)ge.t);
   if (!check_mask(g, n, &ge, &sp, d))
     return false;
+  const Value *rows = node_in(g, n, 4);
+  if (rows && (rows->type.dt != DT_I64 || type_numel(&rows->type) != 1 || ge.s != ge.t))
+    return diag_node(d, g, n, "rows is %s with %lld queries and %lld keys; expected i64[1] and self-attention "
+                     "(as many queries as keys)", type_str(&rows->type, a, sizeof a), (long long)ge.s, (long long)ge.t);
   if (!(sp.score_min <= ATTN_MASKED_BELOW) || (!isinf(sp.score_min) && sp.topk))
     return diag_node(d, g, n, "score_min is %g%s; expected -inf or a finite value <= -1e30 (it then changes "
                      "only rows whose every score is masked), without topk", sp.score_min,
@@ -387,6 +391,10 @@ bool attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   ge.mdt = ge.has_mask ? in[3].type.dt : DT_UNDEF;
   KILN_ASSERT(!ge.has_mask || mask_strides(&ge, &in[3].type, ge.mst));
   read_spec(n, &ge, &sp);
+  if (n->nin > 4 && in[4].data) { /* an encoder's token count: the queries and keys before it (Y's other rows 0) */
+    int64_t r = *(const int64_t *)in[4].data;
+    ge.s = ge.t = r < 0 ? 0 : r < ge.s ? r : ge.s;
+  }
   if (ge.t == 0) /* softmax over no keys, times an empty V: zeros (out is zeroed) */
     return true;
   double *sc = malloc(sizeof(double) * 2 * (size_t)ge.t);
@@ -430,6 +438,8 @@ bool attention_emit(Emit *e, const Node *n) {
   sp.q = emit_ref(e, n->in[0]);
   sp.k = emit_ref(e, n->in[1]);
   sp.v = emit_ref(e, n->in[2]);
+  if (node_has_in(n, 4))
+    sp.rows = arena_printf(e->g->arena, "%s[0]", emit_ref(e, n->in[4]));
   if (sp.mask == ATTN_MASK_CAUSAL && sp.ge.t > 0)
     KILN_ASSERT(attn_mask_is_causal(&m->type, m->data, sp.mask_fill, sp.ge.s, sp.ge.t, &sp.causal_off));
   attn_emit_kernel(e, &sp);

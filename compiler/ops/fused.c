@@ -30,7 +30,9 @@
  *           constant s (> 0) and z (0..255) the same way.
  *           With a seventh input rows i64[1] (a decoder's prefill, made by
  *           compiler/passes/bound_rows.c), only X's first `rows` rows (of M)
- *           are computed and Y's others are 0
+ *           are computed and Y's others are 0 — or, with rows_keep=1 (an
+ *           encoder's token count, where nothing reads them), left as they
+ *           are (_eval still writes 0)
  *   Gelu    Y = 0.5·x·(1 + erf(x/√2))                       {approximate="none"}
  *           Y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  {approximate="tanh"}
  *
@@ -455,7 +457,7 @@ static void emit_linear_epilogue(Emit *e, DType dt, Act act, int64_t m, int64_t 
 /* With a rows input, on a path that computed all M rows: those past
  * `rows` are then set to 0, as _eval has them. */
 static void emit_rows_zero(Emit *e, const Node *nd, int64_t m, int64_t n, const char *y) {
-  if (!node_has_in(nd, 6))
+  if (!node_has_in(nd, 6) || attr_int(nd, "rows_keep", 0))
     return;
   const char *r = emit_ref(e, nd->in[6]);
   emit_line(e, "if (%s[0] < %lld) /* Y's rows from max(rows, 0) on are 0 */", r, (long long)m);
@@ -508,6 +510,7 @@ bool linear_emit(Emit *e, const Node *nd) {
     s.bias = node_has_in(nd, 2) ? emit_ref(e, nd->in[2]) : NULL;
     s.residual = node_has_in(nd, 3) ? emit_ref(e, nd->in[3]) : NULL;
     s.rows = node_has_in(nd, 6) ? arena_printf(g->arena, "%s[0]", emit_ref(e, nd->in[6])) : NULL;
+    s.rows_keep = attr_int(nd, "rows_keep", 0) != 0;
     if (emit_gemm(e, &s))
       return true;
   }

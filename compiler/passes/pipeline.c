@@ -33,7 +33,8 @@ const Pass pass_list[] = {
                                 "with a scale per output column, Gather tables with one per row; w8a8: Linear "
                                 "quantizes its input per row to u8 {act_quant}"},
     {"bound_rows", pass_bound_rows, "in a decoder's prefill, products by a weight compute only the chunk's "
-                                    "real tokens (BlockLinear's and Linear's rows = the entry's count)"},
+                                    "real tokens (BlockLinear's and Linear's rows = the entry's count); with "
+                                    "--rows-axis, an encoder's products, norms and attention its run-time count's"},
     {"dce", pass_dce, "remove nodes whose results nobody uses"},
     {"equal_layers", pass_equal_layers, "make equal layers the same nodes: what the first computes for all moves "
                                         "before it; a graph output the last writes goes to the workspace, copied out"},

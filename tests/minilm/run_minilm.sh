@@ -10,7 +10,8 @@
 #   lua    kiln check of examples/bert.lua with --weights model.safetensors
 #          (the file as shipped; its unused position_ids buffer is a note) on
 #          the same inputs: last_hidden_state and pooler_output, rtol 1e-4
-#   embed  examples/embed.c built on bert.lua's C (weights linked in as a
+#   embed  examples/embed.c built on bert.lua's C (--rows-axis: minilm_run_rows
+#          at each sentence's length; weights linked in as a
 #          blob): its tokenizer gives tools/minilm.py's ids on every case of
 #          tokenizer_cases.txt; each reference sentence's embedding has
 #          cosine >= 0.9999 with PyTorch's; the paraphrase pair scores at
@@ -104,7 +105,7 @@ lua)
   "$kiln" check "$data/lua" --model "$root/examples/bert.lua" --set seq=128 --weights "$weights"
   ;;
 embed)
-  build_embed f32
+  build_embed f32 --rows-axis=input_ids:1,token_type_ids:1 # minilm_run_rows: each sentence at its own length
   app=$work/f32/embed
   # 1. the tokenizer: the C app's ids equal tools/minilm.py's, case by case
   cases=()
