@@ -28,6 +28,14 @@ if(OpenMP_C_FOUND)
   target_link_libraries(unit_adapt PRIVATE OpenMP::OpenMP_C)
   add_test(NAME unit_adapt COMMAND unit_adapt)
 endif()
+# AMX (runtime/kiln_rt.h): the C model of TDPBUSD and TDPBF16PS that
+# -DKILN_AMX_EMULATE builds run, bit for bit against the instructions
+# (skipped, 77, without AMX)
+add_executable(unit_amx_model ${T}/amx/amx_model.c)
+target_include_directories(unit_amx_model PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_link_libraries(unit_amx_model PRIVATE m)
+add_test(NAME unit_amx_model COMMAND unit_amx_model)
+set_tests_properties(unit_amx_model PROPERTIES SKIP_RETURN_CODE 77)
 # ggml block formats: type numbers, reference blocks, bq_dequantize_node
 add_executable(unit_blockquant ${T}/unit/blockquant.c)
 target_link_libraries(unit_blockquant PRIVATE kilnlib)
