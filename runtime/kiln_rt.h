@@ -498,12 +498,12 @@ KILN_MATH uint8_t kiln_f32_to_f8e8m0(float f, int sat, int mode) {
 #define KILN_AMX 1
 
 typedef struct kiln_tiles {
-  unsigned char t[8][16][64];
+  unsigned char reg[8][16][64];
 } kiln_tiles;
 
 #define KILN_TILE_REGS kiln_tiles kiln_tiles_
 #define KILN_TILE_CONFIG() memset(&kiln_tiles_, 0, sizeof kiln_tiles_)
-#define KILN_TILE_ZERO(t) memset(kiln_tiles_.t[t], 0, sizeof kiln_tiles_.t[t])
+#define KILN_TILE_ZERO(t) memset(kiln_tiles_.reg[t], 0, sizeof kiln_tiles_.reg[t])
 #define KILN_TILE_LOAD(t, p, s) kiln_tile_load(&kiln_tiles_, t, p, s)
 #define KILN_TILE_STORE(t, p, s) kiln_tile_store(&kiln_tiles_, t, p, s)
 #define KILN_TILE_DP_BF16(c, a, b) kiln_tile_dpbf16ps(&kiln_tiles_, c, a, b)
@@ -514,17 +514,17 @@ static inline int kiln_amx_ready(void) { return 1; }
 
 static inline void kiln_tile_load(kiln_tiles *r, int t, const void *p, long s) {
   for (int m = 0; m < 16; m++)
-    memcpy(r->t[t][m], (const unsigned char *)p + m * s, 64);
+    memcpy(r->reg[t][m], (const unsigned char *)p + m * s, 64);
 }
 
 static inline void kiln_tile_store(const kiln_tiles *r, int t, void *p, long s) {
   for (int m = 0; m < 16; m++)
-    memcpy((unsigned char *)p + m * s, r->t[t][m], 64);
+    memcpy((unsigned char *)p + m * s, r->reg[t][m], 64);
 }
 
 static inline uint32_t kiln_tile_dword(const kiln_tiles *r, int t, int m, int k) {
   uint32_t d;
-  memcpy(&d, r->t[t][m] + 4 * k, 4);
+  memcpy(&d, r->reg[t][m] + 4 * k, 4);
   return d;
 }
 
@@ -534,8 +534,8 @@ static inline void kiln_tile_dpbusd(kiln_tiles *r, int c, int a, int b) {
       uint32_t acc = kiln_tile_dword(r, c, m, n);
       for (int k = 0; k < 16; k++)
         for (int q = 0; q < 4; q++)
-          acc += (uint32_t)((int32_t)r->t[a][m][4 * k + q] * (int32_t)(int8_t)r->t[b][k][4 * n + q]);
-      memcpy(r->t[c][m] + 4 * n, &acc, 4);
+          acc += (uint32_t)((int32_t)r->reg[a][m][4 * k + q] * (int32_t)(int8_t)r->reg[b][k][4 * n + q]);
+      memcpy(r->reg[c][m] + 4 * n, &acc, 4);
     }
 }
 
@@ -559,7 +559,7 @@ static inline void kiln_tile_dpbf16ps(kiln_tiles *r, int c, int a, int b) {
       }
       const float cv = kiln_amx_flush(kiln_float_of_bits(kiln_tile_dword(r, c, m, n)));
       const float v = kiln_amx_flush(cv + kiln_amx_flush(s[0] + s[1]));
-      memcpy(r->t[c][m] + 4 * n, &v, 4);
+      memcpy(r->reg[c][m] + 4 * n, &v, 4);
     }
 }
 

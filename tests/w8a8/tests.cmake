@@ -7,7 +7,9 @@
 # picked by the flags the C is built with (tests/w8a8/kernel_case.sh has
 # the tolerance): AVX512-VNNI 512-bit, the same on 256 bits (forced by
 # -DKILN_IGEMM_NO512), AVX-VNNI, AVX2 (vpmaddwd), the plain C path
-# (-DKILN_GEMM_SCALAR, and x86-64's baseline without AVX), and 2 threads.
+# (-DKILN_GEMM_SCALAR, and x86-64's baseline without AVX), the AMX path on
+# kiln_rt.h's model of TDPBUSD (-DKILN_AMX_EMULATE; K padded to tiles of 64,
+# rows to 16, edge panels of 16 and 32 columns), and 2 threads.
 # The VNNI paths run where this CPU has them. The cases are written into
 # the build folder by the w8a8_cases fixture (3 MB, seeded; skipped, and
 # so are the cases, without python3's numpy and onnx).
@@ -30,8 +32,11 @@ if(EXISTS /proc/cpuinfo)
     list(APPEND KILN_W8A8_PATHS "avx2|-O2 -mavx2 -mfma")
   endif()
 endif()
-if(KILN_SANITIZE) # the sanitizer suite checks kiln, not the C compiler: two paths suffice
-  set(KILN_W8A8_PATHS "native|-O2 -march=native" "scalar|-O1 -DKILN_GEMM_SCALAR")
+# the AMX path (TDPBUSD tiles) on kiln_rt.h's C model of the instruction,
+# on any CPU; -march=native above runs the instruction where the CPU has it
+list(APPEND KILN_W8A8_PATHS "amxemu|-O2 -DKILN_AMX_EMULATE")
+if(KILN_SANITIZE) # the sanitizer suite checks kiln, not the C compiler: three paths suffice
+  set(KILN_W8A8_PATHS "native|-O2 -march=native" "scalar|-O1 -DKILN_GEMM_SCALAR" "amxemu|-O1 -DKILN_AMX_EMULATE")
 endif()
 foreach(c m1_k4_n5_relu m3_k12_n19_bare m12_k64_n33_gelu m37_k384_n50_res m128_k1536_n40_gelu
           m37_k1003_n70_relu_res m128_k384_n97_gelu_tanh m5_k64_n64_gelu_res m300_k1003_n17)
