@@ -550,6 +550,15 @@ endif()
 if(KILN_CPUINFO MATCHES "[ \t]avx512_bf16[ \n]")
   list(APPEND KILN_BF16_VARIANTS "avx512_dp|avx512|-O2 -mavx512f -mavx512bf16 -mfma")
 endif()
+# the AMX path (TDPBF16PS tiles, --isa=avx512): on kiln_rt.h's model of the
+# instruction anywhere, on the instruction where this CPU has it. Its sums
+# round in another order (per tile of 32 k: the even and the odd products
+# apart, then added), which the exact products of these cases make
+# irrelevant: the f32 tolerance holds
+list(APPEND KILN_BF16_VARIANTS "amxemu|avx512|-O2 -DKILN_AMX_EMULATE")
+if(KILN_CPUINFO MATCHES "[ \t]amx_bf16[ \n]")
+  list(APPEND KILN_BF16_VARIANTS "amx|avx512|-O2 -march=native")
+endif()
 file(GLOB KILN_GEMM_BF16_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_bf16/*)
 foreach(dir ${KILN_GEMM_BF16_CASES})
   if(IS_DIRECTORY ${dir})
@@ -564,6 +573,16 @@ endforeach()
 # 20% of the 5e-2 tolerance), the same with and without vdpbf16ps
 add_test(NAME bf16_model_encoder_2l
          COMMAND ${KILN_BIN} check --precision=bf16 --isa=native --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# the same on the AMX path: kiln_rt.h's model of TDPBF16PS, and the
+# instruction where this CPU has it
+add_test(NAME bf16_model_encoder_2l_amxemu
+         COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --cflags=-O2\ -DKILN_AMX_EMULATE
+                 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+if(KILN_CPUINFO MATCHES "[ \t]amx_bf16[ \n]")
+  add_test(NAME bf16_model_encoder_2l_amx
+           COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --threads 2 --cflags=-O2\ -march=native
+                   --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+endif()
 # a real model, int8 against PyTorch's f32 outputs: weight rounding of up to
 # half a step (1/254 of a column's largest weight) gives about 0.4% RMS and
 # 1-2% max error per layer (kiln check prints them), so the tolerance is

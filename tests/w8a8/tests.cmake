@@ -89,6 +89,12 @@ foreach(m decoder_layer_causal encoder_2l_op14 encoder_2l_op17 encoder_2l_padmas
   add_test(NAME w8a8_model_${m} COMMAND ${KILN_BIN} check -q --quantize=w8a8 --cflags=-O2\ -march=native
                                         --rtol=5e-2 --atol=5e-2 ${T}/models/${m})
 endforeach()
+# the AMX path on kiln_rt.h's model of TDPBUSD (-march=native above runs
+# the instruction where this CPU has it)
+foreach(m encoder_2l_op14 transformer_ed)
+  add_test(NAME w8a8_model_${m}_amxemu COMMAND ${KILN_BIN} check -q --quantize=w8a8 --cflags=-O2\ -DKILN_AMX_EMULATE
+                                               --rtol=5e-2 --atol=5e-2 ${T}/models/${m})
+endforeach()
 add_test(NAME w8a8_model_encoder_2l_op14_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=w8a8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
 add_test(NAME w8a8_model_transformer_ed_threads2
