@@ -467,18 +467,26 @@ static void tile_rows_acc(const Geo *g, int mr, int nv, const char *t, const cha
   }
 }
 
-/* The bf16 tile (--precision=bf16): rows i0 .. of ab (A rounded to bf16,
- * a word per pair of k) by the panel's words, the same template with k
- * running over pairs. With vdpbf16ps (g->dp) each step is one instruction
- * per accumulator: acc += a[2k+1]·b[2k+1] + a[2k]·b[2k] (the odd product
- * first, as the instruction does); without it the halves are widened to
- * f32 (a shift or a mask) and multiplied in the same order. */
+/* The bf16 tile (--precision=bf16): rows i0 .. of A by the panel's words,
+ * the same template with k running over pairs. With vdpbf16ps (g->dp) A's
+ * rows are those of ab (rounded to bf16, a word per pair of k) and each
+ * step is one instruction per accumulator: acc += a[2k+1]·b[2k+1] +
+ * a[2k]·b[2k] (the odd product first, as the instruction does). Without
+ * it, the f32 kernel on the bf16 weights: the panel's halves are widened
+ * to f32 (a shift or a mask, once per vector for all the rows) and
+ * multiplied by A's own f32 elements in the same order — as many FMAs and
+ * broadcasts as the f32 tile, half the weight's bytes (with K odd, whose
+ * last pair would read past a row of A, the rows of ab). */
 static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid, bool pf) {
   Arena *a = e->g->arena;
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
   buf_puts(&ld, prefetch_next(e, g, pw, pf));
-  tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->kp, " /* A's rows in bf16 pairs */", &rows, &acc);
+  bool af32 = !g->dp && s->k % 2 == 0; /* A in f32 */
+  if (af32)
+    tile_rows_acc(g, mr, nv, "float", "a", s->a_rs, " /* A's rows in f32 */", &rows, &acc);
+  else
+    tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->kp, " /* A's rows in bf16 pairs */", &rows, &acc);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
     buf_printf(&ld, "%smemcpy(&b%d, b + k * %d%s, sizeof b%d);", v ? "\n" : "", v, pw,
@@ -493,6 +501,12 @@ static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int
       for (int v = 0; v < nv; v++)
         buf_printf(&fma, "\nacc%d_%d = (%s)_mm512_dpbf16_ps((__m512)acc%d_%d, (__m512bh)a%db, (__m512bh)b%d);", r, v,
                    g->vt, r, v, r, v);
+    } else if (af32) {
+      buf_printf(&fma, "%sconst float a%do = a%d[2 * k + 1], a%de = a%d[2 * k];", r ? "\n" : "", r, r, r, r);
+      buf_puts(&fma, "\n");
+      for (int v = 0; v < nv; v++)
+        buf_printf(&fma, "%sacc%d_%d += a%do * b%do; acc%d_%d += a%de * b%de;", v ? " " : "", r, v, r, v, r, v,
+                   r, v);
     } else {
       buf_printf(&fma, "%sconst float a%do = kiln_float_of_bits(a%d[k] & 0xffff0000u), a%de = kiln_float_of_bits(a%d[k] << 16);",
                  r ? "\n" : "", r, r, r, r);
@@ -1006,7 +1020,10 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     e->uses_bf16_dp = true;
     notes[paths.n] = arena_printf(a, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */",
                                   tile_sizes(e, &gvs[paths.n]));
-    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu));
+    /* not where the build targets AMX (an Intel CPU: vdpbf16ps has one port
+       where f32 FMAs have two; there the AMX path, or else the f32 FMAs) */
+    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP) && "
+                                           "!(defined(KILN_AMX) && KILN_AMX == 2)", gnu));
   }
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
@@ -1015,7 +1032,8 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     Geo *gv = &gvs[paths.n];
     gemm_geo(e, s, t, v, gv);
     notes[paths.n] = arena_printf(a, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, gv),
-                                  gv->bf16 ? ", bf16 pairs widened to f32 in registers"
+                                  gv->bf16 ? (s->k % 2 ? ", bf16 pairs widened to f32 in registers"
+                                                       : ", bf16 pairs widened to f32 in registers, A in f32")
                                   : !gv->q8 ? "" : gv->widen ? ", each int8 panel widened to f32 once"
                                                              : ", int8 widened in registers");
     simd_paths_add(&paths, view_cond(e, v, gnu));
