@@ -886,6 +886,10 @@ add_test(NAME hostile_dump_before_alone
 # the probe's `c % KILN_ADAPT_PROBE` was a division by zero in dead code
 add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--cflags=-O2 -DKILN_ADAPT_PROBE=0"
          ${T}/threads/cases/linear_relu_edge)
+# ... and under kiln bench (issue 25), with bench's own flags added
+add_test(NAME hostile_adapt_probe_0_bench
+         COMMAND ${KILN_BIN} bench --runs=5 --threads 2 "--cflags=-O2 -march=native -ffp-contract=fast -DKILN_ADAPT_PROBE=0"
+                 ${T}/threads/cases/linear_relu_edge/model.onnx)
 # RNN, GRU and LSTM (compiler/ops/recurrent.c) against ONNX Runtime
 # (tools/make_recurrent_cases.py: constant weights, so the packed GEMMs;
 # directions, activations, clip, lengths, layout 1), within 1e-5: the C on
