@@ -578,6 +578,11 @@ add_test(NAME bf16_model_encoder_2l
 add_test(NAME bf16_model_encoder_2l_amxemu
          COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --cflags=-O2\ -DKILN_AMX_EMULATE
                  --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# ... and the model of the instruction equals the instruction on the whole
+# model, bit for bit (tests/amx/bitexact.sh; skipped, 77, without AMX)
+add_test(NAME amx_bitexact_bf16_encoder_2l
+         COMMAND ${T}/amx/bitexact.sh ${KILN_BIN} ${T}/models/encoder_2l_op14 ${CMAKE_BINARY_DIR}/amx-tests/bf16 bf16)
+set_tests_properties(amx_bitexact_bf16_encoder_2l PROPERTIES SKIP_RETURN_CODE 77)
 if(KILN_CPUINFO MATCHES "[ \t]amx_bf16[ \n]")
   add_test(NAME bf16_model_encoder_2l_amx
            COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --threads 2 --cflags=-O2\ -march=native

@@ -56,6 +56,15 @@ foreach(c m1_k4_n5_relu m3_k12_n19_bare m12_k64_n33_gelu m37_k384_n50_res m128_k
   set_tests_properties(${tests} PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
 endforeach()
 
+# the AMX path gives the bytes of every other path (the model of TDPBUSD,
+# the instruction where this CPU has it, VNNI, AVX2, plain C:
+# tests/amx/bitexact.sh), M off 32 (a tail of 16 rows) and K off 64
+foreach(c m37_k1003_n70_relu_res m300_k1003_n17)
+  add_test(NAME amx_bitexact_w8a8_${c}
+           COMMAND ${T}/amx/bitexact.sh ${KILN_BIN} ${KILN_W8A8_CASES}/${c} ${CMAKE_BINARY_DIR}/amx-tests/${c} w8a8)
+  set_tests_properties(amx_bitexact_w8a8_${c} PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
+endforeach()
+
 # the IR: the quantize pass's Linear {act_quant="u8"} with W_colsum prints
 # and parses back byte for byte (kiln opt on the dump after quantize)
 add_test(NAME w8a8_kir_roundtrip COMMAND ${T}/w8a8/kir_roundtrip.sh ${KILN_BIN} ${KILN_W8A8_CASES}/m5_k64_n64_gelu_res
