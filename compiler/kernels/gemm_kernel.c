@@ -67,7 +67,13 @@
  * are lowered to scalar code, so they are never used there).
  * -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a width, -DKILN_GEMM_SCALAR the
  * plain C path: the tests check each on any x86-64. --precision=bf16 adds,
- * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__.
+ * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__ (not where
+ * the build targets AMX: on Intel it is slower than f32 FMAs), and under
+ * avx512 an AMX body (TDPBF16PS, runtime/kiln_rt.h's KILN_TILE_* macros)
+ * taken at run time when kiln_amx_ready() says the CPU grants it: a panel
+ * row of 32 words is two tile rows, so the panels and A's rows (ab) pad the
+ * pairs of k to 16 and ab its rows to 16; blocks of 32 rows x 32 columns
+ * (four C tiles) over all of K, then the 16-wide epilogue row by row.
  *
  * Threads (--threads N > 1, emit_parallel_for in emit.h). The panels are
  * independent — each writes its own columns of Y from its own columns of

@@ -36,6 +36,16 @@
  *                                        saturates at int16): 4 rows x 8 columns
  *   else                                 plain C over the same panels
  *
+ * and, before them all, AMX (TDPBUSD on 16 x 64-byte tiles, runtime/kiln_rt.h's
+ * KILN_TILE_* macros) where the build targets it and kiln_amx_ready() says
+ * the CPU grants it, under --isa=avx512 and portable: a group of a panel is
+ * a tile row (32 columns x 4 bytes, two column tiles 128 bytes apart), so
+ * the panels pad K to 16 groups (the tile's 64 k) and au its rows to 16
+ * and its words to the same; blocks of 32 rows x 32 columns (four C tiles),
+ * the sums through a local array to the VNNI tiles' epilogue, row by row:
+ * the same bytes as the other paths. -DKILN_AMX_EMULATE runs it on a C
+ * model of the instruction anywhere (tests).
+ *
  * (the vector paths need GNU C; -DKILN_GEMM_SCALAR forces plain C,
  * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). --isa=portable writes
  * them all; avx512 the 512-bit VNNI path and the AVX2 one (an AVX-512 CPU
