@@ -578,6 +578,11 @@ add_test(NAME bf16_model_encoder_2l
 add_test(NAME bf16_model_encoder_2l_amxemu
          COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --cflags=-O2\ -DKILN_AMX_EMULATE
                  --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# a decoder's prefill (GemmSpec.rows: the row blocks past the chunk's real
+# tokens skipped) in bf16, --isa=avx512 -march=native (AMX where this CPU
+# has it): prefill + steps == prefill, bit for bit
+add_test(NAME bf16_generate_cache_tiny
+         COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua avx512 1 0 --precision=bf16)
 # ... and the model of the instruction equals the instruction on the whole
 # model, bit for bit (tests/amx/bitexact.sh; skipped, 77, without AMX)
 add_test(NAME amx_bitexact_bf16_encoder_2l
