@@ -456,6 +456,161 @@ KILN_MATH uint8_t kiln_f32_to_f8e8m0(float f, int sat, int mode) {
   return (uint8_t)(e < -127 ? (sat ? 0 : 0xff) : e > 127 ? (sat ? 0xfe : 0xff) : e + 127);
 }
 
+/* ---- AMX tiles (--precision=bf16 and --quantize=w8a8 GEMMs) -----------------
+ * A thin layer over Intel AMX that the GEMM kernels (compiler/kernels/
+ * gemm_kernel.c, igemm_kernel.c) are written in: eight tile registers of
+ * 16 rows x 64 bytes, all configured full (the kernels pad their operands
+ * to whole tiles, so no other shape is ever needed), and
+ *
+ *   KILN_TILE_REGS              declares the tiles (a block's first line)
+ *   KILN_TILE_CONFIG()          LDTILECFG: palette 1, tiles 0-7 16 x 64 bytes
+ *   KILN_TILE_ZERO(t)           TILEZERO
+ *   KILN_TILE_LOAD(t, p, s)     TILELOADD: 16 rows of 64 bytes, s bytes apart
+ *   KILN_TILE_STORE(t, p, s)    TILESTORED
+ *   KILN_TILE_DP_BF16(c, a, b)  TDPBF16PS: c.f32[m][n] += pairs of bf16
+ *   KILN_TILE_DP_INT8(c, a, b)  TDPBUSD: c.i32[m][n] += quads of u8 x s8
+ *   KILN_TILE_RELEASE()         TILERELEASE
+ *
+ * KILN_AMX is 2 where the C compiler targets AMX (-march=sapphirerapids,
+ * or -march=native on such a CPU: __AMX_TILE__, __AMX_BF16__, __AMX_INT8__)
+ * on x86-64 Linux: the macros are the intrinsics, and kiln_amx_ready()
+ * says at run time whether the CPU has the three (CPUID leaf 7) and Linux
+ * granted the tile data (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), asked
+ * once, on the first product); when not, the kernels take their AVX-512
+ * path. -DKILN_NO_AMX turns it off. KILN_AMX is 1 with -DKILN_AMX_EMULATE
+ * (any GNU C compiler, any CPU): the macros are the C model below of the
+ * instructions on full tiles, so the kernels' tiling, packing, padding and
+ * epilogues run, and are tested, anywhere.
+ *
+ * The model, from the instructions' pseudo-code in Intel's SDM:
+ *   TDPBUSD: for each row m and column n, the 16 dwords k of A's row m and
+ *     B's row k hold 4 u8 and 4 s8; their 64 products are added to C[m][n]
+ *     in int32 (wrapping: the sums are computed in uint32).
+ *   TDPBF16PS: each dword holds a pair of bf16 (the even element in the low
+ *     half). For each (m, n), two f32 sums start at 0 and take, for k = 0
+ *     .. 15, the even and the odd products by an FMA each (a bf16 product
+ *     is exact in f32, so the FMA rounds once); then C[m][n] += even + odd.
+ *     Every step rounds to nearest even, denormal inputs are read as 0 and
+ *     denormal results flushed to 0 (DAZ, FTZ; MXCSR is not used).
+ * tests/amx/amx_model.c holds the model to the instructions, bit for bit,
+ * on a CPU that has them. */
+#if defined(KILN_AMX_EMULATE) && defined(__GNUC__) && !defined(KILN_GEMM_SCALAR)
+#define KILN_AMX 1
+
+typedef struct kiln_tiles {
+  unsigned char reg[8][16][64];
+} kiln_tiles;
+
+#define KILN_TILE_REGS kiln_tiles kiln_tiles_
+#define KILN_TILE_CONFIG() memset(&kiln_tiles_, 0, sizeof kiln_tiles_)
+#define KILN_TILE_ZERO(t) memset(kiln_tiles_.reg[t], 0, sizeof kiln_tiles_.reg[t])
+#define KILN_TILE_LOAD(t, p, s) kiln_tile_load(&kiln_tiles_, t, p, s)
+#define KILN_TILE_STORE(t, p, s) kiln_tile_store(&kiln_tiles_, t, p, s)
+#define KILN_TILE_DP_BF16(c, a, b) kiln_tile_dpbf16ps(&kiln_tiles_, c, a, b)
+#define KILN_TILE_DP_INT8(c, a, b) kiln_tile_dpbusd(&kiln_tiles_, c, a, b)
+#define KILN_TILE_RELEASE() (void)kiln_tiles_
+
+static inline int kiln_amx_ready(void) { return 1; }
+
+static inline void kiln_tile_load(kiln_tiles *r, int t, const void *p, long s) {
+  for (int m = 0; m < 16; m++)
+    memcpy(r->reg[t][m], (const unsigned char *)p + m * s, 64);
+}
+
+static inline void kiln_tile_store(const kiln_tiles *r, int t, void *p, long s) {
+  for (int m = 0; m < 16; m++)
+    memcpy((unsigned char *)p + m * s, r->reg[t][m], 64);
+}
+
+static inline uint32_t kiln_tile_dword(const kiln_tiles *r, int t, int m, int k) {
+  uint32_t d;
+  memcpy(&d, r->reg[t][m] + 4 * k, 4);
+  return d;
+}
+
+static inline void kiln_tile_dpbusd(kiln_tiles *r, int c, int a, int b) {
+  for (int m = 0; m < 16; m++)
+    for (int n = 0; n < 16; n++) {
+      uint32_t acc = kiln_tile_dword(r, c, m, n);
+      for (int k = 0; k < 16; k++)
+        for (int q = 0; q < 4; q++)
+          acc += (uint32_t)((int32_t)r->reg[a][m][4 * k + q] * (int32_t)(int8_t)r->reg[b][k][4 * n + q]);
+      memcpy(r->reg[c][m] + 4 * n, &acc, 4);
+    }
+}
+
+/* f with a denormal read as (or flushed to) a zero of its sign */
+static inline float kiln_amx_flush(float f) {
+  const uint32_t u = kiln_bits_of_float(f);
+  return (u & 0x7f800000u) == 0 ? kiln_float_of_bits(u & 0x80000000u) : f;
+}
+
+static inline void kiln_tile_dpbf16ps(kiln_tiles *r, int c, int a, int b) {
+  for (int m = 0; m < 16; m++)
+    for (int n = 0; n < 16; n++) {
+      float s[2] = {0.0f, 0.0f};
+      for (int k = 0; k < 16; k++) {
+        const uint32_t x = kiln_tile_dword(r, a, m, k), y = kiln_tile_dword(r, b, k, n);
+        for (int h = 0; h < 2; h++) {
+          const float xa = kiln_amx_flush(kiln_float_of_bits(h ? x & 0xffff0000u : x << 16));
+          const float yb = kiln_amx_flush(kiln_float_of_bits(h ? y & 0xffff0000u : y << 16));
+          s[h] = kiln_amx_flush(fmaf(xa, yb, s[h]));
+        }
+      }
+      const float cv = kiln_amx_flush(kiln_float_of_bits(kiln_tile_dword(r, c, m, n)));
+      const float v = kiln_amx_flush(cv + kiln_amx_flush(s[0] + s[1]));
+      memcpy(r->reg[c][m] + 4 * n, &v, 4);
+    }
+}
+
+#elif defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && defined(__AMX_TILE__) && \
+    defined(__AMX_BF16__) && defined(__AMX_INT8__) && !defined(KILN_NO_AMX) && !defined(KILN_GEMM_SCALAR)
+#define KILN_AMX 2
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* LDTILECFG's 64 bytes: palette 1, then each tile's bytes a row and rows */
+typedef struct kiln_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} kiln_tilecfg;
+
+#define KILN_TILE_REGS (void)0
+#define KILN_TILE_CONFIG() kiln_tile_config()
+#define KILN_TILE_ZERO(t) _tile_zero(t)
+#define KILN_TILE_LOAD(t, p, s) _tile_loadd(t, p, s)
+#define KILN_TILE_STORE(t, p, s) _tile_stored(t, p, s)
+#define KILN_TILE_DP_BF16(c, a, b) _tile_dpbf16ps(c, a, b)
+#define KILN_TILE_DP_INT8(c, a, b) _tile_dpbusd(c, a, b)
+#define KILN_TILE_RELEASE() _tile_release()
+
+static inline void kiln_tile_config(void) {
+  static const kiln_tilecfg full = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+  _tile_loadconfig(&full);
+}
+
+/* Does the CPU have AMX-TILE, -BF16 and -INT8, and has Linux granted this
+ * process the tile data? Asked once (arch_prctl by its system call number,
+ * 158, so no header beyond the compiler's is needed); a race between
+ * threads asks twice, which is harmless. */
+static inline int kiln_amx_ready(void) {
+  static int state; /* 0: not asked yet, 1: yes, -1: no */
+  int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+  if (s == 0) {
+    unsigned a, b, c, d;
+    s = -1;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) && (d >> 24 & 1) && (d >> 25 & 1)) {
+      long r; /* arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18) */
+      __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+      s = r == 0 ? 1 : -1;
+    }
+    __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+  }
+  return s > 0;
+}
+#endif
+
 /* ---- threads that step aside (--threads N, built with -fopenmp) -------------
  * Every parallel loop ends at a barrier that waits for all N threads. When
  * another process holds one of the cores, the thread that shares it is

@@ -28,6 +28,14 @@ if(OpenMP_C_FOUND)
   target_link_libraries(unit_adapt PRIVATE OpenMP::OpenMP_C)
   add_test(NAME unit_adapt COMMAND unit_adapt)
 endif()
+# AMX (runtime/kiln_rt.h): the C model of TDPBUSD and TDPBF16PS that
+# -DKILN_AMX_EMULATE builds run, bit for bit against the instructions
+# (skipped, 77, without AMX)
+add_executable(unit_amx_model ${T}/amx/amx_model.c)
+target_include_directories(unit_amx_model PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_link_libraries(unit_amx_model PRIVATE m)
+add_test(NAME unit_amx_model COMMAND unit_amx_model)
+set_tests_properties(unit_amx_model PROPERTIES SKIP_RETURN_CODE 77)
 # ggml block formats: type numbers, reference blocks, bq_dequantize_node
 add_executable(unit_blockquant ${T}/unit/blockquant.c)
 target_link_libraries(unit_blockquant PRIVATE kilnlib)
@@ -559,6 +567,15 @@ endif()
 if(KILN_CPUINFO MATCHES "[ \t]avx512_bf16[ \n]")
   list(APPEND KILN_BF16_VARIANTS "avx512_dp|avx512|-O2 -mavx512f -mavx512bf16 -mfma")
 endif()
+# the AMX path (TDPBF16PS tiles, --isa=avx512): on kiln_rt.h's model of the
+# instruction anywhere, on the instruction where this CPU has it. Its sums
+# round in another order (per tile of 32 k: the even and the odd products
+# apart, then added), which the exact products of these cases make
+# irrelevant: the f32 tolerance holds
+list(APPEND KILN_BF16_VARIANTS "amxemu|avx512|-O2 -DKILN_AMX_EMULATE")
+if(KILN_CPUINFO MATCHES "[ \t]amx_bf16[ \n]")
+  list(APPEND KILN_BF16_VARIANTS "amx|avx512|-O2 -march=native")
+endif()
 file(GLOB KILN_GEMM_BF16_CASES LIST_DIRECTORIES true ${T}/generated/gemm_shapes_bf16/*)
 foreach(dir ${KILN_GEMM_BF16_CASES})
   if(IS_DIRECTORY ${dir})
@@ -573,6 +590,26 @@ endforeach()
 # 20% of the 5e-2 tolerance), the same with and without vdpbf16ps
 add_test(NAME bf16_model_encoder_2l
          COMMAND ${KILN_BIN} check --precision=bf16 --isa=native --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# the same on the AMX path: kiln_rt.h's model of TDPBF16PS, and the
+# instruction where this CPU has it
+add_test(NAME bf16_model_encoder_2l_amxemu
+         COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --cflags=-O2\ -DKILN_AMX_EMULATE
+                 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+# a decoder's prefill (GemmSpec.rows: the row blocks past the chunk's real
+# tokens skipped) in bf16, --isa=avx512 -march=native (AMX where this CPU
+# has it): prefill + steps == prefill, bit for bit
+add_test(NAME bf16_generate_cache_tiny
+         COMMAND bash ${T}/generate/run_cache.sh ${KILN_BIN} ${T}/generate/tiny_decoder.lua avx512 1 0 --precision=bf16)
+# ... and the model of the instruction equals the instruction on the whole
+# model, bit for bit (tests/amx/bitexact.sh; skipped, 77, without AMX)
+add_test(NAME amx_bitexact_bf16_encoder_2l
+         COMMAND ${T}/amx/bitexact.sh ${KILN_BIN} ${T}/models/encoder_2l_op14 ${CMAKE_BINARY_DIR}/amx-tests/bf16 bf16)
+set_tests_properties(amx_bitexact_bf16_encoder_2l PROPERTIES SKIP_RETURN_CODE 77)
+if(KILN_CPUINFO MATCHES "[ \t]amx_bf16[ \n]")
+  add_test(NAME bf16_model_encoder_2l_amx
+           COMMAND ${KILN_BIN} check -q --precision=bf16 --isa=avx512 --threads 2 --cflags=-O2\ -march=native
+                   --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
+endif()
 # a real model, int8 against PyTorch's f32 outputs: weight rounding of up to
 # half a step (1/254 of a column's largest weight) gives about 0.4% RMS and
 # 1-2% max error per layer (kiln check prints them), so the tolerance is
@@ -890,6 +927,10 @@ add_test(NAME hostile_dump_before_alone
 # the probe's `c % KILN_ADAPT_PROBE` was a division by zero in dead code
 add_test(NAME hostile_adapt_probe_0 COMMAND ${KILN_BIN} check -q --threads 2 "--cflags=-O2 -DKILN_ADAPT_PROBE=0"
          ${T}/threads/cases/linear_relu_edge)
+# ... and under kiln bench (issue 25), with bench's own flags added
+add_test(NAME hostile_adapt_probe_0_bench
+         COMMAND ${KILN_BIN} bench --runs=5 --threads 2 "--cflags=-O2 -march=native -ffp-contract=fast -DKILN_ADAPT_PROBE=0"
+                 ${T}/threads/cases/linear_relu_edge/model.onnx)
 # RNN, GRU and LSTM (compiler/ops/recurrent.c) against ONNX Runtime
 # (tools/make_recurrent_cases.py: constant weights, so the packed GEMMs;
 # directions, activations, clip, lengths, layout 1), within 1e-5: the C on

@@ -67,7 +67,13 @@
  * are lowered to scalar code, so they are never used there).
  * -DKILN_GEMM_V16 / -DKILN_GEMM_V8 force a width, -DKILN_GEMM_SCALAR the
  * plain C path: the tests check each on any x86-64. --precision=bf16 adds,
- * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__.
+ * under avx512 and portable, a vdpbf16ps body for __AVX512BF16__ (not where
+ * the build targets AMX: on Intel it is slower than f32 FMAs), and under
+ * avx512 an AMX body (TDPBF16PS, runtime/kiln_rt.h's KILN_TILE_* macros)
+ * taken at run time when kiln_amx_ready() says the CPU grants it: a panel
+ * row of 32 words is two tile rows, so the panels and A's rows (ab) pad the
+ * pairs of k to 16 and ab its rows to 16; blocks of 32 rows x 32 columns
+ * (four C tiles) over all of K, then the 16-wide epilogue row by row.
  *
  * Threads (--threads N > 1, emit_parallel_for in emit.h). The panels are
  * independent — each writes its own columns of Y from its own columns of
@@ -177,7 +183,10 @@ typedef struct Geo {
   bool q8;           /* int8 panels (--quantize=int8) */
   bool bf16;         /* bf16 panels (--precision=bf16): row k2 holds the pairs
                         B[2k2][j] (low half) and B[2k2+1][j] (high half) */
-  int64_t krows;     /* rows of a panel: K, or ceil(K/2) pairs of bf16 */
+  int64_t krows;     /* rows of a panel that hold B: K, or ceil(K/2) pairs of bf16 */
+  int64_t kp;        /* rows of a panel and words of a row of ab: krows, or with the AMX
+                        path krows rounded up to 16 (whole tiles; the rest zero) */
+  bool amx;          /* bf16: the AMX path (TDPBF16PS) is written, --isa=avx512 */
   bool widen;        /* q8: each panel's K block widened to f32 once, in a local array,
                         then the f32 tiles; else widened in registers at every step */
   bool dp;           /* bf16: the tiles multiply by vdpbf16ps (AVX512-BF16), two k a step;
@@ -209,6 +218,8 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->bf16 = gemm_bf16(e, s);
   g->dp = false;
   g->krows = g->bf16 ? (s->k + 1) / 2 : s->k;
+  g->amx = g->bf16 && e->isa == ISA_AVX512 && t->nr % 16 == 0;
+  g->kp = g->amx ? (g->krows + 15) / 16 * 16 : g->krows;
   int64_t kcmax = GEMM_PANEL_BLOCK / (4 * g->nr), nb0 = (g->krows + kcmax - 1) / kcmax;
   g->kc = g->krows;
   g->nkb = 1;
@@ -242,14 +253,14 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
 static void *gemm_pack(Emit *e, const GemmSpec *s, const Geo *g, int64_t *len) {
   int64_t k = s->k, n = s->n;
   if (g->bf16) {
-    *len = g->krows * (g->npf * g->nr + g->pwe);
+    *len = g->kp * (g->npf * g->nr + g->pwe);
     uint32_t *pk = arena_alloc(e->g->arena, sizeof(uint32_t) * (size_t)(*len ? *len : 1));
     memset(pk, 0, sizeof(uint32_t) * (size_t)(*len ? *len : 1));
     for (int64_t j = 0; j < n; j++) {
       int64_t p = j / g->nr, jj = j % g->nr, pw = p < g->npf ? g->nr : g->pwe;
       for (int64_t t = 0; t < k; t++) {
         double v = s->b[s->b_trans ? j * k + t : t * n + j];
-        pk[p * g->krows * g->nr + (t / 2) * pw + jj] |= (uint32_t)half_from_double(DT_BF16, v) << (16 * (t % 2));
+        pk[p * g->kp * g->nr + (t / 2) * pw + jj] |= (uint32_t)half_from_double(DT_BF16, v) << (16 * (t % 2));
       }
     }
     return pk;
@@ -462,18 +473,26 @@ static void tile_rows_acc(const Geo *g, int mr, int nv, const char *t, const cha
   }
 }
 
-/* The bf16 tile (--precision=bf16): rows i0 .. of ab (A rounded to bf16,
- * a word per pair of k) by the panel's words, the same template with k
- * running over pairs. With vdpbf16ps (g->dp) each step is one instruction
- * per accumulator: acc += a[2k+1]·b[2k+1] + a[2k]·b[2k] (the odd product
- * first, as the instruction does); without it the halves are widened to
- * f32 (a shift or a mask) and multiplied in the same order. */
+/* The bf16 tile (--precision=bf16): rows i0 .. of A by the panel's words,
+ * the same template with k running over pairs. With vdpbf16ps (g->dp) A's
+ * rows are those of ab (rounded to bf16, a word per pair of k) and each
+ * step is one instruction per accumulator: acc += a[2k+1]·b[2k+1] +
+ * a[2k]·b[2k] (the odd product first, as the instruction does). Without
+ * it, the f32 kernel on the bf16 weights: the panel's halves are widened
+ * to f32 (a shift or a mask, once per vector for all the rows) and
+ * multiplied by A's own f32 elements in the same order — as many FMAs and
+ * broadcasts as the f32 tile, half the weight's bytes (with K odd, whose
+ * last pair would read past a row of A, the rows of ab). */
 static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, int valid, bool pf) {
   Arena *a = e->g->arena;
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
   buf_puts(&ld, prefetch_next(e, g, pw, pf));
-  tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->krows, " /* A's rows in bf16 pairs */", &rows, &acc);
+  bool af32 = !g->dp && s->k % 2 == 0; /* A in f32 */
+  if (af32)
+    tile_rows_acc(g, mr, nv, "float", "a", s->a_rs, " /* A's rows in f32 */", &rows, &acc);
+  else
+    tile_rows_acc(g, mr, nv, "uint32_t", "ab", g->kp, " /* A's rows in bf16 pairs */", &rows, &acc);
   for (int v = 0; v < nv; v++) {
     buf_printf(&bv, "%sb%d", v ? ", " : "", v);
     buf_printf(&ld, "%smemcpy(&b%d, b + k * %d%s, sizeof b%d);", v ? "\n" : "", v, pw,
@@ -488,6 +507,12 @@ static void emit_tile_bf16(Emit *e, const GemmSpec *s, const Geo *g, int mr, int
       for (int v = 0; v < nv; v++)
         buf_printf(&fma, "\nacc%d_%d = (%s)_mm512_dpbf16_ps((__m512)acc%d_%d, (__m512bh)a%db, (__m512bh)b%d);", r, v,
                    g->vt, r, v, r, v);
+    } else if (af32) {
+      buf_printf(&fma, "%sconst float a%do = a%d[2 * k + 1], a%de = a%d[2 * k];", r ? "\n" : "", r, r, r, r);
+      buf_puts(&fma, "\n");
+      for (int v = 0; v < nv; v++)
+        buf_printf(&fma, "%sacc%d_%d += a%do * b%do; acc%d_%d += a%de * b%de;", v ? " " : "", r, v, r, v, r, v,
+                   r, v);
     } else {
       buf_printf(&fma, "%sconst float a%do = kiln_float_of_bits(a%d[k] & 0xffff0000u), a%de = kiln_float_of_bits(a%d[k] << 16);",
                  r ? "\n" : "", r, r, r, r);
@@ -624,7 +649,7 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
 static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col,
                        int pw, int valid, bool full) {
   if (g->bf16) {
-    emit_line(e, "const uint32_t *b = bp + %s; /* [%lld][%d] bf16 pairs */", boff, (long long)g->krows, pw);
+    emit_line(e, "const uint32_t *b = bp + %s; /* [%lld][%d] bf16 pairs */", boff, (long long)g->kp, pw);
   } else if (!g->q8) {
     emit_line(e, "const float *b = bp + %s; /* [%lld][%d] */", boff, (long long)s->k, pw);
   } else if (!g->widen) {
@@ -646,7 +671,7 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
   if (pf)
     emit_line(e, "const %s *bn = %s + (p + 1 < %lld ? %lld : 0); /* the next panel, prefetched by the last row tiles */",
               g->bf16 ? "uint32_t" : g->q8 ? "int8_t" : "float", "b", (long long)g->npf,
-              (long long)(g->krows * g->nr));
+              (long long)(g->kp * g->nr));
   emit_line(e, "float *yp = y + %s;", col);
   if (s->scale)
     emit_line(e, "const float *scale_p = scale + %s;", col);
@@ -659,7 +684,7 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
 
 /* Full panel p's pointers and row tiles (in a loop over p). */
 static void emit_full_panel(Emit *e, const GemmSpec *s, const Geo *g) {
-  emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(g->krows * g->nr)),
+  emit_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", (long long)(g->kp * g->nr)),
              arena_printf(e->g->arena, "p * %d", g->nr), g->nr, g->nr, true);
 }
 
@@ -668,7 +693,7 @@ static void emit_edge_panel(Emit *e, const GemmSpec *s, const Geo *g, const char
   emit_line(e, "%s /* the edge panel: columns %lld .. %lld, zero-padded to %d */", open,
             (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
   e->indent++;
-  emit_panel(e, s, g, emit_int(e, g->npf * g->krows * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem, false);
+  emit_panel(e, s, g, emit_int(e, g->npf * g->kp * g->nr), emit_int(e, g->npf * g->nr), g->pwe, g->nrem, false);
   e->indent--;
   emit_line(e, "}");
 }
@@ -748,7 +773,7 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
       emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
     if (g->bf16) {
       emit_tmpl(e, "gemm_bf16_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
-                emit_int(e, g->krows * g->nr), "K2", emit_int(e, g->krows), "PW", emit_int(e, pw), "M",
+                emit_int(e, g->kp * g->nr), "K2", emit_int(e, g->krows), "KA", emit_int(e, g->kp), "PW", emit_int(e, pw), "M",
                 tiles_bound(e, s, s->m), "N", emit_int(e, s->n), "NR", emit_int(e, g->nr), "VALID", emit_int(e, valid),
                 "BIAS", bias, "EPI", epi, NULL);
       continue;
@@ -761,14 +786,18 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
 }
 
 /* --precision=bf16: A rounded to bf16 (nearest, ties to even) once per
- * product, into ab [M][ceil(K/2)], two k a word as the panels hold B. */
+ * product, into ab [M][ceil(K/2)], two k a word as the panels hold B; for
+ * the AMX path [M rounded up to 16][Geo.kp], the rest zero. */
 static void emit_bf16_rows(Emit *e, const GemmSpec *s, const Geo *g) {
-  long long m = (long long)s->m, k = (long long)s->k, k2 = (long long)g->krows;
+  long long m = (long long)s->m, k = (long long)s->k, k2 = (long long)g->krows, ka = (long long)g->kp;
+  long long mp = g->amx ? (m + 15) / 16 * 16 : m;
   emit_line(e, "uint32_t ab[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: A in bf16, A[i][2k] in the low "
-               "half of word k */", m * k2, m, k2);
+               "half of word k%s */", mp * ka, mp, ka, mp * ka > m * k2 ? "; the padding zero" : "");
+  if (mp * ka > m * k2)
+    emit_line(e, "memset(ab, 0, sizeof ab);");
   emit_line(e, "for (int i = 0; i < %lld; i++) {", m);
   emit_line(e, "  const float *ai = a + i * %lld;", (long long)s->a_rs);
-  emit_line(e, "  uint32_t *abi = ab + i * %lld;", k2);
+  emit_line(e, "  uint32_t *abi = ab + i * %lld;", ka);
   if (k / 2 > 0) {
     emit_line(e, "  for (int k = 0; k < %lld; k++)", k / 2);
     emit_line(e, "    abi[k] = (uint32_t)kiln_f32_to_bf16(ai[2 * k]) | (uint32_t)kiln_f32_to_bf16(ai[2 * k + 1]) << 16;");
@@ -777,6 +806,107 @@ static void emit_bf16_rows(Emit *e, const GemmSpec *s, const Geo *g) {
     emit_line(e, "  abi[%lld] = kiln_f32_to_bf16(ai[%lld]); /* K is odd: the last word's high half is 0 */", k2 - 1,
               k - 1);
   emit_line(e, "}");
+}
+
+/* ---- AMX: TDPBF16PS on tiles (--precision=bf16, --isa=avx512) ------------------- */
+
+/* Rows it .. it + 16 * nrt - 1 of ab (`rr` of them real, a C expression)
+ * by the nct tiles of 16 columns of the panel at b (pw words a row, `valid`
+ * real columns): C tiles 0-3 (row tile r, column tile c: 2r + c), A's row
+ * tiles in 4 and 5, B's column tiles in 6 and 7; 32 k (16 pairs) a step.
+ * The sums go through ct to the 16-wide epilogue, one row at a time. */
+static void emit_amx_rows(Emit *e, const GemmSpec *s, const Geo *g, int nrt, int nct, int pw, int valid,
+                          const char *rr) {
+  long long kp = g->kp;
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "KILN_TILE_ZERO(%d);", 2 * r + c);
+  emit_line(e, "for (int k = 0; k < %lld; k += 16) { /* 16 pairs of k */", kp);
+  for (int r = 0; r < nrt; r++)
+    emit_line(e, "  KILN_TILE_LOAD(%d, ab + (it + %d) * %lld + k, %lld);", 4 + r, 16 * r, kp, 4 * kp);
+  for (int c = 0; c < nct; c++)
+    emit_line(e, "  KILN_TILE_LOAD(%d, b + k * %d%s, %d);", 6 + c, pw, c ? " + 16" : "", 4 * pw);
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "  KILN_TILE_DP_BF16(%d, %d, %d);", 2 * r + c, 4 + r, 6 + c);
+  emit_line(e, "}");
+  emit_line(e, "float ct[32][32] __attribute__((aligned(64))); /* the tiles' sums */");
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "KILN_TILE_STORE(%d, ct[%d]%s, 128);", 2 * r + c, 16 * r, c ? " + 16" : "");
+  emit_line(e, "for (int r = 0; r < %s; r++) {", rr);
+  e->indent++;
+  emit_line(e, "const int i0 = it + r; /* row i0 of Y */");
+  int nv = (valid + 15) / 16;
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "v16f acc0_%d; memcpy(&acc0_%d, ct[r] + %d, 64);", v, v, 16 * v);
+  emit_line(e, "%s", tile_epilogue(e, s, g, 1, nv, valid));
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* One panel's row blocks: 32 rows at a time, then 16 (ab's rows past M are
+ * zero); with GemmSpec.rows, those that start below m_run. */
+static void emit_amx_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *boff, const char *col, int pw,
+                           int valid) {
+  int64_t m = s->m, r16 = (m + 15) / 16 * 16, r32 = r16 / 32 * 32;
+  int nct = pw / 16;
+  emit_line(e, "const uint32_t *b = bp + %s; /* [%lld][%d] bf16 pairs */", boff, (long long)g->kp, pw);
+  emit_line(e, "float *yp = y + %s;", col);
+  if (s->bias)
+    emit_line(e, "const float *bias_p = bias + %s;", col);
+  if (s->residual)
+    emit_line(e, "const float *rp = res + %s;", col);
+  emit_line(e, "KILN_TILE_REGS;");
+  emit_line(e, "KILN_TILE_CONFIG();");
+  if (r32 > 0) {
+    emit_line(e, "for (int it = 0; it < %s; it += 32) { /* rows it .. it + 31 */", tiles_bound(e, s, r32));
+    e->indent++;
+    emit_amx_rows(e, s, g, 2, nct, pw, valid,
+                  m % 32 ? arena_printf(e->g->arena, "(%lld - it < 32 ? %lld - it : 32)", (long long)m, (long long)m)
+                         : "32");
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (r16 > r32) {
+    emit_line(e, "%s{ /* rows %lld .. %lld */", s->rows ? arena_printf(e->g->arena, "if (%lld < m_run) ", (long long)r32) : "",
+              (long long)r32, (long long)m - 1);
+    e->indent++;
+    emit_line(e, "const int it = %lld;", (long long)r32);
+    emit_amx_rows(e, s, g, 1, nct, pw, valid, emit_int(e, m - r32));
+    e->indent--;
+    emit_line(e, "}");
+  }
+  emit_line(e, "KILN_TILE_RELEASE();");
+}
+
+/* The AMX path: the full panels (split among the threads), then the edge
+ * panel; g is the 16-wide view with K in one block (the tiles' sums stay
+ * in the tiles over all of K). */
+static void emit_amx_path(Emit *e, const GemmSpec *s, const Geo *g) {
+  emit_line(e, "/* AMX (TDPBF16PS): tiles of 16 x 16 f32 sums, 32 x 32 a step */");
+  emit_line(e, "typedef float v16f __attribute__((vector_size(64)));");
+  if (s->act == GEMM_ACT_RELU || s->act == GEMM_ACT_GELU)
+    emit_line(e, "typedef int v16i __attribute__((vector_size(64)));");
+  long long panel = g->kp * g->nr;
+  if (g->npf > 0) {
+    emit_parallel_for(e, g->npf, g->ns);
+    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */", (long long)g->npf,
+              g->nr, g->nr, g->nr - 1);
+    e->indent++;
+    emit_amx_panel(e, s, g, arena_printf(e->g->arena, "p * %lld", panel), arena_printf(e->g->arena, "p * %d", g->nr),
+                   g->nr, g->nr);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->nrem > 0) {
+    emit_line(e, "{ /* the edge panel: columns %lld .. %lld, zero-padded to %d */", (long long)(g->npf * g->nr),
+              (long long)(s->n - 1), g->pwe);
+    e->indent++;
+    emit_amx_panel(e, s, g, emit_int(e, g->npf * panel), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
+    e->indent--;
+    emit_line(e, "}");
+  }
 }
 
 /* GemmSpec.rows: m_run, the rows of A to compute, clipped to [0, M]. */
@@ -877,11 +1007,13 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
              : "");
   if (g.bf16)
     what = arena_printf(a, "B%s [%lld,%lld]%s as bf16 packed for the bf16 GEMM kernel (--isa=%s, --precision=bf16): "
-                        "%lld panels [%lld][%d] of words, B[2k][j] in the low half, B[2k+1][j] in the high%s", bname,
+                        "%lld panels [%lld][%d] of words, B[2k][j] in the low half, B[2k+1][j] in the high%s%s", bname,
                         (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "", t->name,
-                        (long long)g.npf, (long long)g.krows, g.nr,
+                        (long long)g.npf, (long long)g.kp, g.nr,
                         g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded",
-                                              (long long)g.krows, g.pwe, g.nrem) : "");
+                                              (long long)g.kp, g.pwe, g.nrem) : "",
+                        g.kp > g.krows ? arena_printf(a, "; rows from %lld on are zero (AMX tiles of 16 rows)",
+                                                      (long long)g.krows) : "");
   const char *bp = emit_const_array(e, g.bf16 ? DT_U32 : s->bq ? DT_I8 : DT_F32, pk, len,
                                     arena_printf(a, "%s_packed", s->b_name ? s->b_name : "b"), what);
   emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
@@ -905,6 +1037,21 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   emit_rows_run(e, s);
   if (g.bf16)
     emit_bf16_rows(e, s, &g);
+  if (g.amx) { /* AMX where the build targets it and the CPU grants it, else the paths below */
+    Geo ga;
+    gemm_geo(e, s, t, &views[0], &ga);
+    ga.nkb = 1;
+    ga.kc = ga.krows;
+    emit_line(e, "#if defined(KILN_AMX)");
+    emit_line(e, "if (kiln_amx_ready()) {");
+    e->indent++;
+    emit_amx_path(e, s, &ga);
+    e->indent--;
+    emit_line(e, "} else");
+    emit_line(e, "#endif");
+    emit_line(e, "{");
+    e->indent++;
+  }
   /* __builtin_convertvector (int8 panels): gcc 9, any clang */
   const char *gnu = s->bq ? "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || "
                             "__GNUC__ >= 9)"
@@ -920,7 +1067,10 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     e->uses_bf16_dp = true;
     notes[paths.n] = arena_printf(a, "/* 16-wide vectors and vdpbf16ps: register tiles of %s */",
                                   tile_sizes(e, &gvs[paths.n]));
-    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP)", gnu));
+    /* not where the build targets AMX (an Intel CPU: vdpbf16ps has one port
+       where f32 FMAs have two; there the AMX path, or else the f32 FMAs) */
+    simd_paths_add(&paths, arena_printf(a, "%s && defined(__AVX512BF16__) && !defined(KILN_GEMM_NO_BF16DP) && "
+                                           "!(defined(KILN_AMX) && KILN_AMX == 2)", gnu));
   }
   for (int i = 0; i < KILN_COUNT(views); i++) {
     const View *v = &views[i];
@@ -929,7 +1079,8 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     Geo *gv = &gvs[paths.n];
     gemm_geo(e, s, t, v, gv);
     notes[paths.n] = arena_printf(a, "/* %d-wide vectors: register tiles of %s%s */", v->vw, tile_sizes(e, gv),
-                                  gv->bf16 ? ", bf16 pairs widened to f32 in registers"
+                                  gv->bf16 ? (s->k % 2 ? ", bf16 pairs widened to f32 in registers"
+                                                       : ", bf16 pairs widened to f32 in registers, A in f32")
                                   : !gv->q8 ? "" : gv->widen ? ", each int8 panel widened to f32 once"
                                                              : ", int8 widened in registers");
     simd_paths_add(&paths, view_cond(e, v, gnu));
@@ -948,6 +1099,10 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
     emit_scalar_path(e, s, &g);
   }
   simd_paths_end(e, &paths);
+  if (g.amx) {
+    e->indent--;
+    emit_line(e, "}");
+  }
   emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");

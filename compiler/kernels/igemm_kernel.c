@@ -36,6 +36,16 @@
  *                                        saturates at int16): 4 rows x 8 columns
  *   else                                 plain C over the same panels
  *
+ * and, before them all, AMX (TDPBUSD on 16 x 64-byte tiles, runtime/kiln_rt.h's
+ * KILN_TILE_* macros) where the build targets it and kiln_amx_ready() says
+ * the CPU grants it, under --isa=avx512 and portable: a group of a panel is
+ * a tile row (32 columns x 4 bytes, two column tiles 128 bytes apart), so
+ * the panels pad K to 16 groups (the tile's 64 k) and au its rows to 16
+ * and its words to the same; blocks of 32 rows x 32 columns (four C tiles),
+ * the sums through a local array to the VNNI tiles' epilogue, row by row:
+ * the same bytes as the other paths. -DKILN_AMX_EMULATE runs it on a C
+ * model of the instruction anywhere (tests).
+ *
  * (the vector paths need GNU C; -DKILN_GEMM_SCALAR forces plain C,
  * -DKILN_IGEMM_NO512 the 256-bit paths, for tests). --isa=portable writes
  * them all; avx512 the 512-bit VNNI path and the AVX2 one (an AVX-512 CPU
@@ -57,7 +67,10 @@
 
 /* The problem's shape and the packed panels. */
 typedef struct IGeo {
-  int64_t m, n, k, k4; /* k4 = ceil(K/4): groups of 4 k, words of a row of au */
+  int64_t m, n, k, k4; /* k4 = ceil(K/4): groups of 4 k */
+  int64_t kp;          /* words of a row of au, groups of a panel: k4, or with the AMX path
+                          k4 rounded up to 16 (whole tiles of 64 bytes; the rest zero) */
+  bool amx;            /* the AMX path is written (ig_amx_written) */
   int64_t npf;         /* full panels */
   int pwe, nrem;       /* the edge panel: width (16 or 32) and valid columns (0: none) */
   int64_t mb;          /* rows quantized at a time */
@@ -96,6 +109,11 @@ static bool ipath_written(EmitIsa isa, IPathId id) {
   }
 }
 
+/* Does --isa write the AMX path (KILN_AMX, runtime/kiln_rt.h)? avx512 and
+ * portable: the CPUs with AMX have AVX-512, and its epilogue is the 16-wide
+ * one. */
+static bool ig_amx_written(EmitIsa isa) { return isa == ISA_AVX512 || isa == ISA_GENERIC; }
+
 /* Does --isa write the helpers' vw-float vector loops (16: AVX-512, 8: AVX)? */
 static bool vw_written(EmitIsa isa, int vw) {
   return isa == ISA_GENERIC || vw == (isa == ISA_AVX512 ? 16 : 8);
@@ -109,13 +127,13 @@ static const char *str(Emit *e, Buf *b) {
 
 /* Bq packed into the panels (arena memory, *len bytes). */
 static int8_t *ig_pack(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t *len) {
-  *len = g->k4 * 4 * (g->npf * IG_NR + (g->nrem ? g->pwe : 0));
+  *len = g->kp * 4 * (g->npf * IG_NR + (g->nrem ? g->pwe : 0));
   int8_t *pk = arena_alloc(e->g->arena, (size_t)(*len ? *len : 1));
   memset(pk, 0, (size_t)(*len ? *len : 1));
   for (int64_t j = 0; j < s->n; j++) {
     int64_t p = j / IG_NR, jj = j % IG_NR, pw = p < g->npf ? IG_NR : g->pwe;
     for (int64_t t = 0; t < s->k; t++)
-      pk[p * g->k4 * 4 * IG_NR + (t / 4) * pw * 4 + jj * 4 + t % 4] = s->bq[t * s->n + j];
+      pk[p * g->kp * 4 * IG_NR + (t / 4) * pw * 4 + jj * 4 + t % 4] = s->bq[t * s->n + j];
   }
   return pk;
 }
@@ -260,7 +278,7 @@ static void emit_row_range(Emit *e, int64_t len) {
 /* ur = the row ar as u8 by inv and zf, or (per tensor) by dividing by sd
  * as DynamicQuantizeLinear does (the vector loop, then the rest). */
 static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
-  long long k = g->k, k4 = g->k4, k16 = g->k / 16 * 16;
+  long long k = g->k, kp = g->kp, k16 = g->k / 16 * 16;
   const char *op = per_tensor ? "div" : "mul", *by = per_tensor ? "sd" : "inv";
   emit_line(e, "t = 0;");
   bool v16 = vw_written(e->isa, 16); /* the only vector loop: AVX-512's */
@@ -286,8 +304,8 @@ static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
   emit_line(e, "  q = q < 255 ? q : 255;");
   emit_line(e, "  ur[t] = (uint8_t)q;");
   emit_line(e, "}");
-  if (4 * k4 > k)
-    emit_line(e, "memset(ur + %lld, 0, %lld);", k, 4 * k4 - k);
+  if (4 * kp > k)
+    emit_line(e, "memset(ur + %lld, 0, %lld);", k, 4 * kp - k);
 }
 
 /* Rows [off, off + rows) of X into au, as, az: the f32 steps of
@@ -296,17 +314,17 @@ static void emit_row_u8(Emit *e, const IGeo *g, bool per_tensor) {
  * results: min_ps(x, m) is x < m ? x : m, max_ps(q, 0) is q > 0 ? q : 0,
  * and the u8 are integers below 256 in f32. */
 static void emit_quantize_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
-  long long k = g->k, k4 = g->k4;
+  long long k = g->k, kp = g->kp;
   emit_parallel_for(e, rows, (s->rot ? 1.0 : 0.5) * (double)rows * (double)k);
   emit_line(e, "for (int i = 0; i < %lld; i++) { /* row i: u8, scale and zero point */", (long long)rows);
   e->indent++;
   emit_line(e, "const float *ar = a + (%s + i) * %lld; /* [%lld] */", off, k, k);
   if (s->rot)
     emit_rotate_row(e, g, s->rot);
-  if (4 * k4 > k)
-    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", k4, 4 * k4, 4 * k4 - k);
+  if (4 * kp > k)
+    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld], the last %lld zero */", kp, 4 * kp, 4 * kp - k);
   else
-    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld] */", k4, 4 * k4);
+    emit_line(e, "uint8_t *ur = (uint8_t *)(au + i * %lld); /* [%lld] */", kp, 4 * kp);
   if (s->per_tensor) { /* X's scale ts and zero point tz, found before the blocks */
     emit_line(e, "const float zf = tz;");
     emit_line(e, "int t;");
@@ -406,7 +424,7 @@ static void emit_tile_epilogue(Emit *e, const IGemmSpec *s, const IPath *pt, int
 
 /* Row r's word of group g: "a0[g]", "a0[96 + g]". */
 static const char *aword(Emit *e, const IGeo *g, int r) {
-  return r ? arena_printf(e->g->arena, "a0[%lld + g]", (long long)(r * g->k4)) : "a0[g]";
+  return r ? arena_printf(e->g->arena, "a0[%lld + g]", (long long)(r * g->kp)) : "a0[g]";
 }
 
 /* Rows i0 .. i0 + mr - 1 of the chunk at b (groups `stride` bytes apart),
@@ -423,7 +441,7 @@ static void emit_tile(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
   const char *zero = avx2 ? "_mm256_setzero_si256()" : arena_printf(e->g->arena, "(v%di){0}", pt->vw);
   int na = avx2 ? 2 : nv; /* AVX2: two accumulators per row (columns 0-3, 4-7) */
   /* the rows' words at a0[r * K4 + g]: one base register for the tile */
-  emit_line(e, "const int32_t *a0 = au + i0 * %lld;", (long long)g->k4);
+  emit_line(e, "const int32_t *a0 = au + i0 * %lld;", (long long)g->kp);
   for (int r = 0; r < mr; r++) {
     buf_printf(&acc, "%s%s ", r ? "\n" : "", acct);
     for (int v = 0; v < na; v++)
@@ -507,7 +525,7 @@ static void emit_chunk_ptrs(Emit *e, const IGemmSpec *s, const char *boff, const
  * the threads), then the edge panel's. */
 static void emit_path(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *pt, int64_t rows) {
   int vw = pt->vw, cw = pt->cw, cpp = IG_NR / cw;
-  long long panel = g->k4 * 4 * IG_NR;
+  long long panel = g->kp * 4 * IG_NR;
   emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   int64_t nfc = g->npf * cpp;
@@ -538,7 +556,7 @@ static void emit_path(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
 
 /* The plain C path over the same panels. */
 static void emit_path_c(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows) {
-  long long panel = g->k4 * 4 * IG_NR, n = s->n;
+  long long panel = g->kp * 4 * IG_NR, n = s->n;
   const char *epi = gemm_act_expr(e, s->act, "v");
   for (int edge = 0; edge < 2; edge++) {
     int64_t np = edge ? (g->nrem > 0) : g->npf;
@@ -550,10 +568,10 @@ static void emit_path_c(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows
     emit_line(e, "for (int p = %lld; p < %lld; p++) { /* %s */", (long long)(edge ? g->npf : 0),
               (long long)(edge ? g->npf + 1 : g->npf), edge ? "the edge panel" : "the full panels");
     e->indent++;
-    emit_line(e, "const int8_t *b = bp + p * %lld; /* [%lld][%d][4] */", panel, (long long)g->k4, pw);
+    emit_line(e, "const int8_t *b = bp + p * %lld; /* [%lld][%d][4] */", panel, (long long)g->kp, pw);
     emit_line(e, "for (int i = 0; i < %lld; i++) {", (long long)rows);
     e->indent++;
-    emit_line(e, "const uint8_t *ar = (const uint8_t *)(au + i * %lld);", (long long)g->k4);
+    emit_line(e, "const uint8_t *ar = (const uint8_t *)(au + i * %lld);", (long long)g->kp);
     emit_line(e, "int32_t acc[%d] = {0};", pw);
     emit_line(e, "for (int g = 0; g < %lld; g++)", (long long)g->k4);
     emit_line(e, "  for (int j = 0; j < %d; j++)", pw);
@@ -575,6 +593,106 @@ static void emit_path_c(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows
   }
 }
 
+/* ---- AMX: TDPBUSD on tiles ------------------------------------------------------ */
+
+/* Rows it .. it + 16 * nrt - 1 (of which `rr` are real, a C expression) by
+ * the nct tiles of 16 columns of the chunk at b (pw columns a group, `valid`
+ * real): C tiles 0-3 (row tile r, column tile c: 2r + c), A's row tiles in
+ * 4 and 5, B's column tiles in 6 and 7; 64 k (16 groups) a step. The sums
+ * go through ct to the epilogue of the VNNI tiles, one row at a time. */
+static void emit_amx_rows(Emit *e, const IGemmSpec *s, const IGeo *g, int nrt, int nct, int pw, int valid,
+                          const char *rr) {
+  long long kp = g->kp, n = s->n;
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "KILN_TILE_ZERO(%d);", 2 * r + c);
+  emit_line(e, "for (int g = 0; g < %lld; g += 16) { /* 16 groups of 4 k */", kp);
+  for (int r = 0; r < nrt; r++)
+    emit_line(e, "  KILN_TILE_LOAD(%d, au + (it + %d) * %lld + g, %lld);", 4 + r, 16 * r, kp, 4 * kp);
+  for (int c = 0; c < nct; c++)
+    emit_line(e, "  KILN_TILE_LOAD(%d, b + g * %d%s, %d);", 6 + c, 4 * pw, c ? " + 64" : "", 4 * pw);
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "  KILN_TILE_DP_INT8(%d, %d, %d);", 2 * r + c, 4 + r, 6 + c);
+  emit_line(e, "}");
+  emit_line(e, "int32_t ct[32][32] __attribute__((aligned(64))); /* the tiles' sums */");
+  for (int r = 0; r < nrt; r++)
+    for (int c = 0; c < nct; c++)
+      emit_line(e, "KILN_TILE_STORE(%d, ct[%d]%s, 128);", 2 * r + c, 16 * r, c ? " + 16" : "");
+  emit_line(e, "for (int r = 0; r < %s; r++) {", rr);
+  e->indent++;
+  emit_line(e, "const int i0 = it + r; /* row i0 of the block */");
+  int nv = (valid + 15) / 16;
+  for (int v = 0; v < nv; v++)
+    emit_line(e, "v16i c0_%d; memcpy(&c0_%d, ct[r] + %d, 64);", v, v, 16 * v);
+  emit_line(e, "float *yt = ya + i0 * %lld + col;", n);
+  if (s->residual)
+    emit_line(e, "const float *rt = ra + i0 * %lld + col;", n);
+  IPath pt = {IP_512, NULL, "AMX", 16, 32, 1};
+  emit_tile_epilogue(e, s, &pt, 1, nv, valid);
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* The row blocks of one chunk: 32 rows at a time, then 16 (au's rows past
+ * `rows` are zero). */
+static void emit_amx_chunk(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, int pw, int valid) {
+  int64_t r16 = (rows + 15) / 16 * 16, r32 = r16 / 32 * 32;
+  int nct = pw / 16;
+  emit_line(e, "KILN_TILE_REGS;");
+  emit_line(e, "KILN_TILE_CONFIG();");
+  if (r32 > 0) {
+    emit_line(e, "for (int it = 0; it < %lld; it += 32) { /* rows it .. it + 31 */", (long long)r32);
+    e->indent++;
+    emit_amx_rows(e, s, g, 2, nct, pw, valid,
+                  rows % 32 ? arena_printf(e->g->arena, "(%lld - it < 32 ? %lld - it : 32)", (long long)rows,
+                                           (long long)rows)
+                            : "32");
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (r16 > r32) {
+    emit_line(e, "{ /* rows %lld .. %lld */", (long long)r32, (long long)rows - 1);
+    e->indent++;
+    emit_line(e, "const int it = %lld;", (long long)r32);
+    emit_amx_rows(e, s, g, 1, nct, pw, valid, emit_int(e, rows - r32));
+    e->indent--;
+    emit_line(e, "}");
+  }
+  emit_line(e, "KILN_TILE_RELEASE();");
+}
+
+/* The AMX path over every column: the full panels (split among the
+ * threads), then the edge panel. */
+static void emit_path_amx(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows) {
+  long long panel = g->kp * 4 * IG_NR, kp = g->kp;
+  int64_t r16 = (rows + 15) / 16 * 16;
+  emit_line(e, "/* AMX (TDPBUSD): tiles of 16 x 16 int32 sums, 32 x 32 a step */");
+  emit_line(e, "typedef int v16i __attribute__((vector_size(64)));");
+  emit_line(e, "typedef float v16f __attribute__((vector_size(64)));");
+  if (r16 > rows)
+    emit_line(e, "memset(au + %lld, 0, %lld); /* rows %lld .. %lld: whole tiles */", (long long)rows * kp,
+              (long long)(r16 - rows) * kp * 4, (long long)rows, (long long)r16 - 1);
+  if (g->npf > 0) {
+    emit_parallel_for(e, g->npf, g->ns * (double)rows / (double)g->m);
+    emit_line(e, "for (int c = 0; c < %lld; c++) { /* columns 32 * c .. 32 * c + 31 */", (long long)g->npf);
+    e->indent++;
+    emit_chunk_ptrs(e, s, arena_printf(e->g->arena, "c * %lld", panel), "c * 32");
+    emit_amx_chunk(e, s, g, rows, IG_NR, IG_NR);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (g->nrem) {
+    emit_line(e, "{ /* the edge panel: columns %lld .. %lld */", (long long)(g->npf * IG_NR),
+              (long long)(s->n - 1));
+    e->indent++;
+    emit_chunk_ptrs(e, s, emit_int(e, g->npf * panel), emit_int(e, g->npf * IG_NR));
+    emit_amx_chunk(e, s, g, rows, g->pwe, g->nrem);
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 /* One block of `rows` rows of X starting at row `off` (a C expression):
  * quantized, then the product by every path. */
 static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows, const char *off) {
@@ -582,6 +700,17 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
   emit_line(e, "float *ya = y + %s * %lld;", off, (long long)s->n);
   if (s->residual)
     emit_line(e, "const float *ra = res + %s * %lld;", off, (long long)s->n);
+  if (g->amx) { /* AMX where the build targets it and the CPU grants it, else the paths below */
+    emit_line(e, "#if defined(KILN_AMX)");
+    emit_line(e, "if (kiln_amx_ready()) {");
+    e->indent++;
+    emit_path_amx(e, s, g, rows);
+    e->indent--;
+    emit_line(e, "} else");
+    emit_line(e, "#endif");
+    emit_line(e, "{");
+    e->indent++;
+  }
   SimdPaths sp = simd_paths(e);
   const IPath *pts[KILN_COUNT(paths)];
   for (int i = 0; i < KILN_COUNT(paths); i++)
@@ -603,6 +732,10 @@ static void emit_block(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows,
     emit_path_c(e, s, g, rows);
   }
   simd_paths_end(e, &sp);
+  if (g->amx) {
+    e->indent--;
+    emit_line(e, "}");
+  }
 }
 
 bool emit_igemm(Emit *e, const IGemmSpec *s) {
@@ -616,9 +749,12 @@ bool emit_igemm(Emit *e, const IGemmSpec *s) {
   IGeo g = {.m = s->m, .n = s->n, .k = s->k, .k4 = (s->k + 3) / 4, .npf = s->n / IG_NR};
   g.nrem = (int)(s->n % IG_NR);
   g.pwe = g.nrem > 16 ? 32 : 16;
-  int64_t row_bytes = 4 * (g.k4 ? g.k4 : 1);
+  g.amx = ig_amx_written(e->isa);
+  g.kp = g.amx ? (g.k4 + 15) / 16 * 16 : g.k4;
+  int64_t row_bytes = 4 * (g.kp ? g.kp : 1);
   g.mb = IG_BLOCK_BYTES / row_bytes < 1 ? 1 : IG_BLOCK_BYTES / row_bytes;
   g.mb = g.mb > s->m ? s->m : g.mb;
+  int64_t mbp = g.amx ? (g.mb + 15) / 16 * 16 : g.mb; /* au's rows: whole tiles of 16 for AMX */
   g.ns = 2.0 * (double)s->m * (double)s->n * (double)s->k / 400; /* about 400 GOP/s */
   e->uses_vnni = true;
   int64_t len;
@@ -627,10 +763,12 @@ bool emit_igemm(Emit *e, const IGemmSpec *s) {
   const char *bp = emit_const_array(
       e, DT_I8, pk, len, arena_printf(a, "%s_vnni", s->b_name ? s->b_name : "b"),
       arena_printf(a, "B%s [%lld,%lld] int8 packed for vpdpbusd (--quantize=w8a8): %lld panels [%lld][%d][4], "
-                      "byte [g][j][t] = B[4g + t][32p + j]%s", bname, (long long)s->k, (long long)s->n,
-                   (long long)g.npf, (long long)g.k4, IG_NR,
+                      "byte [g][j][t] = B[4g + t][32p + j]%s%s", bname, (long long)s->k, (long long)s->n,
+                   (long long)g.npf, (long long)g.kp, IG_NR,
                    g.nrem ? arena_printf(a, ", then [%lld][%d][4] for the last %d columns, zero-padded",
-                                         (long long)g.k4, g.pwe, g.nrem) : ""));
+                                         (long long)g.kp, g.pwe, g.nrem) : "",
+                   g.kp > g.k4 ? arena_printf(a, "; groups from %lld on are zero (AMX tiles of 16 groups)",
+                                              (long long)g.k4) : ""));
   emit_line(e, "{ /* Y[%lld,%lld] = u8(A[%lld,%lld]) x B[%lld,%lld] int8, exact int32 sums, scaled%s%s%s%s */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k, (long long)s->n,
             s->bias ? " + bias" : "", s->act ? ", then " : "",
@@ -648,7 +786,7 @@ bool emit_igemm(Emit *e, const IGemmSpec *s) {
               (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
   emit_line(e, "int32_t au[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: rows of A as u8, four a word */",
-            (long long)(g.mb * g.k4 > 0 ? g.mb * g.k4 : 1), (long long)g.mb, (long long)g.k4);
+            (long long)(mbp * g.kp > 0 ? mbp * g.kp : 1), (long long)mbp, (long long)g.kp);
   emit_line(e, "float as[%lld]; /* [%lld]: each row's scale */", (long long)g.mb, (long long)g.mb);
   emit_line(e, "int32_t az[%lld]; /* [%lld]: each row's zero point */", (long long)g.mb, (long long)g.mb);
   if (s->per_tensor)

@@ -7,7 +7,9 @@
 # picked by the flags the C is built with (tests/w8a8/kernel_case.sh has
 # the tolerance): AVX512-VNNI 512-bit, the same on 256 bits (forced by
 # -DKILN_IGEMM_NO512), AVX-VNNI, AVX2 (vpmaddwd), the plain C path
-# (-DKILN_GEMM_SCALAR, and x86-64's baseline without AVX), and 2 threads.
+# (-DKILN_GEMM_SCALAR, and x86-64's baseline without AVX), the AMX path on
+# kiln_rt.h's model of TDPBUSD (-DKILN_AMX_EMULATE; K padded to tiles of 64,
+# rows to 16, edge panels of 16 and 32 columns), and 2 threads.
 # The VNNI paths run where this CPU has them. The cases are written into
 # the build folder by the w8a8_cases fixture (3 MB, seeded; skipped, and
 # so are the cases, without python3's numpy and onnx).
@@ -30,8 +32,11 @@ if(EXISTS /proc/cpuinfo)
     list(APPEND KILN_W8A8_PATHS "avx2|-O2 -mavx2 -mfma")
   endif()
 endif()
-if(KILN_SANITIZE) # the sanitizer suite checks kiln, not the C compiler: two paths suffice
-  set(KILN_W8A8_PATHS "native|-O2 -march=native" "scalar|-O1 -DKILN_GEMM_SCALAR")
+# the AMX path (TDPBUSD tiles) on kiln_rt.h's C model of the instruction,
+# on any CPU; -march=native above runs the instruction where the CPU has it
+list(APPEND KILN_W8A8_PATHS "amxemu|-O2 -DKILN_AMX_EMULATE")
+if(KILN_SANITIZE) # the sanitizer suite checks kiln, not the C compiler: three paths suffice
+  set(KILN_W8A8_PATHS "native|-O2 -march=native" "scalar|-O1 -DKILN_GEMM_SCALAR" "amxemu|-O1 -DKILN_AMX_EMULATE")
 endif()
 foreach(c m1_k4_n5_relu m3_k12_n19_bare m12_k64_n33_gelu m37_k384_n50_res m128_k1536_n40_gelu
           m37_k1003_n70_relu_res m128_k384_n97_gelu_tanh m5_k64_n64_gelu_res m300_k1003_n17)
@@ -49,6 +54,15 @@ foreach(c m1_k4_n5_relu m3_k12_n19_bare m12_k64_n33_gelu m37_k384_n50_res m128_k
                    "-O2 -march=native" --threads 2)
   list(APPEND tests w8a8_${c}_threads2)
   set_tests_properties(${tests} PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
+endforeach()
+
+# the AMX path gives the bytes of every other path (the model of TDPBUSD,
+# the instruction where this CPU has it, VNNI, AVX2, plain C:
+# tests/amx/bitexact.sh), M off 32 (a tail of 16 rows) and K off 64
+foreach(c m37_k1003_n70_relu_res m300_k1003_n17)
+  add_test(NAME amx_bitexact_w8a8_${c}
+           COMMAND ${T}/amx/bitexact.sh ${KILN_BIN} ${KILN_W8A8_CASES}/${c} ${CMAKE_BINARY_DIR}/amx-tests/${c} w8a8)
+  set_tests_properties(amx_bitexact_w8a8_${c} PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP_RETURN_CODE 77)
 endforeach()
 
 # the IR: the quantize pass's Linear {act_quant="u8"} with W_colsum prints
@@ -83,6 +97,12 @@ set_tests_properties(w8a8_info_json PROPERTIES FIXTURES_REQUIRED w8a8_cases SKIP
 foreach(m decoder_layer_causal encoder_2l_op14 encoder_2l_op17 encoder_2l_padmask encoder_2l_prenorm transformer_ed)
   add_test(NAME w8a8_model_${m} COMMAND ${KILN_BIN} check -q --quantize=w8a8 --cflags=-O2\ -march=native
                                         --rtol=5e-2 --atol=5e-2 ${T}/models/${m})
+endforeach()
+# the AMX path on kiln_rt.h's model of TDPBUSD (-march=native above runs
+# the instruction where this CPU has it)
+foreach(m encoder_2l_op14)
+  add_test(NAME w8a8_model_${m}_amxemu COMMAND ${KILN_BIN} check -q --quantize=w8a8 --cflags=-O2\ -DKILN_AMX_EMULATE
+                                               --rtol=5e-2 --atol=5e-2 ${T}/models/${m})
 endforeach()
 add_test(NAME w8a8_model_encoder_2l_op14_interp
          COMMAND ${KILN_BIN} check -q --interp --quantize=w8a8 --rtol=5e-2 --atol=5e-2 ${T}/models/encoder_2l_op14)
