@@ -15,7 +15,8 @@
  * _emit writes a row per output position: for a 1x1 window with no stride
  * or pad that is a transpose of X's [C, P] planes, walked in blocks of
  * rows; otherwise a loop over the taps whose landing is tested against
- * the input's bounds only along the dims where some window overhangs. */
+ * the input's bounds only along the dims where some window overhangs (an
+ * outer dim's test skips its whole run of taps, writing zeros). */
 #include <string.h>
 
 #include "../emit/emit.h"
@@ -136,10 +137,28 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
     open++;
     land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
     emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
-    if (overhangs(c, j)) {
-      const char *t = arena_printf(a, "(unsigned)%s < %lldu", land[j], (long long)c->in[j]);
-      inside = inside ? arena_printf(a, "%s && %s", inside, t) : t;
+    if (!overhangs(c, j))
+      continue;
+    if (j == ns - 1) {
+      inside = arena_printf(a, "(unsigned)%s < %lldu", land[j], (long long)c->in[j]);
+      continue;
     }
+    /* outside along an outer dim: the taps under it are all 0 */
+    const char *terms[MAX_RANK + 1];
+    int64_t dims[MAX_RANK + 1], rest = window_prod(c->k + j + 1, ns - j - 1);
+    terms[0] = "c";
+    dims[0] = c->cin;
+    for (int i = 0; i <= j; i++) {
+      terms[1 + i] = kv[i];
+      dims[1 + i] = c->k[i];
+    }
+    const char *base = window_flat(a, j + 2, terms, dims, false);
+    emit_line(e, "if ((unsigned)%s >= %lldu) { /* in the pads: %lld zeros */", land[j], (long long)c->in[j],
+              (long long)rest);
+    emit_line(e, "  for (int t = 0; t < %lld; t++)", (long long)rest);
+    emit_line(e, "    r[(%s) * %lld + t] = %s;", base, (long long)rest, emit_double_literal(e, dt, 0));
+    emit_line(e, "  continue;");
+    emit_line(e, "}");
   }
   const char *terms[MAX_RANK + 1];
   int64_t dims[MAX_RANK + 1];

@@ -97,8 +97,13 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, Diag *d) {
     return false;
   int64_t perm[3] = {0, 2, 1};
   ir_attr_ints(g, tr, "perm", perm, 3);
-  int y = lw_reshape(&l, lw_finish(&l, tr), yt.dims, yt.rank);
-  return lw_result(&l, y, 0);
+  int t2 = lw_finish(&l, tr), y = lw_reshape(&l, t2, yt.dims, yt.rank);
+  if (!lw_result(&l, y, 0))
+    return false;
+  Value *out = &g->vals[g->nodes[last].out[0]];
+  if (y != t2 && !out->is_output) /* the Reshape is a view, as simplify makes them */
+    out->alias_of = t2;
+  return true;
 }
 
 /* The activation the GEMM's epilogue can take after conv n: its output's
