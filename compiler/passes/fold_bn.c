@@ -84,6 +84,15 @@ static bool channel_map(const Graph *g, const Node *n, int y, const Type *yt, do
   return true;
 }
 
+/* NAME_folded for a constant NAME; a folded one's own name again (made
+ * unique with _2, _3 ...) rather than NAME_folded_folded. */
+static const char *folded_name(Graph *g, const char *name) {
+  const char *f = strstr(name, "_folded");
+  if (f)
+    return arena_printf(g->arena, "%.*s_folded", (int)(f - name), name);
+  return arena_printf(g->arena, "%s_folded", name);
+}
+
 /* Apply y' = y·mul + add to conv n's W and B as new constants; the conv's
  * inputs then read them. */
 static void fold_into(Graph *g, Node *n, const double *mul, const double *add) {
@@ -101,9 +110,10 @@ static void fold_into(Graph *g, Node *n, const double *mul, const double *add) {
   const Value *b = node_has_in(n, 2) ? &g->vals[n->in[2]] : NULL;
   for (int64_t i = 0; i < m; i++)
     el_set_f(dt, bd, i, (b ? el_get_f(dt, b->data, i) : 0) * mul[i] + add[i]);
-  const char *wname = g->vals[n->in[1]].name;
-  int nw = ir_const_in_place(g, arena_printf(g->arena, "%s_folded", wname), dt, w->type.rank, w->type.dims, wd);
-  int nb = ir_const_in_place(g, arena_printf(g->arena, "%s_bias_folded", n->name ? n->name : "conv"), dt, 1, &m, bd);
+  const char *wname = folded_name(g, g->vals[n->in[1]].name);
+  const char *bname = folded_name(g, b ? b->name : arena_printf(g->arena, "%s_bias", n->name ? n->name : "conv"));
+  int nw = ir_const_in_place(g, wname, dt, w->type.rank, w->type.dims, wd);
+  int nb = ir_const_in_place(g, bname, dt, 1, &m, bd);
   int in[3] = {n->in[0], nw, nb};
   n->in = arena_dup(g->arena, in, sizeof in);
   n->nin = 3;
