@@ -18,7 +18,8 @@
  *
  * Depthwise and grouped convolutions, ConvTranspose, f64 and a W computed
  * at run time stay Conv nodes (conv.c's direct loops). Runs after fold_bn,
- * so a BatchNormalization after the Conv is already in W and B. */
+ * so a BatchNormalization after the Conv is already in W and B, and after
+ * fuse_gelu, so a GELU after it is one Gelu node the epilogue takes. */
 #include <stdio.h>
 #include <string.h>
 
