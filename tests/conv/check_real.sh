@@ -58,7 +58,7 @@ PY
     fi ;;
   *) echo "usage: check_real.sh KILN ppocr|cnn DIR [args]" >&2; exit 2 ;;
 esac
-case_dir=$dir/${which}_case
+case_dir=$dir/$(basename "$model" .onnx)_case
 if [ ! -f "$case_dir/test_data_set_0/output_0.pb" ]; then
   "$py" "$root/tools/make_ort_case.py" "$model" "$case_dir" "$shape"
 fi
