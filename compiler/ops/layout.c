@@ -124,6 +124,8 @@ static const char *ptr_expr(Emit *e, const char *p, const char *idx) {
   return strcmp(idx, "0") ? arena_printf(e->g->arena, "%s + %s", p, idx) : p;
 }
 
+#define COPY_TILE 16 /* the tile of a transposing copy */
+
 /* Write the loop nest for c from value src into value dst. */
 static void emit_copy(Emit *e, int dst, int src, Copy c) {
   for (int k = 0; k < c.rank; k++)
@@ -138,12 +140,34 @@ static void emit_copy(Emit *e, int dst, int src, Copy c) {
   /* the innermost dim is one memcpy when it is contiguous on both sides */
   bool run = c.rank > 0 && c.dst_st[c.rank - 1] == 1 && c.src_st[c.rank - 1] == 1;
   int loops = run ? c.rank - 1 : c.rank;
+  /* a transpose of the last two dims (dst contiguous along the last, src
+   * along the one before): walked in COPY_TILE x COPY_TILE tiles, so that
+   * both sides touch few cache lines at a time (a conv_gemm result going
+   * back to channels-first is [P, M] -> [M, P]) */
+  int r = c.rank, tiled = !run && r >= 2 && c.src_st[r - 2] == 1 && c.dst_st[r - 1] == 1 &&
+                          c.dims[r - 2] > COPY_TILE && c.dims[r - 1] > COPY_TILE;
   for (int k = 0; k < loops; k++) {
+    if (tiled && k == r - 2) {
+      for (int t = r - 2; t < r; t++) {
+        emit_line(e, "for (%s i%db = 0; i%db < %lld; i%db += %d) {", ity, t, t, (long long)c.dims[t], t, COPY_TILE);
+        e->indent++;
+      }
+      for (int t = r - 2; t < r; t++)
+        emit_line(e, "const %s i%de = i%db + %d < %lld ? i%db + %d : %lld;", ity, t, t, COPY_TILE,
+                  (long long)c.dims[t], t, COPY_TILE, (long long)c.dims[t]);
+      loops += 2;
+      for (int t = r - 2; t < r; t++) {
+        emit_line(e, "for (%s i%d = i%db; i%d < i%de; i%d++) {", ity, t, t, t, t, t);
+        e->indent++;
+      }
+      break;
+    }
     emit_line(e, "for (%s i%d = 0; i%d < %lld; i%d++) {", ity, k, k, (long long)c.dims[k], k);
     e->indent++;
   }
-  const char *di = index_expr(e, c.dst_off, c.dst_st, loops);
-  const char *si = index_expr(e, c.src_off, c.src_st, loops);
+  int inner = tiled ? r : loops; /* the counters the index uses */
+  const char *di = index_expr(e, c.dst_off, c.dst_st, inner);
+  const char *si = index_expr(e, c.src_off, c.src_st, inner);
   if (run)
     emit_line(e, "memcpy(%s, %s, %lld * sizeof(%s));", ptr_expr(e, emit_ref(e, dst), di),
               ptr_expr(e, emit_ref(e, src), si), (long long)c.dims[c.rank - 1], ct);

@@ -18,7 +18,9 @@ void fm_index_users(Fuser *f) {
   int nedges = 0;
   for (int i = 0; i < g->nnodes; i++)
     nedges += g->nodes[i].nin;
-  if (!f->ustart) {
+  if (!f->ustart || g->nvals > f->cap_vals || nedges > f->cap_edges) { /* a rewrite added constants */
+    f->cap_vals = g->nvals;
+    f->cap_edges = nedges;
     f->ustart = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));
     f->ulist = arena_alloc(g->arena, sizeof(int) * (size_t)(nedges + 1));
     f->fill = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));

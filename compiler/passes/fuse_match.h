@@ -27,6 +27,7 @@ typedef struct Fuser {
   int *ustart; /* readers of value v: ulist[ustart[v] .. ustart[v + 1]), one per input slot */
   int *ulist;
   int *fill;   /* scratch for index_users */
+  int cap_vals, cap_edges; /* what the arrays were sized for (a rewrite that adds values grows them) */
 } Fuser;
 
 typedef struct Match {
@@ -35,8 +36,8 @@ typedef struct Match {
 } Match;
 
 /* Rebuild the reader lists from the live nodes (after every rewrite, so
- * matchers never see a stale use). The arrays are sized once: rewrites only
- * remove edges. */
+ * matchers never see a stale use). The arrays grow when a rewrite added
+ * values (new constants) or edges. */
 void fm_index_users(Fuser *f);
 int fm_nreaders(const Fuser *f, int v);
 /* The live node of op `op` (-1: any) that produces v, or NULL. */

@@ -84,6 +84,12 @@ bool pass_simplify(Graph *g, const PassOptions *o, Diag *d);
 /* The fusions, one pass each (passes/fuse_*.c, the rules in fuse_match.h) */
 bool pass_fuse_blocks(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_normalize(Graph *g, const PassOptions *o, Diag *d);
+/* BatchNormalization and per-channel Mul/Add after a constant-weight Conv
+ * into its W and B (fold_bn.c). */
+bool pass_fold_bn(Graph *g, const PassOptions *o, Diag *d);
+/* f32 Conv (group 1, constant W) to Im2Row -> Linear -> Transpose on the
+ * packed GEMM (conv_gemm.c). */
+bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_attention(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_gelu(Graph *g, const PassOptions *o, Diag *d);
 bool pass_fuse_layernorm(Graph *g, const PassOptions *o, Diag *d);

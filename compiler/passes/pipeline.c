@@ -12,12 +12,16 @@ const Pass pass_list[] = {
     {"infer", pass_infer, "infer every dtype and shape, evaluating constant nodes on the way"},
     {"fold", pass_fold, "drop nodes whose outputs are all constants"},
     {"simplify", pass_simplify, "remove Identity/Dropout and same-dtype Casts, Pow 1 and 2 to x and x·x, make Reshape-like ops free aliases"},
+    {"fold_bn", pass_fold_bn, "BatchNormalization, and Mul/Add by a per-channel constant, after a Conv by a "
+                              "constant weight into that weight and bias"},
     {"fuse_blocks", pass_fuse_blocks, "x·Wᵀ and Gather of ggml block-quantized W to BlockLinear/BlockGather, "
                                       "reading the blocks"},
     {"fuse_normalize", pass_fuse_normalize, "Gemm by a constant to Linear, Transposes that move only dims of 1 to views"},
     {"fuse_attention", pass_fuse_attention, "Q K^T scale [+ mask] [+ top-k] -> Softmax -> . V to one "
                                             "Attention, reading sliced Q, K, V in place"},
     {"fuse_gelu", pass_fuse_gelu, "the erf and tanh GELU decompositions to Gelu"},
+    {"conv_gemm", pass_conv_gemm, "f32 Conv by a constant weight (group 1) [+ Relu/Gelu] to Im2Row -> Linear (the "
+                                  "packed GEMM, bias and act in its epilogue) -> Transpose"},
     {"fuse_layernorm", pass_fuse_layernorm, "the LayerNorm decomposition (ReduceMean .. Sqrt .. Div) to LayerNormalization"},
     {"fuse_rmsnorm", pass_fuse_rmsnorm, "the RMSNorm decomposition (x·x .. ReduceMean .. Sqrt .. Div) to RMSNormalization"},
     {"fuse_dynquant", pass_fuse_dynquant, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [+ bias] "

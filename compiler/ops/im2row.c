@@ -1,0 +1,211 @@
+/* im2row.c — Im2Row, a kiln op: the windows of a convolution's input laid
+ * out as the rows of a matrix, so that the convolution becomes one GEMM by
+ * its (constant) weight on the packed kernel (the conv_gemm pass,
+ * compiler/passes/conv_gemm.c):
+ *
+ *   X [N, C, in...]  ->  Y [N, P, C·K]     P = prod(out), K = prod(kernel)
+ *   Y[n][p][c·K + t] = X[n][c][o·stride + t·dil - pad]   (0 in the pads)
+ *
+ * o the output position of flat index p and t the kernel tap of flat
+ * index t; the columns run in W's order [M, C, k...], so the GEMM's B is
+ * W reshaped to [M, C·K] and read transposed. The attributes are a
+ * Conv's (kernel_shape, required here, strides, pads, dilations,
+ * auto_pad) and the geometry is conv_geom's (convgeom.h); group is 1.
+ *
+ * _emit writes a row per output position: for a 1x1 window with no stride
+ * or pad that is a transpose of X's [C, P] planes, walked in blocks of
+ * rows; otherwise a loop over the taps whose landing is tested against
+ * the input's bounds only along the dims where some window overhangs (an
+ * outer dim's test skips its whole run of taps, writing zeros). */
+#include <string.h>
+
+#include "../emit/emit.h"
+#include "../ir/ops.h"
+#include "convgeom.h"
+#include "window.h"
+
+/* The geometry of Im2Row n over X of type x: W's type is [1, C, k...]
+ * from kernel_shape. */
+static bool im2row_geom(const Node *n, const Type *x, ConvGeom *c, char *why) {
+  const Attr *ks = attr_get(n, "kernel_shape");
+  if (!ks || ks->kind != ATTR_INTS || ks->n != x->rank - 2 || x->rank < 3)
+    return window_fail(why, "kernel_shape has %d values; expected one per spatial dim of X (rank %d)",
+                       ks && ks->kind == ATTR_INTS ? ks->n : 0, x->rank);
+  if (attr_int(n, "group", 1) != 1)
+    return window_fail(why, "group is %lld; expected 1", (long long)attr_int(n, "group", 1));
+  Type w = {.dt = x->dt, .rank = x->rank};
+  w.dims[0] = 1;
+  w.dims[1] = x->dims[1];
+  for (int j = 0; j < ks->n; j++)
+    w.dims[2 + j] = ks->ints[j];
+  return conv_geom(n, x, &w, c, why);
+}
+
+bool im2row_infer(Graph *g, Node *n, Diag *d) {
+  const Value *x = node_in(g, n, 0);
+  if (!dt_is_float(x->type.dt))
+    return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
+  ConvGeom c;
+  char why[WHY];
+  if (!im2row_geom(n, &x->type, &c, why))
+    return diag_node(d, g, n, "%s", why);
+  Type t = {.dt = x->type.dt, .rank = 3};
+  t.dims[0] = c.batch;
+  t.dims[1] = window_prod(c.out, c.nsp);
+  t.dims[2] = c.cin * window_prod(c.k, c.nsp);
+  node_out(g, n, 0)->type = t;
+  return true;
+}
+
+bool im2row_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  (void)d;
+  ConvGeom c;
+  char why[WHY];
+  KILN_ASSERT(im2row_geom(n, &in[0].type, &c, why));
+  DType dt = in[0].type.dt;
+  int64_t isz = window_prod(c.in, c.nsp), osz = window_prod(c.out, c.nsp), ksz = window_prod(c.k, c.nsp);
+  int64_t o[MAX_RANK], t[MAX_RANK], yi = 0;
+  for (int64_t nb = 0; nb < c.batch; nb++)
+    for (int64_t p = 0; p < osz; p++) {
+      window_unflatten(p, c.out, c.nsp, o);
+      for (int64_t ci = 0; ci < c.cin; ci++)
+        for (int64_t ki = 0; ki < ksz; ki++, yi++) {
+          int64_t xoff;
+          window_unflatten(ki, c.k, c.nsp, t);
+          double v = conv_source(&c, o, t, &xoff) ? el_get_f(dt, in[0].data, (nb * c.cin + ci) * isz + xoff) : 0;
+          el_set_f(dt, out[0].data, yi, v);
+        }
+    }
+  return true;
+}
+
+/* ---- C ----------------------------------------------------------------------- */
+
+#define TRANSPOSE_BLOCK 16 /* rows of Y written together by the 1x1 form */
+
+/* 1x1, stride 1, no pad: Y[n] = X[n]ᵀ, [C, P] -> [P, C], in blocks of
+ * rows so that each read of X is a short contiguous run. */
+static void emit_transpose(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
+  int64_t p = window_prod(c->out, c->nsp), b = p < TRANSPOSE_BLOCK ? p : TRANSPOSE_BLOCK;
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  emit_line(e, "  const %s *xn = %s + n * %lld;", T, x, (long long)(c->cin * p));
+  emit_line(e, "  %s *yn = %s + n * %lld;", T, y, (long long)(c->cin * p));
+  emit_line(e, "  for (int p0 = 0; p0 < %lld; p0 += %lld) {", (long long)p, (long long)b);
+  emit_line(e, "    const int pe = p0 + %lld < %lld ? p0 + %lld : %lld;", (long long)b, (long long)p, (long long)b,
+            (long long)p);
+  emit_line(e, "    for (int c = 0; c < %lld; c++)", (long long)c->cin);
+  emit_line(e, "      for (int p = p0; p < pe; p++)");
+  emit_line(e, "        yn[p * %lld + c] = xn[c * %lld + p];", (long long)c->cin, (long long)p);
+  emit_line(e, "  }");
+  emit_line(e, "}");
+}
+
+/* Some window along dim j reaches outside x (the pads, or past the end). */
+static bool overhangs(const ConvGeom *c, int j) {
+  int64_t first = -c->pad[j], last = (c->out[j] - 1) * c->stride[j] + (c->k[j] - 1) * c->dil[j] - c->pad[j];
+  return first < 0 || last >= c->in[j];
+}
+
+/* Any window: a loop over output positions, channels and taps; a tap's
+ * landing is tested only along the dims where a window overhangs. */
+static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T, DType dt) {
+  Arena *a = e->g->arena;
+  int ns = c->nsp;
+  int64_t ksz = window_prod(c->k, ns), kcols = c->cin * ksz;
+  const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
+  int open = 0;
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  e->indent++;
+  for (int j = 0; j < ns; j++) {
+    const char *sx = window_dim_sfx(a, ns, j);
+    ov[j] = arena_printf(a, "o%s", sx);
+    kv[j] = arena_printf(a, "k%s", sx);
+    emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
+    e->indent++;
+    open++;
+  }
+  const char *p = window_flat(a, ns, ov, c->out, false);
+  emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
+            (long long)window_prod(c->out, ns), p, (long long)kcols);
+  emit_line(e, "const %s *xn = %s + n * %lld;", T, x, (long long)(c->cin * window_prod(c->in, ns)));
+  emit_line(e, "for (int c = 0; c < %lld; c++) {", (long long)c->cin);
+  e->indent++;
+  open++;
+  for (int j = 0; j < ns; j++) {
+    emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
+    e->indent++;
+    open++;
+    land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
+    emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
+    if (!overhangs(c, j))
+      continue;
+    if (j == ns - 1) {
+      inside = arena_printf(a, "(unsigned)%s < %lldu", land[j], (long long)c->in[j]);
+      continue;
+    }
+    /* outside along an outer dim: the taps under it are all 0 */
+    const char *terms[MAX_RANK + 1];
+    int64_t dims[MAX_RANK + 1], rest = window_prod(c->k + j + 1, ns - j - 1);
+    terms[0] = "c";
+    dims[0] = c->cin;
+    for (int i = 0; i <= j; i++) {
+      terms[1 + i] = kv[i];
+      dims[1 + i] = c->k[i];
+    }
+    const char *base = window_flat(a, j + 2, terms, dims, false);
+    emit_line(e, "if ((unsigned)%s >= %lldu) { /* in the pads: %lld zeros */", land[j], (long long)c->in[j],
+              (long long)rest);
+    emit_line(e, "  for (int t = 0; t < %lld; t++)", (long long)rest);
+    emit_line(e, "    r[(%s) * %lld + t] = %s;", base, (long long)rest, emit_double_literal(e, dt, 0));
+    emit_line(e, "  continue;");
+    emit_line(e, "}");
+  }
+  const char *terms[MAX_RANK + 1];
+  int64_t dims[MAX_RANK + 1];
+  terms[0] = "c";
+  dims[0] = c->cin;
+  for (int j = 0; j < ns; j++) {
+    terms[1 + j] = land[j];
+    dims[1 + j] = c->in[j];
+  }
+  const char *src = arena_printf(a, "xn[%s]", window_flat(a, ns + 1, terms, dims, false));
+  terms[0] = "c";
+  dims[0] = c->cin;
+  for (int j = 0; j < ns; j++) {
+    terms[1 + j] = kv[j];
+    dims[1 + j] = c->k[j];
+  }
+  const char *col = window_flat(a, ns + 1, terms, dims, false);
+  if (inside)
+    emit_line(e, "r[%s] = %s ? %s : %s;", col, inside, src, emit_double_literal(e, dt, 0));
+  else
+    emit_line(e, "r[%s] = %s;", col, src);
+  for (int i = 0; i < open + 1; i++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+bool im2row_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  const Value *x = node_in(g, n, 0);
+  ConvGeom c;
+  char why[WHY];
+  KILN_ASSERT(im2row_geom(n, &x->type, &c, why));
+  DType dt = x->type.dt;
+  const char *T = dt_ctype(dt);
+  if (type_numel(&node_out(g, n, 0)->type) == 0)
+    return true;
+  bool plain = true; /* 1x1, stride 1, no pad: a transpose */
+  for (int j = 0; j < c.nsp; j++)
+    plain = plain && c.k[j] == 1 && c.stride[j] == 1 && c.pad[j] == 0 && c.out[j] == c.in[j];
+  char ts[128], ys[128];
+  emit_line(e, "/* the windows of x %s as rows of y %s: y[n][p][c·K + t] = x[n][c][o·s + t·d - pad], 0 in the pads */",
+            type_str(&x->type, ts, sizeof ts), type_str(&node_out(g, n, 0)->type, ys, sizeof ys));
+  const char *xr = emit_ref(e, n->in[0]), *yr = emit_ref(e, n->out[0]);
+  if (plain)
+    emit_transpose(e, &c, xr, yr, T);
+  else
+    emit_windows(e, &c, xr, yr, T, dt);
+  return true;
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""make_conv_cases.py OUTDIR — small convolutions by constant weights for
+the fold_bn and conv_gemm passes, each a folder in the ONNX backend-test
+layout (model.onnx, test_data_set_0/) with ONNX Runtime's outputs
+(tests/conv/cases; tests/tests.cmake checks each with `kiln check`, the
+generated C and the interpreter).
+
+Cases: a 3x3 stride-2 pad-1 conv + BatchNormalization + Relu (the GEMM's
+relu epilogue); a 1x1 conv over channels (+ per-channel Mul and Add) at
+batch 2; an asymmetric-pad dilated conv with no bias; SAME_UPPER with an
+odd stride and a 1-D and a 3-D conv; a conv feeding two readers (the
+BatchNormalization after it is then not folded); a grouped conv and a
+ConvTranspose with BatchNormalization (folded, but kept off the GEMM).
+Shapes are off every GEMM tile (odd channels and positions). Run with the
+venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import onnxruntime as ort
+
+rng = np.random.default_rng(7)
+
+
+def const(name, shape, lo=-1.0, hi=1.0):
+    return numpy_helper.from_array(rng.uniform(lo, hi, shape).astype(np.float32), name)
+
+
+def bn_inits(p, m):
+    return [const(p + "_scale", [m], 0.5, 1.5), const(p + "_beta", [m], -0.3, 0.3),
+            const(p + "_mean", [m], -0.3, 0.3), const(p + "_var", [m], 0.5, 1.5)]
+
+
+def bn(p, x, y):
+    return helper.make_node("BatchNormalization", [x, p + "_scale", p + "_beta", p + "_mean", p + "_var"], [y],
+                            name=p, epsilon=1e-3)
+
+
+def save(out, name, nodes, inits, x_shape, y_shapes):
+    ys = [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in y_shapes]
+    for v in ys:
+        v.type.tensor_type.ClearField("shape")
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], ys,
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = sess.run(None, {"x": x})
+    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    for i, (n, y) in enumerate(zip(y_shapes, outs)):
+        with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(y, n).SerializeToString())
+
+
+def main():
+    out = sys.argv[1]
+    # 3x3 stride 2 pad 1, BN, Relu: 24 -> 48 channels as in PP-OCR, 13x21 input
+    save(out, "conv3x3_s2_bn_relu",
+         [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="conv", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 1, 1, 1]),
+          bn("bn", "t", "n"), helper.make_node("Relu", ["n"], ["y"], name="relu")],
+         [const("w", [48, 24, 3, 3], -0.2, 0.2), const("b", [48])] + bn_inits("bn", 48), [1, 24, 13, 21], ["y"])
+    # 1x1 over channels, then Mul [1,M,1,1] and Add [M,1,1], batch 2
+    save(out, "conv1x1_mul_add",
+         [helper.make_node("Conv", ["x", "w"], ["t"], name="pw"),
+          helper.make_node("Mul", ["t", "c"], ["m"], name="mul"),
+          helper.make_node("Add", ["d", "m"], ["y"], name="add")],
+         [const("w", [37, 19, 1, 1], -0.3, 0.3), const("c", [1, 37, 1, 1]), const("d", [37, 1, 1])],
+         [2, 19, 5, 7], ["y"])
+    # dilated, asymmetric pads, no bias, a rectangular kernel
+    save(out, "conv_dilated_pads",
+         [helper.make_node("Conv", ["x", "w"], ["y"], name="dil", kernel_shape=[3, 2], dilations=[2, 3],
+                           pads=[2, 0, 1, 3], strides=[1, 2])],
+         [const("w", [11, 5, 3, 2], -0.3, 0.3)], [1, 5, 9, 10], ["y"])
+    # SAME_UPPER with stride 3, 1-D
+    save(out, "conv1d_same_upper",
+         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c1d", kernel_shape=[4], strides=[3],
+                           auto_pad="SAME_UPPER")],
+         [const("w", [6, 3, 4], -0.4, 0.4), const("b", [6])], [1, 3, 17], ["y"])
+    # 3-D, pads 1
+    save(out, "conv3d",
+         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c3d", kernel_shape=[2, 3, 3], pads=[1, 1, 1, 0, 1, 1])],
+         [const("w", [5, 2, 2, 3, 3], -0.3, 0.3), const("b", [5])], [1, 2, 3, 4, 5], ["y"])
+    # the conv's output read twice: BN not folded, both outputs checked
+    save(out, "conv_two_readers",
+         [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          bn("bn", "t", "y"), helper.make_node("Relu", ["t"], ["z"], name="relu")],
+         [const("w", [7, 4, 3, 3], -0.3, 0.3), const("b", [7])] + bn_inits("bn", 7), [1, 4, 6, 5], ["y", "z"])
+    # grouped conv + BN and ConvTranspose (groups 2) + BN: folded, direct loops
+    save(out, "grouped_and_transpose_bn",
+         [helper.make_node("Conv", ["x", "wg", "bg"], ["t"], name="gconv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                           group=3),
+          bn("bn1", "t", "u"),
+          helper.make_node("ConvTranspose", ["u", "wt"], ["v"], name="deconv", kernel_shape=[2, 2], strides=[2, 2],
+                           group=2),
+          bn("bn2", "v", "y")],
+         [const("wg", [6, 2, 3, 3], -0.3, 0.3), const("bg", [6]), const("wt", [6, 2, 2, 2], -0.3, 0.3)]
+         + bn_inits("bn1", 6) + bn_inits("bn2", 4), [1, 6, 5, 4], ["y"])
+
+
+if __name__ == "__main__":
+    main()
