@@ -809,9 +809,9 @@ endif()
 
 # CachedAttention against numpy (tools/make_cache_attention_cases.py): more
 # keys than the online softmax's chunk of 256, padded queries, multi-query
-# and grouped heads, f16 and bf16 caches; generated C on each ISA and with 2
-# threads, and the interpreter
-foreach(case step_long prefill_padded first step_f16 step_bf16)
+# and grouped heads, f16 and bf16 caches, sliding windows; generated C on
+# each ISA and with 2 threads, and the interpreter
+foreach(case step_long prefill_padded first step_f16 step_bf16 window_step window_prefill)
   add_test(NAME cache_attention_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_generic COMMAND ${KILN_BIN} check -q --isa=generic ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/generated/cache_attention/${case})
