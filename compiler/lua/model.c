@@ -383,6 +383,28 @@ static int has_param(lua_State *L) {
   return 1;
 }
 
+/* param_shape(name): the shape of the bound weights' tensor `name` as a
+ * list (row-major, as param{} takes it: GGUF's token_embd.weight of ne
+ * [640, 262144] is {262144, 640}), or nil when there is none or no weights
+ * are bound. For sizes the metadata does not give (a GGUF's vocabulary). */
+static int param_shape(lua_State *L) {
+  LuaCtx *c = lctx(L);
+  const char *name = luaL_checkstring(L, 1);
+  const GgufTensor *gt = c->gguf ? gguf_tensor(c->gguf, name) : NULL;
+  const StTensor *st = !c->gguf && c->weights ? safetensors_find(c->weights, name) : NULL;
+  const Type *t = gt ? &gt->type : st ? &st->type : NULL;
+  if (!t) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, t->rank, 0);
+  for (int i = 0; i < t->rank; i++) {
+    lua_pushinteger(L, t->dims[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 /* ---- gguf_meta(): the bound GGUF's metadata ------------------------------------- */
 
 /* Arrays longer than this (the tokenizer's 49152 tokens) are refused:
@@ -605,7 +627,7 @@ static int arange(lua_State *L) {
 void dsl_open_model(lua_State *L) {
   static const luaL_Reg globals[] = {
       {"config", config}, {"input", input}, {"output", output}, {"param", param},
-      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"const", const_}, {"full", full}, {"zeros", zeros},
+      {"weights", weights}, {"gguf_meta", gguf_meta}, {"has_param", has_param}, {"param_shape", param_shape}, {"const", const_}, {"full", full}, {"zeros", zeros},
       {"ones", ones}, {"arange", arange}, {NULL, NULL},
   };
   lua_pushglobaltable(L);
