@@ -642,7 +642,7 @@ add_test(NAME gguf_bind_blob_by_magic
 # bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
 # magic and version, huge counts and lengths, offsets past the end,
 # misaligned or overlapping, n_dims 5, duplicate names and keys, unknown
-# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
+# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q2_K refused, shapes,
 # --strict-weights): one line "kiln: ...", exit 1, no file
 add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
 # the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
@@ -746,6 +746,21 @@ endforeach()
 # ... and the blob holds the blocks once: no f32 copy, the tied table once
 add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
          ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
+
+# ---- K-quants (issue 23 item 2): Q4_K, Q5_K, Q6_K, Q8_K super-blocks ----
+# The cases above include q4_k, q5_k, q6_k and q8_k (the same six
+# products and gathers with K 256, 512, 1536, 2304, M 1, 3, 64, and a
+# 171 x 1024 GEMV each), random blocks holding every bit pattern, zero
+# and extreme scales (63, 127, -128), zero d and dmin, negative mins, the
+# reference from the gguf package's own numpy dequantization; the same
+# tolerance. A GGUF file of K-quant tensors quantized by
+# tools/make_kquant_gguf.py (numpy, not ggml): Q4_K, Q5_K and Q6_K
+# products and a Q6_K table gathered and tied, against the gguf package's
+# dequantization (1e-4, kiln check's default), C and interpreter; its Q2_K
+# tensor is refused by name in gguf_bad_input (bad_lua/q2k_param.lua)
+add_test(NAME gguf_kquant_c COMMAND ${KILN_BIN} check -q ${T}/gguf/kquant --weights ${T}/gguf/kquant.gguf)
+add_test(NAME gguf_kquant_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/kquant
+         --weights ${T}/gguf/kquant.gguf)
 
 # ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
 # part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)

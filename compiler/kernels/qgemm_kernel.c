@@ -76,25 +76,60 @@ static const char *ll(Emit *e, int64_t v) { return emit_int(e, v); }
 static const char *rows_bound(Emit *e, const QGemmSpec *s) { return s->rows ? "m_run" : ll(e, s->m); }
 
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
-  emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
   switch (fmt) {
   case BQ_Q8_0:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 32; l++)");
     emit_line(e, "  %s[l] = d * (float)(int8_t)%s[2 + l];", y, b);
     break;
   case BQ_Q4_0:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 16; l++) {");
     emit_line(e, "  %s[l] = d * (float)((%s[2 + l] & 15) - 8);", y, b);
     emit_line(e, "  %s[l + 16] = d * (float)((%s[2 + l] >> 4) - 8);", y, b);
     emit_line(e, "}");
     break;
   case BQ_Q4_1:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "const float mn = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 16; l++) {");
     emit_line(e, "  const float lo = d * (float)(%s[4 + l] & 15), hi = d * (float)(%s[4 + l] >> 4);", b, b);
     emit_line(e, "  %s[l] = lo + mn;", y);
     emit_line(e, "  %s[l + 16] = hi + mn;", y);
     emit_line(e, "}");
+    break;
+  case BQ_Q4_K:
+  case BQ_Q5_K: /* 8 sub-blocks of 32: (d·sc)·q − dmin·mn, 6-bit sc and mn packed in bytes 4..15 */
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
+    emit_line(e, "const float dmin = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
+    emit_line(e, "for (int s = 0; s < 8; s++) {");
+    e->indent++;
+    emit_line(e, "const uint8_t *k = %s + 4, *q = %s + %d + 32 * (s / 2);", b, b, fmt == BQ_Q5_K ? 48 : 16);
+    emit_line(e, "const int sc = s < 4 ? k[s] & 63 : (k[s + 4] & 15) | (k[s - 4] >> 6) << 4;");
+    emit_line(e, "const int mn = s < 4 ? k[s + 4] & 63 : (k[s + 4] >> 4) | (k[s] >> 6) << 4;");
+    emit_line(e, "const float d1 = d * (float)sc, m1 = dmin * (float)mn;");
+    emit_line(e, "for (int l = 0; l < 32; l++)");
+    emit_line(e, "  %s[32 * s + l] = d1 * (float)((s & 1 ? q[l] >> 4 : q[l] & 15)%s) - m1;", y,
+              fmt == BQ_Q5_K ? arena_printf(e->g->arena, " | (%s[16 + l] >> s & 1) << 4", b) : "");
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  case BQ_Q6_K: /* 16 sub-blocks of 16: (d·scales[v/16])·q, q 6 bits (ql's nibble, qh's 2 bits) − 32 */
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[208] | %s[209] << 8));", b, b);
+    emit_line(e, "for (int v = 0; v < 256; v++) {");
+    e->indent++;
+    emit_line(e, "const int h = v >> 7, k = v >> 5 & 3, l = v & 31, lo = %s[64 * h + 32 * (k & 1) + l];", b);
+    emit_line(e, "const int q = ((k < 2 ? lo & 15 : lo >> 4) | (%s[128 + 32 * h + l] >> 2 * k & 3) << 4) - 32;", b);
+    emit_line(e, "const float d1 = d * (float)(int8_t)%s[192 + v / 16];", b);
+    emit_line(e, "%s[v] = d1 * (float)q;", y);
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  case BQ_Q8_K: /* an f32 d, 256 int8 (and 16 sums not read) */
+    emit_line(e, "float d;");
+    emit_line(e, "memcpy(&d, %s, sizeof d);", b);
+    emit_line(e, "for (int l = 0; l < 256; l++)");
+    emit_line(e, "  %s[l] = d * (float)(int8_t)%s[4 + l];", y, b);
     break;
   default:
     KILN_ASSERT(0);
@@ -233,7 +268,7 @@ static Panel panel_of(const QGemmSpec *s, const View *v) {
   int64_t cap = QG_PANEL_FLOATS / p.nr / 32 * 32;
   p.kc = s->k < cap ? s->k : cap;
   while (s->k % p.kc)
-    p.kc -= BQ_BLOCK_VALUES;
+    p.kc -= 32;
   return p;
 }
 
@@ -382,6 +417,7 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
 
 /* Plain C: each block dequantized as the reference does, then a dot. */
 static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
+  int bv = bq_formats[s->fmt].block_values;
   emit_line(e, "for (int j = 0; j < %s; j++)", ll(e, s->n));
   emit_line(e, "  for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent += 2;
@@ -389,10 +425,10 @@ static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
   emit_line(e, "for (int c = 0; c < %s; c++) {", ll(e, g->nb));
   e->indent++;
   emit_line(e, "const uint8_t *b = w + (int64_t)j * %s + c * %d;", ll(e, g->rb), g->bb);
-  emit_line(e, "float wb[32];");
+  emit_line(e, "float wb[%d];", bv);
   qgemm_emit_block(e, s->fmt, "b", "wb");
-  emit_line(e, "for (int l = 0; l < 32; l++)");
-  emit_line(e, "  sv += a[(int64_t)i * %s + c * 32 + l] * wb[l];", ll(e, s->k));
+  emit_line(e, "for (int l = 0; l < %d; l++)", bv);
+  emit_line(e, "  sv += a[(int64_t)i * %s + c * %d + l] * wb[l];", ll(e, s->k), bv);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "y[(int64_t)i * %s + j] = sv%s;", ll(e, s->n), s->bias ? " + bias[j]" : "");
@@ -401,20 +437,21 @@ static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
 }
 
 bool emit_qgemm(Emit *e, const QGemmSpec *s) {
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k % BQ_BLOCK_VALUES)
+  int bv = bq_formats[s->fmt].block_values;
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k % bv)
     return false;
   if (s->m == 0 || s->n == 0)
     return true;
-  QGeo g = {.bb = bq_formats[s->fmt].block_bytes, .nb = s->k / BQ_BLOCK_VALUES, .nt = s->n / QG_R,
+  QGeo g = {.bb = bq_formats[s->fmt].block_bytes, .nb = s->k / bv, .nt = s->n / QG_R,
             .rem = (int)(s->n % QG_R)};
   g.rb = g.nb * g.bb;
   /* about 10 GB/s of weight or 20 GFLOP/s, whichever is slower */
   double wbytes = (double)s->n * (double)g.rb, flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
   g.ns = wbytes / 10 > flops / 20 ? wbytes / 10 : flops / 20;
   /* no value names in the text: every layer's product of one shape shares one kernel */
-  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
+  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a %d values) */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, s->bias ? " + bias" : "",
-            (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb);
+            (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb, bv);
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld] */", s->a, (long long)s->m, (long long)s->k);
   emit_line(e, "const uint8_t *w = %s; /* [%lld,%lld]: row j of W is %lld blocks */", s->w, (long long)s->n,
@@ -428,6 +465,8 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
+  } else if (bq_is_k(s->fmt)) {
+    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies */
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
     SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */
