@@ -9,6 +9,7 @@
 
 const BqInfo bq_formats[BQ_COUNT_] = {
     [BQ_Q8_0] = {"q8_0", 8, 34, 32},   [BQ_Q4_0] = {"q4_0", 2, 18, 32},   [BQ_Q4_1] = {"q4_1", 3, 20, 32},
+    [BQ_Q5_0] = {"q5_0", 6, 22, 32},
     [BQ_Q4_K] = {"q4_k", 12, 144, 256}, [BQ_Q5_K] = {"q5_k", 13, 176, 256}, [BQ_Q6_K] = {"q6_k", 14, 210, 256},
     [BQ_Q8_K] = {"q8_k", 15, 292, 256},
 };
@@ -111,6 +112,14 @@ BQ_NO_CONTRACT static void dequantize_block(BqFormat fmt, const uint8_t *b, floa
       float lo = d * (float)(b[4 + j] & 15), hi = d * (float)(b[4 + j] >> 4);
       x[j] = lo + m;
       x[j + 16] = hi + m;
+    }
+    break;
+  }
+  case BQ_Q5_0: {
+    uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    for (int j = 0; j < 16; j++) {
+      x[j] = d * (float)((int)((b[6 + j] & 15) | (qh >> j & 1) << 4) - 16);
+      x[j + 16] = d * (float)((int)((b[6 + j] >> 4) | (qh >> (j + 16) & 1) << 4) - 16);
     }
     break;
   }

@@ -98,6 +98,15 @@ void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
     emit_line(e, "  %s[l + 16] = hi + mn;", y);
     emit_line(e, "}");
     break;
+  case BQ_Q5_0: /* 4 bits in qs, the fifth in the 32-bit qh, minus 16 */
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
+    emit_line(e, "const uint32_t qh = (uint32_t)%s[2] | (uint32_t)%s[3] << 8 | (uint32_t)%s[4] << 16 | "
+                 "(uint32_t)%s[5] << 24;", b, b, b, b);
+    emit_line(e, "for (int l = 0; l < 16; l++) {");
+    emit_line(e, "  %s[l] = d * (float)((int)((%s[6 + l] & 15) | (qh >> l & 1) << 4) - 16);", y, b);
+    emit_line(e, "  %s[l + 16] = d * (float)((int)((%s[6 + l] >> 4) | (qh >> (l + 16) & 1) << 4) - 16);", y, b);
+    emit_line(e, "}");
+    break;
   case BQ_Q4_K:
   case BQ_Q5_K: /* 8 sub-blocks of 32: (d·sc)·q − dmin·mn, 6-bit sc and mn packed in bytes 4..15 */
     emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
@@ -465,8 +474,8 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
-  } else if (bq_is_k(s->fmt)) {
-    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies */
+  } else if (bq_is_k(s->fmt) || s->fmt == BQ_Q5_0) {
+    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies (Q5_0: gemma3's, plain C for now) */
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
     SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */
