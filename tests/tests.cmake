@@ -701,6 +701,23 @@ if(NOT KILN_SANITIZE)
   set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
 
+# ---- Gemma 3 (issue 23; compiler/arch/gemma3.lua, SentencePiece in generate.c) ----
+# gemma3_fixture: the tiny random Gemma 3 GGUF (tools/make_gemma3_fixture.py)
+# compiled and run by examples/generate.c against tools/gemma3_reference.py
+# (float64 numpy): the same greedy tokens, logits within 1e-5, with prefill
+# chunks of 8 and of 1; the tokenizer against tests/gguf/spm_tokenize.py on
+# spm_cases.txt (both suites). gemma3_270m: the real Gemma 3 270M Q4_K_M
+# (fetched once, 77 offline), 32 greedy tokens and logits within 1e-3 of
+# the reference, and its 262,144-piece vocabulary on the same cases.
+add_test(NAME gemma3_fixture
+         COMMAND ${T}/gguf/run_gemma3.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-tests/gemma3_fixture fixture)
+set_tests_properties(gemma3_fixture PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+if(NOT KILN_SANITIZE)
+  add_test(NAME gemma3_270m
+           COMMAND ${T}/gguf/run_gemma3.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-tests/gemma3_270m real)
+  set_tests_properties(gemma3_270m PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
+endif()
+
 # ---- layer loops (issue 22; compiler/emit_forward.c) ----
 # repeated layers written as loops over per-layer weight and state
 # structs: outputs bit-identical to --unroll-layers on ONNX fixtures and
