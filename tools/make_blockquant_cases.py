@@ -105,6 +105,8 @@ def rand_blocks(fmt, rows, cols):
         raw[:, :, 2:] = rng.integers(-128, 128, (rows, nb, 32)).astype(np.int8).view(np.uint8)
     elif fmt == "q4_0":
         raw[:, :, 2:] = rng.integers(0, 256, (rows, nb, 16))
+    elif fmt == "q5_0":  # qh (the fifth bits) and qs: every bit pattern
+        raw[:, :, 2:] = rng.integers(0, 256, (rows, nb, 20))
     else:
         m = rng.uniform(-0.15, 0.0, (rows, nb)).astype(np.float16)
         raw[:, :, 2:4] = m.view(np.uint8).reshape(rows, nb, 2)
@@ -113,7 +115,10 @@ def rand_blocks(fmt, rows, cols):
 
 
 def dequantize(fmt, raw, cols):
-    """The reference: blockquant.h's arithmetic, in f32 without fma."""
+    """The reference: blockquant.h's arithmetic, in f32 without fma (Q5_0:
+    the gguf package's own dequantization, d·q in f32)."""
+    if fmt == "q5_0":
+        return gguf_dequantize(raw, Q.Q5_0).astype(np.float32).reshape(raw.shape[0], cols)
     rows, nb = raw.shape[0], cols // 32
     b = raw.reshape(rows, nb, BLOCK_BYTES[fmt])
     d = b[:, :, 0:2].copy().view(np.float16).astype(np.float32)  # [rows, nb, 1]
@@ -248,6 +253,12 @@ def main():
         for m in (1, 3, 64):
             write_case(f"{fmt}_m{m}", fmt, m)
         write_wide_case(f"{fmt}_m1_wide", fmt, 171, 1024)
+    # Q5_0 (Gemma 3's Q4_K_M files), from a generator of its own as well
+    BLOCK_BYTES["q5_0"] = 22
+    rng = np.random.default_rng(20261129)
+    for m in (1, 3, 64):
+        write_case(f"q5_0_m{m}", "q5_0", m)
+    write_wide_case("q5_0_m1_wide", "q5_0", 170, 1024)
 
 
 if __name__ == "__main__":

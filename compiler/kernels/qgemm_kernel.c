@@ -159,12 +159,43 @@ static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
   return r;
 }
 
+/* Q5_0's fifth bits: "((qhv >> (v<vw>i){j0, .., j0 + vw - 1}) & 1) << 4",
+ * the bits j0 .. of the block's 32-bit qh (qhv: qh in every lane, as an
+ * int: an arithmetic shift then & 1 is the bit, bit 31 too). */
+static const char *q5_high(Emit *e, int vw, int j0) {
+  Buf b = {0};
+  buf_printf(&b, "((qhv >> (v%di){", vw);
+  for (int l = 0; l < vw; l++)
+    buf_printf(&b, "%s%d", l ? ", " : "", j0 + l);
+  buf_puts(&b, "}) & 1) << 4");
+  const char *r = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
+/* Q5_0's qh as an int in every lane of qhv. */
+static void emit_q5_qh(Emit *e, int vw) {
+  emit_line(e, "const v%di qhv = (v%di){0} + (int)((uint32_t)q[2] | (uint32_t)q[3] << 8 | (uint32_t)q[4] << 16 | "
+               "(uint32_t)q[5] << 24);", vw, vw);
+}
+
 /* The f32 values of one block at q multiplied by X's vectors x0.. and
  * summed into the vector p (decode). */
 static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
   Buf b = {0};
   int nx = 32 / vw;
-  if (fmt == BQ_Q8_0) {
+  if (fmt == BQ_Q5_0) { /* the low nibble | the fifth bit << 4, minus 16 */
+    int nh = 16 / vw;
+    emit_q5_qh(e, vw);
+    for (int h = 0; h < nh; h++)
+      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", 6 + h * vw));
+    for (int h = 0; h < nh; h++)
+      buf_printf(&b, "%s__builtin_convertvector(((q%d & 15) | %s) - 16, v%df) * x%d", h ? " + " : "", h,
+                 q5_high(e, vw, h * vw), vw, h);
+    for (int h = 0; h < nh; h++)
+      buf_printf(&b, " + __builtin_convertvector(((q%d >> 4) | %s) - 16, v%df) * x%d", h, q5_high(e, vw, 16 + h * vw),
+                 vw, h + nh);
+  } else if (fmt == BQ_Q8_0) {
     emit_line(e, "const int8_t *qi = (const int8_t *)q;");
     for (int h = 0; h < nx; h++)
       buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", bytes_expr(e, vw, "qi", 2 + h * vw),
@@ -193,6 +224,17 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
     for (int h = 0; h < 32 / vw; h++)
       emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d;", vw, h * vw,
                 bytes_expr(e, vw, "qi", 2 + h * vw), vw);
+    return;
+  }
+  if (fmt == BQ_Q5_0) {
+    emit_q5_qh(e, vw);
+    for (int h = 0; h < 16 / vw; h++) {
+      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", 6 + h * vw));
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(((q%d & 15) | %s) - 16, v%df) * d;", vw, h * vw, h,
+                q5_high(e, vw, h * vw), vw);
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(((q%d >> 4) | %s) - 16, v%df) * d;", vw,
+                16 + h * vw, h, q5_high(e, vw, 16 + h * vw), vw);
+    }
     return;
   }
   int off = fmt == BQ_Q4_1 ? 4 : 2;
@@ -474,8 +516,8 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
-  } else if (bq_is_k(s->fmt) || s->fmt == BQ_Q5_0) {
-    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies (Q5_0: gemma3's, plain C for now) */
+  } else if (bq_is_k(s->fmt)) {
+    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies */
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
     SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */
