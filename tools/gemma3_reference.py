@@ -75,7 +75,7 @@ class Model:
         self.softcap = m("final_logit_softcapping", 0.0)
         self.scalar = scalar or self.head_dim
         self.eos = field(r, "tokenizer.ggml.eos_token_id", -1)
-        self.w = {}
+        self.w, self.w64 = {}, {}
         for t in r.tensors:
             shape = tuple(int(x) for x in reversed(t.shape))  # row-major
             x = dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
@@ -94,7 +94,10 @@ class Model:
         return y * self.w[name].astype(np.float64)
 
     def lin(self, x, name):
-        return x @ self.w[name].astype(np.float64).T
+        w = self.w64.get(name)
+        if w is None:  # widened once: the whole sequence is recomputed at every step
+            w = self.w64[name] = self.w[name].astype(np.float64).T
+        return x @ w
 
     def rope(self, x, theta):  # x [T, n, hd], positions 0..T-1, NeoX pairing
         t, _, hd = x.shape
