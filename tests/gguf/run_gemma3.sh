@@ -8,7 +8,7 @@
 #            --set ctx=64 --set prefill=8, weights inline; generate.c built
 #            with gcc (and clang, for prefill 8) -Wall -Wextra -Werror:
 #            1. --tokenize of every line of spm_cases.txt equals
-#               spm_tokenize.py's ids;
+#               spm_tokenize.py's ids, and --chat's turns its line 7;
 #            2. 24 greedy tokens after a 13-token prompt (two prefill
 #               chunks, past the window) equal tools/gemma3_reference.py's
 #               (float64) and every step's logits are within 1e-5 of the
@@ -65,7 +65,10 @@ tokenize() {
     diff "$2/ref_ids.txt" "$2/app_ids.txt" >"$2/ids.diff" ||
       fail "$(basename "$app")'s token ids differ from spm_tokenize.py's ($2/ids.diff: reference <, app >)"
   done
-  echo "gemma3: tokenizer: the same ids as spm_tokenize.py on $(grep -c . "$here/spm_cases.txt") cases"
+  # --chat: Gemma's turns around the prompt, as spm_cases.txt's line 7 writes them
+  chat=$("$2/generate" --tokenize --chat "What is the capital of France?" 2>/dev/null)
+  [ "$chat" = "$(sed -n 7p "$2/ref_ids.txt")" ] || fail "--chat gives $chat; expected line 7 of $2/ref_ids.txt"
+  echo "gemma3: tokenizer: the same ids as spm_tokenize.py on $(grep -c . "$here/spm_cases.txt") cases and --chat"
 }
 
 # greedy DIR PROMPT N TOL [GGUF]: DIR/generate against gemma3_reference.py
