@@ -4,7 +4,7 @@ that check kiln's products and gathers by ggml block-quantized weights
 (DequantizeBlocks, fuse_blocks, BlockLinear / BlockGather and the
 kernels of compiler/kernels/qgemm_kernel.c) against a numpy reference.
 
-One case per format (q8_0, q4_0, q4_1) and rows of X, M in {1, 3, 64}:
+One case per format (q8_0, q4_0, q4_1, q5_0, q5_1) and rows of X, M in {1, 3, 64}:
 decode's in-register path (M 1, 3) and prefill's dequantize-once path
 (M 64). Each is CASE/model.kir (the blocks in the sidecar model.bin) and
 CASE/test_data_set_0/{input_K,output_K}.pb with
@@ -16,7 +16,8 @@ CASE/test_data_set_0/{input_K,output_K}.pb with
   y5 = rows ids of T            T  [22,576]   Gather: an embedding table
   y6 = x2         · Tᵀ                         the same table, tied: one blob copy
 
-The K-quants (q4_k, q5_k, q6_k, q8_k: 256-value super-blocks) have the same
+Q5_0 and Q5_1 have the same cases as Q4's, their reference the gguf
+package's dequantization. The K-quants (q4_k, q5_k, q6_k, q8_k: 256-value super-blocks) have the same
 six with K 256, 512, 1536, 2304 (W1 [37,256], W2/T [*,512], W4 [9,2304]),
 and y7 = |W1|, a DequantizeBlocks that another op reads (it runs as
 itself). Their blocks are random bytes (every quant, scale and min bit
@@ -50,6 +51,23 @@ BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q4_1": 20}
 # the K-quants: 256-value super-blocks (compiler/ir/blockquant.h)
 K_BYTES = {"q4_k": 144, "q5_k": 176, "q6_k": 210, "q8_k": 292}
 K_TYPES = {"q4_k": Q.Q4_K, "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
+# Q5_0 and Q5_1: Q4's 32-value blocks with a fifth bit a value
+Q5_BYTES = {"q5_0": 22, "q5_1": 24}
+Q5_TYPES = {"q5_0": Q.Q5_0, "q5_1": Q.Q5_1}
+
+
+def rand_q5_blocks(fmt, rows, cols):
+    """Random Q5 blocks: every quant and fifth bit, scales of both signs, a
+    zero d, and (Q5_1) minima of both signs."""
+    nb = cols // 32
+    raw = rng.integers(0, 256, (rows, nb, Q5_BYTES[fmt])).astype(np.uint8)
+    d = (rng.uniform(0.001, 0.01, (rows, nb)) * rng.choice([-1, 1], (rows, nb))).astype(np.float16)
+    raw[:, :, 0:2] = d.view(np.uint8).reshape(rows, nb, 2)
+    raw[0, 0, 0:2] = 0
+    if fmt == "q5_1":
+        m = rng.uniform(-0.15, 0.05, (rows, nb)).astype(np.float16)
+        raw[:, :, 2:4] = m.view(np.uint8).reshape(rows, nb, 2)
+    return raw.reshape(rows, nb * Q5_BYTES[fmt])
 
 
 def rand_k_blocks(fmt, rows, cols):
@@ -105,8 +123,6 @@ def rand_blocks(fmt, rows, cols):
         raw[:, :, 2:] = rng.integers(-128, 128, (rows, nb, 32)).astype(np.int8).view(np.uint8)
     elif fmt == "q4_0":
         raw[:, :, 2:] = rng.integers(0, 256, (rows, nb, 16))
-    elif fmt == "q5_0":  # qh (the fifth bits) and qs: every bit pattern
-        raw[:, :, 2:] = rng.integers(0, 256, (rows, nb, 20))
     else:
         m = rng.uniform(-0.15, 0.0, (rows, nb)).astype(np.float16)
         raw[:, :, 2:4] = m.view(np.uint8).reshape(rows, nb, 2)
@@ -115,10 +131,7 @@ def rand_blocks(fmt, rows, cols):
 
 
 def dequantize(fmt, raw, cols):
-    """The reference: blockquant.h's arithmetic, in f32 without fma (Q5_0:
-    the gguf package's own dequantization, d·q in f32)."""
-    if fmt == "q5_0":
-        return gguf_dequantize(raw, Q.Q5_0).astype(np.float32).reshape(raw.shape[0], cols)
+    """The reference: blockquant.h's arithmetic, in f32 without fma."""
     rows, nb = raw.shape[0], cols // 32
     b = raw.reshape(rows, nb, BLOCK_BYTES[fmt])
     d = b[:, :, 0:2].copy().view(np.float16).astype(np.float32)  # [rows, nb, 1]
@@ -146,12 +159,16 @@ def write_case(name, fmt, m):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(os.path.join(path, "test_data_set_0"))
     kq = fmt in K_BYTES
-    bb, bv = (K_BYTES[fmt], 256) if kq else (BLOCK_BYTES[fmt], 32)
+    bb, bv = (K_BYTES[fmt], 256) if kq else ({**BLOCK_BYTES, **Q5_BYTES}[fmt], 32)
     k1, k2, k4 = (256, 512, 2304) if kq else (32, 576, 2080)
     weights = {"w1": (37, k1), "w2": (6, k2), "w3": (13, 1536), "w4": (9, k4), "t": (22, k2)}
     if kq:
         raw = {k: rand_k_blocks(fmt, r, c) for k, (r, c) in weights.items()}
         w = {k: dequantize_k(fmt, raw[k], weights[k][1]) for k in weights}
+    elif fmt in Q5_BYTES:
+        raw = {k: rand_q5_blocks(fmt, r, c) for k, (r, c) in weights.items()}
+        w = {k: gguf_dequantize(raw[k], Q5_TYPES[fmt]).astype(np.float32).reshape(r, c)
+             for k, (r, c) in weights.items()}
     else:
         raw = {k: rand_blocks(fmt, r, c) for k, (r, c) in weights.items()}
         w = {k: dequantize(fmt, raw[k], weights[k][1]) for k in weights}
@@ -227,7 +244,7 @@ def write_wide_case(name, fmt, n, k):
     kq = fmt in K_BYTES
     raw = rand_k_blocks(fmt, n, k) if kq else rand_blocks(fmt, n, k)
     x = rng.standard_normal((1, k)).astype(np.float32)
-    y = product(x, dequantize_k(fmt, raw, k) if kq else dequantize(fmt, raw, k))
+    y = product(x, dequantize_k(fmt, raw, k) if kq else dequantize(fmt, raw, k))  # (not for q5)
     with open(os.path.join(path, "model.kir"), "w") as f:
         f.write(f"# {name}: a {fmt} GEMV that --threads 2 splits (tools/make_blockquant_cases.py)\n"
                 f"graph @g opset 14 (%x: f32[1,{k}]) -> (%y) {{\n"
@@ -253,12 +270,10 @@ def main():
         for m in (1, 3, 64):
             write_case(f"{fmt}_m{m}", fmt, m)
         write_wide_case(f"{fmt}_m1_wide", fmt, 171, 1024)
-    # Q5_0 (Gemma 3's Q4_K_M files), from a generator of its own as well
-    BLOCK_BYTES["q5_0"] = 22
     rng = np.random.default_rng(20261129)
-    for m in (1, 3, 64):
-        write_case(f"q5_0_m{m}", "q5_0", m)
-    write_wide_case("q5_0_m1_wide", "q5_0", 170, 1024)
+    for fmt in Q5_BYTES:
+        for m in (1, 3, 64):
+            write_case(f"{fmt}_m{m}", fmt, m)
 
 
 if __name__ == "__main__":

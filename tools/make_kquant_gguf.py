@@ -10,10 +10,14 @@ package's GGUFWriter and numpy (run it with build/venv/bin/python):
                  blk.0.ffn_gate.weight  Q5_K [48, 256]
                  blk.0.ffn_down.weight  Q6_K [32, 768]
                  token_embd.weight      Q6_K [40, 256]  (gathered and tied)
+                 blk.0.attn_k.weight    Q5_0 [32, 640]  (the gguf package's
+                 blk.0.attn_v.weight    Q5_1 [16, 640]   quantizer; 640 is not
+                                        a multiple of 256, so llama.cpp writes
+                                        Q5_0 where a K-quant does not fit)
                  blk.0.attn_q.weight    Q2_K [16, 256]  raw random blocks: a
                                         type kiln refuses, by name
                general.alignment 32.
-  kquant/test_data_set_0  inputs x [3,512], xg [3,256], xd [2,768], ids [4]
+  kquant/test_data_set_0  inputs x [3,512], xg [3,256], xd [2,768], ids [4], xa [2,640]
                and the outputs model.lua makes, from the blocks dequantized
                by the gguf package's own numpy code (not kiln's), products
                in float64 rounded to f32.
@@ -30,7 +34,7 @@ import sys
 import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 from onnx import numpy_helper
 
 
@@ -104,6 +108,7 @@ def main():
     rng = np.random.default_rng(28)
     spec = [("blk.0.ffn_up.weight", (64, 512), Q.Q4_K), ("blk.0.ffn_gate.weight", (48, 256), Q.Q5_K),
             ("blk.0.ffn_down.weight", (32, 768), Q.Q6_K), ("token_embd.weight", (40, 256), Q.Q6_K),
+            ("blk.0.attn_k.weight", (32, 640), Q.Q5_0), ("blk.0.attn_v.weight", (16, 640), Q.Q5_1),
             ("blk.0.attn_q.weight", (16, 256), Q.Q2_K)]
     w = gguf.GGUFWriter(os.path.join(out, "kquant.gguf"), "llama")
     w.add_custom_alignment(32)
@@ -112,6 +117,9 @@ def main():
         x = (rng.standard_normal(shape) * 0.05 + rng.uniform(-0.02, 0.03, (shape[0], 1))).astype(np.float32)
         if qt == Q.Q2_K:
             raw = rng.integers(0, 256, (shape[0], shape[1] // 256 * 84), dtype=np.uint8)
+        elif qt in (Q.Q5_0, Q.Q5_1):
+            raw = quantize(x, qt)
+            vals[name] = dequantize(raw, qt).astype(np.float32).reshape(shape)
         else:
             raw = quantize_q45k(x, 4 if qt == Q.Q4_K else 5) if qt != Q.Q6_K else quantize_q6k(x)
             v = dequantize(raw, qt).astype(np.float32).reshape(shape)
@@ -129,13 +137,15 @@ def main():
     xg = rng.uniform(-1, 1, (3, 256)).astype(np.float32)
     xd = rng.uniform(-1, 1, (2, 768)).astype(np.float32)
     ids = np.array([0, 39, 7, 7], np.int64)
+    xa = rng.uniform(-1, 1, (2, 640)).astype(np.float32)
     mm = lambda a, b: (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32)
     outs = [("y.up", mm(x, vals["blk.0.ffn_up.weight"])), ("y.gate", mm(xg, vals["blk.0.ffn_gate.weight"])),
             ("y.down", mm(xd, vals["blk.0.ffn_down.weight"])), ("y.embd", vals["token_embd.weight"][ids]),
-            ("y.logits", mm(xg, vals["token_embd.weight"]))]
+            ("y.logits", mm(xg, vals["token_embd.weight"])), ("y.k", mm(xa, vals["blk.0.attn_k.weight"])),
+            ("y.v", mm(xa, vals["blk.0.attn_v.weight"]))]
     ds = os.path.join(out, "kquant", "test_data_set_0")
     os.makedirs(ds, exist_ok=True)
-    for i, (name, a) in enumerate([("x", x), ("xg", xg), ("xd", xd), ("ids", ids)]):
+    for i, (name, a) in enumerate([("x", x), ("xg", xg), ("xd", xd), ("ids", ids), ("xa", xa)]):
         with open(os.path.join(ds, f"input_{i}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(a, name).SerializeToString())
     for i, (name, a) in enumerate(outs):

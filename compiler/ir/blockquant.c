@@ -9,7 +9,7 @@
 
 const BqInfo bq_formats[BQ_COUNT_] = {
     [BQ_Q8_0] = {"q8_0", 8, 34, 32},   [BQ_Q4_0] = {"q4_0", 2, 18, 32},   [BQ_Q4_1] = {"q4_1", 3, 20, 32},
-    [BQ_Q5_0] = {"q5_0", 6, 22, 32},
+    [BQ_Q5_0] = {"q5_0", 6, 22, 32},   [BQ_Q5_1] = {"q5_1", 7, 24, 32},
     [BQ_Q4_K] = {"q4_k", 12, 144, 256}, [BQ_Q5_K] = {"q5_k", 13, 176, 256}, [BQ_Q6_K] = {"q6_k", 14, 210, 256},
     [BQ_Q8_K] = {"q8_k", 15, 292, 256},
 };
@@ -115,11 +115,23 @@ BQ_NO_CONTRACT static void dequantize_block(BqFormat fmt, const uint8_t *b, floa
     }
     break;
   }
-  case BQ_Q5_0: {
-    uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+  case BQ_Q5_0:
+  case BQ_Q5_1: {
+    bool m1 = fmt == BQ_Q5_1;
+    float m = m1 ? bq_f16_to_f32(le16(b + 2)) : 0;
+    const uint8_t *qs = b + (m1 ? 8 : 6);
+    uint32_t qh = (uint32_t)b[m1 ? 4 : 2] | (uint32_t)b[m1 ? 5 : 3] << 8 | (uint32_t)b[m1 ? 6 : 4] << 16 |
+                  (uint32_t)b[m1 ? 7 : 5] << 24;
     for (int j = 0; j < 16; j++) {
-      x[j] = d * (float)((int)((b[6 + j] & 15) | (qh >> j & 1) << 4) - 16);
-      x[j + 16] = d * (float)((int)((b[6 + j] >> 4) | (qh >> (j + 16) & 1) << 4) - 16);
+      int lo = (qs[j] & 15) | (int)(qh >> j & 1) << 4, hi = (qs[j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
+      if (m1) {
+        float pl = d * (float)lo, ph = d * (float)hi;
+        x[j] = pl + m;
+        x[j + 16] = ph + m;
+      } else {
+        x[j] = d * (float)(lo - 16);
+        x[j + 16] = d * (float)(hi - 16);
+      }
     }
     break;
   }

@@ -1,6 +1,6 @@
 /* blockquant.h — ggml's block-quantized weight formats (Q8_0, Q4_0, Q4_1,
- * Q5_0 and the K-quants Q4_K, Q5_K, Q6_K, Q8_K), which kiln keeps quantized
- * from a GGUF file to the generated C.
+ * Q5_0, Q5_1 and the K-quants Q4_K, Q5_K, Q6_K, Q8_K), which kiln keeps
+ * quantized from a GGUF file to the generated C.
  *
  * A row of `cols` values (cols a multiple of the format's block_values) is
  * cols/block_values blocks, each little-endian, the scales d (and the
@@ -11,8 +11,11 @@
  *                                     x[j+16] = d·((qs[j] >> 4) − 8)
  *   Q4_1  f16 d; f16 m; u8 qs[16]     x[j] = d·(qs[j] & 15) + m,        20 bytes
  *                                     x[j+16] = d·(qs[j] >> 4) + m
- *   Q5_0  f16 d; u32 qh; u8 qs[16]    x[j] = d·(((qs[j] & 15) | bit j of qh << 4) − 16),      22 bytes
- *                                     x[j+16] = d·(((qs[j] >> 4) | bit j+16 of qh << 4) − 16)
+ *   Q5_0  f16 d; u32 qh; u8 qs[16]    x[j] = d·(((qs[j] & 15) | h(j)) − 16),  22 bytes
+ *                                     x[j+16] = d·(((qs[j] >> 4) | h(j+16)) − 16),
+ *                                     h(i) = (qh >> i & 1) << 4 (qh little-endian)
+ *   Q5_1  f16 d; f16 m; u32 qh;       x[j] = d·((qs[j] & 15) | h(j)) + m,     24 bytes
+ *         u8 qs[16]                   x[j+16] = d·((qs[j] >> 4) | h(j+16)) + m
  *
  * The K-quants are super-blocks of 256 values in sub-blocks:
  *
@@ -54,17 +57,21 @@
 
 #include "ir.h"
 
-typedef enum BqFormat { BQ_Q8_0, BQ_Q4_0, BQ_Q4_1, BQ_Q5_0, BQ_Q4_K, BQ_Q5_K, BQ_Q6_K, BQ_Q8_K, BQ_COUNT_ } BqFormat;
+/* the K-quants last: bq_is_k */
+typedef enum BqFormat {
+  BQ_Q8_0, BQ_Q4_0, BQ_Q4_1, BQ_Q5_0, BQ_Q5_1, BQ_Q4_K, BQ_Q5_K, BQ_Q6_K, BQ_Q8_K, BQ_COUNT_
+} BqFormat;
 
 typedef struct BqInfo {
-  const char *name;  /* "q8_0", "q4_0", "q4_1", "q5_0", "q4_k", "q5_k", "q6_k", "q8_k": the op's `format` */
-  int ggml_type;     /* ggml_type / GGUF tensor type: Q4_0 2, Q4_1 3, Q5_0 6, Q8_0 8, Q4_K 12, Q5_K 13, Q6_K 14, Q8_K 15 */
-  int block_bytes;   /* 34, 18, 20, 22, 144, 176, 210, 292 */
+  const char *name;  /* "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q8_k": the op's `format` */
+  int ggml_type;     /* ggml_type / GGUF tensor type: Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q4_K 12, Q5_K 13,
+                        Q6_K 14, Q8_K 15 */
+  int block_bytes;   /* 34, 18, 20, 22, 24, 144, 176, 210, 292 */
   int block_values;  /* 32, or 256 for the K-quants */
 } BqInfo;
 
 /* The formats' names as messages list them: "q8_0, q4_0, q4_1, ..." */
-#define BQ_FORMAT_NAMES "q8_0, q4_0, q4_1, q5_0, q4_k, q5_k, q6_k or q8_k"
+#define BQ_FORMAT_NAMES "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k or q8_k"
 
 extern const BqInfo bq_formats[BQ_COUNT_];
 
@@ -74,6 +81,10 @@ bool bq_format_from_ggml(int ggml_type, BqFormat *fmt);
 bool bq_format_from_name(const char *name, BqFormat *fmt);
 /* Whether fmt is a K-quant (256-value super-blocks). */
 static inline bool bq_is_k(BqFormat fmt) { return fmt >= BQ_Q4_K; }
+/* Whether a 32-value block has a minimum m (Q4_1, Q5_1): x = d·q + m. */
+static inline bool bq_has_min(BqFormat fmt) { return fmt == BQ_Q4_1 || fmt == BQ_Q5_1; }
+/* Whether a 32-value block has Q5's fifth bits qh (Q5_0, Q5_1). */
+static inline bool bq_is_q5(BqFormat fmt) { return fmt == BQ_Q5_0 || fmt == BQ_Q5_1; }
 /* Bytes of one row of `cols` values (cols a multiple of block_values). */
 int64_t bq_row_bytes(BqFormat fmt, int64_t cols);
 /* An IEEE half as f32 (exact; the same conversion as kiln_f16_to_f32). */

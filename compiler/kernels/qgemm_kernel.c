@@ -1,6 +1,8 @@
 /* qgemm_kernel.c — products by ggml block-quantized weights (Q8_0, Q4_0,
- * Q4_1; compiler/ir/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept
- * as its blocks, K/32 blocks of 32 values a row, weight-only (X and Y f32).
+ * Q4_1, Q5_0, Q5_1 and the K-quants Q4_K, Q5_K, Q6_K, Q8_K;
+ * compiler/ir/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept as
+ * its blocks, K/bv blocks of bv values a row (bv 32, or 256 for the
+ * K-quants' super-blocks), weight-only (X and Y f32).
  *
  * Layout. None of its own: the kernel reads the blocks where the GGUF file
  * put them (a row of W, i.e. an output column, is one contiguous run of
@@ -98,15 +100,29 @@ void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
     emit_line(e, "  %s[l + 16] = hi + mn;", y);
     emit_line(e, "}");
     break;
-  case BQ_Q5_0: /* 4 bits in qs, the fifth in the 32-bit qh, minus 16 */
+  case BQ_Q5_0:
+  case BQ_Q5_1: { /* Q4's nibbles with a fifth bit each from the 32 bits qh */
+    bool m1 = fmt == BQ_Q5_1;
+    int o = m1 ? 4 : 2;
     emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
-    emit_line(e, "const uint32_t qh = (uint32_t)%s[2] | (uint32_t)%s[3] << 8 | (uint32_t)%s[4] << 16 | "
-                 "(uint32_t)%s[5] << 24;", b, b, b, b);
+    if (m1)
+      emit_line(e, "const float mn = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
+    emit_line(e, "const uint32_t qh = (uint32_t)%s[%d] | (uint32_t)%s[%d] << 8 | (uint32_t)%s[%d] << 16 | "
+                 "(uint32_t)%s[%d] << 24;", b, o, b, o + 1, b, o + 2, b, o + 3);
     emit_line(e, "for (int l = 0; l < 16; l++) {");
-    emit_line(e, "  %s[l] = d * (float)((int)((%s[6 + l] & 15) | (qh >> l & 1) << 4) - 16);", y, b);
-    emit_line(e, "  %s[l + 16] = d * (float)((int)((%s[6 + l] >> 4) | (qh >> (l + 16) & 1) << 4) - 16);", y, b);
+    emit_line(e, "  const int lo = (%s[%d + l] & 15) | (int)(qh >> l & 1) << 4;", b, o + 4);
+    emit_line(e, "  const int hi = (%s[%d + l] >> 4) | (int)(qh >> (l + 16) & 1) << 4;", b, o + 4);
+    if (m1) {
+      emit_line(e, "  const float pl = d * (float)lo, ph = d * (float)hi;");
+      emit_line(e, "  %s[l] = pl + mn;", y);
+      emit_line(e, "  %s[l + 16] = ph + mn;", y);
+    } else {
+      emit_line(e, "  %s[l] = d * (float)(lo - 16);", y);
+      emit_line(e, "  %s[l + 16] = d * (float)(hi - 16);", y);
+    }
     emit_line(e, "}");
     break;
+  }
   case BQ_Q4_K:
   case BQ_Q5_K: /* 8 sub-blocks of 32: (d·sc)·q − dmin·mn, 6-bit sc and mn packed in bytes 4..15 */
     emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
@@ -159,24 +175,38 @@ static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
   return r;
 }
 
-/* Q5_0's fifth bits: "((qhv >> (v<vw>i){j0, .., j0 + vw - 1}) & 1) << 4",
- * the bits j0 .. of the block's 32-bit qh (qhv: qh in every lane, as an
- * int: an arithmetic shift then & 1 is the bit, bit 31 too). */
-static const char *q5_high(Emit *e, int vw, int j0) {
-  Buf b = {0};
-  buf_printf(&b, "((qhv >> (v%di){", vw);
-  for (int l = 0; l < vw; l++)
-    buf_printf(&b, "%s%d", l ? ", " : "", j0 + l);
-  buf_puts(&b, "}) & 1) << 4");
-  const char *r = arena_strdup(e->g->arena, b.s);
-  buf_free(&b);
-  return r;
-}
+/* Q4_0/Q4_1/Q5_0/Q5_1's byte offset of qs. */
+static int qs_offset(BqFormat fmt) { return fmt == BQ_Q4_0 ? 2 : fmt == BQ_Q4_1 ? 4 : fmt == BQ_Q5_0 ? 6 : 8; }
 
-/* Q5_0's qh as an int in every lane of qhv. */
-static void emit_q5_qh(Emit *e, int vw) {
-  emit_line(e, "const v%di qhv = (v%di){0} + (int)((uint32_t)q[2] | (uint32_t)q[3] << 8 | (uint32_t)q[4] << 16 | "
-               "(uint32_t)q[5] << 24);", vw, vw);
+/* A Q4/Q5 block at q (32 values, the nibbles of 16 bytes): declares the
+ * int vectors q0.. of its bytes (and Q5's fifth bits hl0.., hh0..) and
+ * sets lo[h], hi[h] to the expressions of the quants of values h·vw.. and
+ * 16 + h·vw.. (minus 8 or 16 for Q4_0 and Q5_0). */
+static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const char **hi) {
+  int off = qs_offset(fmt);
+  const char *sub = fmt == BQ_Q4_0 ? " - 8" : fmt == BQ_Q5_0 ? " - 16" : "";
+  if (bq_is_q5(fmt)) {
+    int o = off - 4;
+    emit_line(e, "const uint32_t qh = (uint32_t)q[%d] | (uint32_t)q[%d] << 8 | (uint32_t)q[%d] << 16 | "
+                 "(uint32_t)q[%d] << 24;", o, o + 1, o + 2, o + 3);
+    Buf b = {0};
+    for (int l = 0; l < vw; l++)
+      buf_printf(&b, "%s%d", l ? ", " : "", l);
+    emit_line(e, "const v%di sl = {%s}; /* each lane's bit of qh */", vw, b.s);
+    buf_free(&b);
+  }
+  for (int h = 0; h < 16 / vw; h++) {
+    emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
+    if (bq_is_q5(fmt)) {
+      emit_line(e, "const v%di hl%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, h * vw);
+      emit_line(e, "const v%di hh%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, 16 + h * vw);
+      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | hl%d)%s)", h, h, sub);
+      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | hh%d)%s)", h, h, sub);
+    } else {
+      lo[h] = arena_printf(e->g->arena, "((q%d & 15)%s)", h, sub);
+      hi[h] = arena_printf(e->g->arena, "((q%d >> 4)%s)", h, sub);
+    }
+  }
 }
 
 /* The f32 values of one block at q multiplied by X's vectors x0.. and
@@ -184,31 +214,19 @@ static void emit_q5_qh(Emit *e, int vw) {
 static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
   Buf b = {0};
   int nx = 32 / vw;
-  if (fmt == BQ_Q5_0) { /* the low nibble | the fifth bit << 4, minus 16 */
-    int nh = 16 / vw;
-    emit_q5_qh(e, vw);
-    for (int h = 0; h < nh; h++)
-      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", 6 + h * vw));
-    for (int h = 0; h < nh; h++)
-      buf_printf(&b, "%s__builtin_convertvector(((q%d & 15) | %s) - 16, v%df) * x%d", h ? " + " : "", h,
-                 q5_high(e, vw, h * vw), vw, h);
-    for (int h = 0; h < nh; h++)
-      buf_printf(&b, " + __builtin_convertvector(((q%d >> 4) | %s) - 16, v%df) * x%d", h, q5_high(e, vw, 16 + h * vw),
-                 vw, h + nh);
-  } else if (fmt == BQ_Q8_0) {
+  if (fmt == BQ_Q8_0) {
     emit_line(e, "const int8_t *qi = (const int8_t *)q;");
     for (int h = 0; h < nx; h++)
       buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", bytes_expr(e, vw, "qi", 2 + h * vw),
                  vw, h);
   } else {
-    int off = fmt == BQ_Q4_1 ? 4 : 2, nh = 16 / vw;
-    const char *sub = fmt == BQ_Q4_0 ? " - 8" : "";
+    int nh = 16 / vw;
+    const char *lo[16], *hi[16];
+    emit_nibbles(e, fmt, vw, lo, hi);
     for (int h = 0; h < nh; h++)
-      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
+      buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", lo[h], vw, h);
     for (int h = 0; h < nh; h++)
-      buf_printf(&b, "%s__builtin_convertvector((q%d & 15)%s, v%df) * x%d", h ? " + " : "", h, sub, vw, h);
-    for (int h = 0; h < nh; h++)
-      buf_printf(&b, " + __builtin_convertvector((q%d >> 4)%s, v%df) * x%d", h, sub, vw, h + nh);
+      buf_printf(&b, " + __builtin_convertvector(%s, v%df) * x%d", hi[h], vw, h + nh);
   }
   emit_line(e, "const v%df p = %s;", vw, b.s);
   buf_free(&b);
@@ -216,7 +234,7 @@ static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
 
 /* The block at q dequantized into the 32 floats at wb (64-byte aligned),
  * in vectors: prefill's tile. d·q (+ m) as the reference, though a C
- * compiler may contract Q4_1's into an fma. */
+ * compiler may contract Q4_1's and Q5_1's into an fma. */
 static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
   emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
   if (fmt == BQ_Q8_0) {
@@ -226,28 +244,119 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
                 bytes_expr(e, vw, "qi", 2 + h * vw), vw);
     return;
   }
-  if (fmt == BQ_Q5_0) {
-    emit_q5_qh(e, vw);
-    for (int h = 0; h < 16 / vw; h++) {
-      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", 6 + h * vw));
-      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(((q%d & 15) | %s) - 16, v%df) * d;", vw, h * vw, h,
-                q5_high(e, vw, h * vw), vw);
-      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(((q%d >> 4) | %s) - 16, v%df) * d;", vw,
-                16 + h * vw, h, q5_high(e, vw, 16 + h * vw), vw);
-    }
-    return;
-  }
-  int off = fmt == BQ_Q4_1 ? 4 : 2;
-  const char *sub = fmt == BQ_Q4_0 ? " - 8" : "", *add = fmt == BQ_Q4_1 ? " + mn" : "";
-  if (fmt == BQ_Q4_1)
+  const char *add = bq_has_min(fmt) ? " + mn" : "", *lo[16], *hi[16];
+  if (bq_has_min(fmt))
     emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
+  emit_nibbles(e, fmt, vw, lo, hi);
   for (int h = 0; h < 16 / vw; h++) {
-    emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
-    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d & 15)%s, v%df) * d%s;", vw, h * vw, h, sub, vw,
-              add);
-    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d >> 4)%s, v%df) * d%s;", vw, 16 + h * vw, h, sub,
-              vw, add);
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, h * vw, lo[h], vw, add);
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, 16 + h * vw, hi[h], vw, add);
   }
+}
+
+/* The K-quants' decode (rows base .. base + nrows - 1 of W by every row
+ * of X): a super-block a step, its sub-blocks in turn (Q4_K/Q5_K/Q8_K 8 of
+ * 32 values, Q6_K 16 of 16): X's vectors of the sub-block are loaded once
+ * for the nrows rows; for each row the sub-block's quants are unpacked in
+ * registers, multiplied by them and summed into p, then acc += p·(d·sc)
+ * (Q4_K/Q5_K − xs·(dmin·mn), xs the sub-block's sum of X). The 6-bit
+ * scales and mins are unpacked in scalar code, once a sub-block and row. */
+static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  BqFormat f = s->fmt;
+  int vw = g->vw, sub = f == BQ_Q6_K ? 16 : 32, nx = sub / vw, step = QG_R * g->bb;
+  for (int r = 0; r < nrows; r++)
+    emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
+  if (prefetch)
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(t + %d < %s ? t + %d : t) * %s; /* a tile ahead */",
+              QG_PREFETCH_TILES, ll(e, g->nt), QG_PREFETCH_TILES, ll(e, QG_R * g->rb));
+  emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
+  e->indent++;
+  emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
+  for (int r = 0; r < nrows; r++)
+    emit_line(e, "v%df acc%d = {0};", vw, r);
+  emit_line(e, "for (int c = 0; c < %s; c++) { /* super-block c of each row */", ll(e, g->nb));
+  e->indent++;
+  for (int off = 0; prefetch && off < step; off += 64)
+    emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
+  emit_line(e, "const float *xc = x + c * 256;");
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "const uint8_t *q%d = w%d + c * %d;", r, r, g->bb);
+    if (f == BQ_Q8_K)
+      emit_line(e, "float d%d;", r), emit_line(e, "memcpy(&d%d, q%d, sizeof d%d);", r, r, r);
+    else
+      emit_line(e, "const float d%d = kiln_f16_to_f32_fast((uint16_t)(q%d[%d] | q%d[%d] << 8));", r, r,
+                f == BQ_Q6_K ? 208 : 0, r, f == BQ_Q6_K ? 209 : 1);
+    if (f == BQ_Q4_K || f == BQ_Q5_K)
+      emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
+  }
+  emit_line(e, "for (int j = 0; j < %d; j++) { /* sub-block j */", 256 / sub);
+  e->indent++;
+  for (int h = 0; h < nx; h++)
+    emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, xc + j * %d + %d, sizeof x%d);", h, sub, h * vw, h);
+  if (f == BQ_Q4_K || f == BQ_Q5_K) {
+    Buf b = {0};
+    for (int h = 0; h < nx; h++)
+      buf_printf(&b, "%sx%d", h ? " + " : "", h);
+    emit_line(e, "const v%df xs = %s; /* the sub-block's sum of x, for the minimum */", vw, b.s);
+    buf_free(&b);
+  }
+  if (f == BQ_Q6_K)
+    emit_line(e, "const int hh = j >> 3, k = j >> 1 & 3, lh = j & 1;");
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "{ /* row %d */", r);
+    e->indent++;
+    Buf b = {0};
+    if (f == BQ_Q4_K || f == BQ_Q5_K) {
+      emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d + 32 * (j >> 1);", r, r, f == BQ_Q5_K ? 48 : 16);
+      emit_line(e, "const int sc = j < 4 ? kk[j] & 63 : (kk[j + 4] & 15) | (kk[j - 4] >> 6) << 4;");
+      emit_line(e, "const int mn = j < 4 ? kk[j + 4] & 63 : (kk[j + 4] >> 4) | (kk[j] >> 6) << 4;");
+      emit_line(e, "const int sh = (j & 1) * 4;");
+      if (f == BQ_Q5_K)
+        emit_line(e, "const uint8_t *qh = q%d + 16;", r);
+      for (int h = 0; h < nx; h++) {
+        emit_line(e, "const v%di b%d = %s;", vw, h, bytes_expr(e, vw, "qq", h * vw));
+        if (f == BQ_Q5_K)
+          emit_line(e, "const v%di u%d = (b%d >> sh & 15) | (%s >> j & 1) << 4;", vw, h, h, bytes_expr(e, vw, "qh", h * vw));
+        else
+          emit_line(e, "const v%di u%d = b%d >> sh & 15;", vw, h, h);
+      }
+    } else if (f == BQ_Q6_K) {
+      emit_line(e, "const uint8_t *ql = q%d + 64 * hh + 32 * (k & 1) + 16 * lh, *qh = q%d + 128 + 32 * hh + 16 * lh;",
+                r, r);
+      for (int h = 0; h < nx; h++)
+        emit_line(e, "const v%di u%d = ((%s >> 4 * (k >> 1) & 15) | (%s >> 2 * k & 3) << 4) - 32;", vw, h,
+                  bytes_expr(e, vw, "ql", h * vw), bytes_expr(e, vw, "qh", h * vw));
+    } else {
+      emit_line(e, "const int8_t *qi = (const int8_t *)q%d + 4 + 32 * j;", r);
+      for (int h = 0; h < nx; h++)
+        emit_line(e, "const v%di u%d = %s;", vw, h, bytes_expr(e, vw, "qi", h * vw));
+    }
+    for (int h = 0; h < nx; h++)
+      buf_printf(&b, "%s__builtin_convertvector(u%d, v%df) * x%d", h ? " + " : "", h, vw, h);
+    emit_line(e, "const v%df p = %s;", vw, b.s);
+    buf_free(&b);
+    if (f == BQ_Q4_K || f == BQ_Q5_K)
+      emit_line(e, "acc%d += p * (d%d * (float)sc) - xs * (m%d * (float)mn);", r, r, r);
+    else if (f == BQ_Q6_K)
+      emit_line(e, "acc%d += p * (d%d * (float)(int8_t)q%d[192 + j]);", r, r, r);
+    else
+      emit_line(e, "acc%d += p * d%d;", r, r);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "float s%d = 0;", r);
+    emit_line(e, "for (int l = 0; l < %d; l++)", vw);
+    emit_line(e, "  s%d += acc%d[l];", r, r);
+    emit_line(e, "y[(int64_t)i * %s + %s + %d] = s%d%s;", ll(e, s->n), base, r, r,
+              s->bias ? arena_printf(e->g->arena, " + bias[%s + %d]", base, r) : "");
+  }
+  e->indent--;
+  emit_line(e, "}");
 }
 
 /* Decode: rows base .. base + nrows - 1 of W by every row of X, the blocks
@@ -255,6 +364,10 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
  * QG_PREFETCH_TILES ahead is prefetched as the blocks go: its QG_R rows
  * are contiguous, QG_R blocks' bytes a step. */
 static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  if (bq_is_k(s->fmt)) {
+    emit_k_reg_tile(e, s, g, nrows, base, prefetch);
+    return;
+  }
   int vw = g->vw, nx = 32 / vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
@@ -272,7 +385,7 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   for (int h = 0; h < nx; h++)
     emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, x + c * 32 + %d, sizeof x%d);", h, h * vw, h);
-  if (s->fmt == BQ_Q4_1) {
+  if (bq_has_min(s->fmt)) {
     Buf b = {0};
     for (int h = 0; h < nx; h++)
       buf_printf(&b, "%sx%d", h ? " + " : "", h);
@@ -284,10 +397,10 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     e->indent++;
     emit_line(e, "const uint8_t *q = w%d + c * %d;", r, g->bb);
     emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
-    if (s->fmt == BQ_Q4_1)
+    if (bq_has_min(s->fmt))
       emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
     emit_block_dot(e, s->fmt, vw);
-    emit_line(e, "acc%d += p * d%s;", r, s->fmt == BQ_Q4_1 ? " + xs * mn" : "");
+    emit_line(e, "acc%d += p * d%s;", r, bq_has_min(s->fmt) ? " + xs * mn" : "");
     e->indent--;
     emit_line(e, "}");
   }
@@ -315,11 +428,14 @@ typedef struct Panel {
 } Panel;
 
 static Panel panel_of(const QGemmSpec *s, const View *v) {
+  int bv = bq_formats[s->fmt].block_values;
   Panel p = {.nr = 2 * v->vw, .mr = v->acc / 2 > 12 ? 12 : v->acc / 2};
-  int64_t cap = QG_PANEL_FLOATS / p.nr / 32 * 32;
+  int64_t cap = QG_PANEL_FLOATS / p.nr / bv * bv;
+  if (cap < bv)
+    cap = bv;
   p.kc = s->k < cap ? s->k : cap;
   while (s->k % p.kc)
-    p.kc -= 32;
+    p.kc -= bv;
   return p;
 }
 
@@ -364,15 +480,19 @@ static void emit_panel_tile(Emit *e, const QGemmSpec *s, const Panel *p, int vw,
     emit_line(e, "memset(wt, 0, sizeof wt); /* the columns past N stay 0 */");
   emit_line(e, "for (int k0 = 0; k0 < %s; k0 += %s) {", ll(e, s->k), ll(e, p->kc));
   e->indent++;
+  int bv = bq_formats[s->fmt].block_values, bb = bq_formats[s->fmt].block_bytes;
   emit_line(e, "for (int j = 0; j < %d; j++)", valid);
-  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / 32));
+  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / bv));
   e->indent += 2;
-  emit_line(e, "const uint8_t *q = w + (int64_t)(%s + j) * %s + (k0 / 32 + c) * %d;", base,
-            ll(e, s->k / 32 * bq_formats[s->fmt].block_bytes), bq_formats[s->fmt].block_bytes);
-  emit_line(e, "float wb[32] __attribute__((aligned(64)));");
-  emit_block_store(e, s->fmt, vw);
-  emit_line(e, "for (int l = 0; l < 32; l++)");
-  emit_line(e, "  wt[(c * 32 + l) * %d + j] = wb[l];", p->nr);
+  emit_line(e, "const uint8_t *%s = w + (int64_t)(%s + j) * %s + (k0 / %d + c) * %d;", bq_is_k(s->fmt) ? "blk" : "q",
+            base, ll(e, s->k / bv * bb), bv, bb);
+  emit_line(e, "float wb[%d] __attribute__((aligned(64)));", bv);
+  if (bq_is_k(s->fmt)) /* the reference's scalar code, which the C compiler may vectorise */
+    qgemm_emit_block(e, s->fmt, "blk", "wb");
+  else
+    emit_block_store(e, s->fmt, vw);
+  emit_line(e, "for (int l = 0; l < %d; l++)", bv);
+  emit_line(e, "  wt[(c * %d + l) * %d + j] = wb[l];", bv, p->nr);
   e->indent -= 2;
   emit_line(e, "  }");
   int64_t mhi = s->m - s->m % p->mr;
@@ -424,7 +544,8 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
 static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
   int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
-  emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
+    emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
   if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
     /* a prefill chunk holding few real tokens: dequantizing all of W into
      * panels would cost more than reading it once per row */
@@ -516,8 +637,6 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
-  } else if (bq_is_k(s->fmt)) {
-    emit_scalar_path(e, s, &g); /* FIXME(kquant): vector bodies */
   } else {
     const char *gnu = "defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__clang__) || __GNUC__ >= 9)";
     SimdPaths paths = simd_paths(e); /* the widths --isa writes (vector_views.h) */

@@ -6,7 +6,7 @@
  *   DIR holds tiny_llama.gguf, tiny_llama.json (the writer's view: names,
  *   ggml types, ne, first/last values and sums), q6k.gguf and q6k.json
  *   (a Q6_K tensor, and BF16, I32 and F64 ones with their values), and
- *   kquant.gguf (tools/make_kquant_gguf.py: Q4_K, Q5_K, Q6_K and a Q2_K).
+ *   kquant.gguf (tools/make_kquant_gguf.py: Q4_K, Q5_K, Q6_K, Q5_0, Q5_1 and a Q2_K).
  *
  * Checks: every tensor's type name, ne, kiln type (ne reversed), values
  * (F32 exact, F16 widened exactly, the block types dequantized here from
@@ -218,8 +218,9 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   if (CHECK_AT(gguf_load(a, arena_printf(a, "%s/kquant.gguf", dir), &kq, &d), d.msg)) {
     static const struct { const char *name, *type; int64_t rows, cols, bytes; } want[] = {
         {"blk.0.ffn_up.weight", "Q4_K", 64, 512, 64 * 2 * 144}, {"blk.0.ffn_gate.weight", "Q5_K", 48, 256, 48 * 176},
-        {"blk.0.ffn_down.weight", "Q6_K", 32, 768, 32 * 3 * 210}, {"token_embd.weight", "Q6_K", 40, 256, 40 * 210}};
-    for (int i = 0; i < 4; i++) {
+        {"blk.0.ffn_down.weight", "Q6_K", 32, 768, 32 * 3 * 210}, {"token_embd.weight", "Q6_K", 40, 256, 40 * 210},
+        {"blk.0.attn_k.weight", "Q5_0", 32, 640, 32 * 20 * 22}, {"blk.0.attn_v.weight", "Q5_1", 16, 640, 16 * 20 * 24}};
+    for (int i = 0; i < 6; i++) {
       Type wt = {.dt = DT_F32, .rank = 2, .dims = {want[i].rows, want[i].cols}};
       d = (Diag){0};
       GgufTensor *x = gguf_take(&kq, want[i].name, &wt, &d);
@@ -230,7 +231,7 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
     d = (Diag){0};
     CHECK(!gguf_take(&kq, "blk.0.attn_q.weight", &q2t, &d) &&
           has(&d, "kquant.gguf: tensor 'blk.0.attn_q.weight' is Q2_K; kiln reads F32, F16, Q8_0, Q4_0, Q4_1, "
-                  "Q4_K, Q5_K, Q6_K, Q8_K"));
+                  "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K"));
   }
   /* the other plain types: BF16 widened to f32, I32 and F64 as they are */
   json_error_t e;

@@ -30,9 +30,9 @@ static void test_formats(void) {
   CHECK(bq_format_from_ggml(2, &f) && f == BQ_Q4_0 && bq_formats[f].block_bytes == 18);
   CHECK(bq_format_from_ggml(3, &f) && f == BQ_Q4_1 && bq_formats[f].block_bytes == 20);
   CHECK(bq_format_from_ggml(8, &f) && f == BQ_Q8_0 && bq_formats[f].block_bytes == 34);
-  CHECK(!bq_format_from_ggml(0, &f) && !bq_format_from_ggml(1, &f) && !bq_format_from_ggml(7, &f));
-  CHECK(bq_format_from_ggml(6, &f) && f == BQ_Q5_0 && bq_formats[f].block_bytes == 22 && !bq_is_k(f));
-  CHECK(bq_row_bytes(BQ_Q5_0, 640) == 20 * 22);
+  CHECK(!bq_format_from_ggml(0, &f) && !bq_format_from_ggml(1, &f) && !bq_format_from_ggml(9, &f));
+  CHECK(bq_format_from_ggml(6, &f) && f == BQ_Q5_0 && bq_formats[f].block_bytes == 22 && bq_is_q5(f) && !bq_has_min(f));
+  CHECK(bq_format_from_ggml(7, &f) && f == BQ_Q5_1 && bq_formats[f].block_bytes == 24 && bq_has_min(f) && !bq_is_k(f));
   CHECK(bq_format_from_name("q4_1", &f) && f == BQ_Q4_1 && !bq_format_from_name("Q4_1", &f));
   CHECK(bq_row_bytes(BQ_Q8_0, 576) == 612 && bq_row_bytes(BQ_Q4_1, 576) == 360);
   /* the K-quants: 256-value super-blocks */
@@ -129,11 +129,16 @@ static void test_dequantize(void) {
   float d = bq_f16_to_f32(0x2e66), m = bq_f16_to_f32(0x3555);
   volatile float p7 = d * 7.0f, p3 = d * 3.0f;
   CHECK(x[0] == p7 + m && x[16] == p3 + m && x[1] == m);
-  /* q5_0, d = 0.5: x[j] = d·(((qs[j] & 15) | bit j of qh << 4) − 16), x[j+16] from the high
-   * nibble and bit j+16 (qh little-endian at bytes 2..5, qs at 6..21) */
-  uint8_t q5[22] = {0x00, 0x38, 0x01, 0x00, 0x02, 0x80, 0x2f, 0xf0};
-  bq_dequantize_row(BQ_Q5_0, q5, x, 32);
-  CHECK(x[0] == 7.5f && x[16] == -7.0f && x[1] == -8.0f && x[17] == 7.5f && x[31] == 0.0f && x[15] == -8.0f);
+  /* q5_0: qh bit j is value j's fifth bit, bit j + 16 value j + 16's */
+  uint8_t q5[24] = {0x00, 0x38, 0x01, 0x00, 0x02, 0x80, 0x3f};
+  bq_dequantize_row(BQ_Q5_0, q5, x, 32);                     /* d 0.5; qh 0x80020001; qs[0] 0x3f */
+  CHECK(x[0] == 0.5f * ((15 | 16) - 16) && x[16] == 0.5f * (3 - 16) && x[1] == -8 && x[17] == 0.5f * (16 - 16) &&
+        x[31] == 0.5f * (16 - 16) && x[15] == -8);
+  /* q5_1: d, m, then qh, then qs */
+  uint8_t q51[24] = {0x66, 0x2e, 0x55, 0x35, 0x00, 0x00, 0x01, 0x00, 0x0a};
+  bq_dequantize_row(BQ_Q5_1, q51, x, 32);                    /* qh bit 16: value 16's */
+  volatile float p10 = d * 10.0f, p16 = d * 16.0f;
+  CHECK(x[0] == p10 + m && x[16] == p16 + m && x[1] == m);
 }
 
 static void test_node(void) {
