@@ -254,6 +254,144 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
   }
 }
 
+/* "x" vectors of X's n floats at xc + off: xN0.. (n/vw of them), and their
+ * sum into the vector `sum` when it is not NULL. */
+static void emit_x_vectors(Emit *e, int vw, const char *nm, int off, int n, const char *sum) {
+  Buf b = {0};
+  for (int h = 0; h < n / vw; h++) {
+    emit_line(e, "v%df %s%d;", vw, nm, h);
+    emit_line(e, "memcpy(&%s%d, xc + %d, sizeof %s%d);", nm, h, off + h * vw, nm, h);
+    buf_printf(&b, "%s%s%d", h ? " + " : "", nm, h);
+  }
+  if (sum)
+    emit_line(e, "const v%df %s = %s;", vw, sum, b.s);
+  buf_free(&b);
+}
+
+/* Σ convert(u[h]) · x[h] over n/vw vectors, as an expression. */
+static const char *dot_expr(Emit *e, int vw, const char *u, const char *x, int nv) {
+  Buf b = {0};
+  for (int h = 0; h < nv; h++)
+    buf_printf(&b, "%s__builtin_convertvector(%s%d, v%df) * %s%d", h ? " + " : "", u, h, vw, x, h);
+  const char *r = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
+/* Q4_K/Q5_K's scale (or min, when min) of sub-block j as a C expression
+ * of the 12 packed bytes kk (j a constant: one or two byte reads). */
+static const char *k_scale_expr(Emit *e, int j, bool min) {
+  if (j < 4)
+    return arena_printf(e->g->arena, "(kk[%d] & 63)", min ? j + 4 : j);
+  return min ? arena_printf(e->g->arena, "((kk[%d] >> 4) | (kk[%d] >> 6) << 4)", j + 4, j)
+             : arena_printf(e->g->arena, "((kk[%d] & 15) | (kk[%d] >> 6) << 4)", j + 4, j - 4);
+}
+
+/* One super-block (at q0.. for each row, its scales d0.. and m0..) by
+ * X's 256 values at xc, into acc0..: the sub-blocks that share their
+ * bytes together, all unrolled here so that the scales' byte offsets and
+ * the shifts are constants. Q4_K/Q5_K: the 32 bytes of qs hold sub-blocks
+ * 2jp (low nibbles) and 2jp + 1 (high), read once for both; Q6_K: the 16
+ * bytes of qh at (hh, lh) hold the top bits of sub-blocks 8hh + 2k + lh
+ * (k 0..3), ql's at (hh, kk, lh) the low ones of k = kk and kk + 2. */
+static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
+  if (f == BQ_Q4_K || f == BQ_Q5_K) {
+    int nv = 32 / vw;
+    for (int jp = 0; jp < 4; jp++) {
+      int j0 = 2 * jp, j1 = j0 + 1;
+      emit_line(e, "{ /* sub-blocks %d and %d */", j0, j1);
+      e->indent++;
+      emit_x_vectors(e, vw, "xa", 64 * jp, 32, "xsa");
+      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, "xsb");
+      for (int r = 0; r < nrows; r++) {
+        emit_line(e, "{ /* row %d */", r);
+        e->indent++;
+        emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d;", r, r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
+        if (f == BQ_Q5_K)
+          emit_line(e, "const uint8_t *qh = q%d + 16;", r);
+        for (int h = 0; h < nv; h++) {
+          emit_line(e, "const v%di b%d = %s;", vw, h, bytes_expr(e, vw, "qq", h * vw));
+          if (f == BQ_Q5_K) {
+            emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
+            emit_line(e, "const v%di ua%d = (b%d & 15) | (c%d >> %d & 1) << 4, ub%d = (b%d >> 4) | (c%d >> %d & 1) << 4;",
+                      vw, h, h, h, j0, h, h, h, j1);
+          } else {
+            emit_line(e, "const v%di ua%d = b%d & 15, ub%d = b%d >> 4;", vw, h, h, h, h);
+          }
+        }
+        emit_line(e, "const float da = d%d * (float)%s, db = d%d * (float)%s;", r, k_scale_expr(e, j0, false), r,
+                  k_scale_expr(e, j1, false));
+        emit_line(e, "const float ma = m%d * (float)%s, mb = m%d * (float)%s;", r, k_scale_expr(e, j0, true), r,
+                  k_scale_expr(e, j1, true));
+        emit_line(e, "acc%d += (%s) * da + (%s) * db - (xsa * ma + xsb * mb);", r, dot_expr(e, vw, "ua", "xa", nv),
+                  dot_expr(e, vw, "ub", "xb", nv));
+        e->indent--;
+        emit_line(e, "}");
+      }
+      e->indent--;
+      emit_line(e, "}");
+    }
+  } else if (f == BQ_Q6_K) {
+    int nv = 16 / vw;
+    for (int hh = 0; hh < 2; hh++)
+      for (int lh = 0; lh < 2; lh++) {
+        emit_line(e, "{ /* sub-blocks %d, %d, %d, %d */", 8 * hh + lh, 8 * hh + 2 + lh, 8 * hh + 4 + lh, 8 * hh + 6 + lh);
+        e->indent++;
+        for (int k = 0; k < 4; k++) {
+          char nm[8];
+          snprintf(nm, sizeof nm, "x%d_", k);
+          emit_x_vectors(e, vw, nm, 16 * (8 * hh + 2 * k + lh), 16, NULL);
+        }
+        for (int r = 0; r < nrows; r++) {
+          emit_line(e, "{ /* row %d */", r);
+          e->indent++;
+          emit_line(e, "const uint8_t *qh = q%d + %d;", r, 128 + 32 * hh + 16 * lh);
+          const char *sum = "";
+          for (int kk = 0; kk < 2; kk++)
+            emit_line(e, "const uint8_t *ql%d = q%d + %d;", kk, r, 64 * hh + 32 * kk + 16 * lh);
+          for (int h = 0; h < nv; h++) {
+            emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
+            for (int kk = 0; kk < 2; kk++) {
+              emit_line(e, "const v%di l%d_%d = %s;", vw, kk, h, bytes_expr(e, vw, arena_printf(e->g->arena, "ql%d", kk), h * vw));
+              emit_line(e, "const v%di u%d_%d = ((l%d_%d & 15) | (c%d >> %d & 3) << 4) - 32;", vw, kk, h, kk, h, h, 2 * kk);
+              emit_line(e, "const v%di u%d_%d = ((l%d_%d >> 4) | (c%d >> %d & 3) << 4) - 32;", vw, kk + 2, h, kk, h, h,
+                        2 * (kk + 2));
+            }
+          }
+          for (int k = 0; k < 4; k++) {
+            sum = arena_printf(e->g->arena, "%s%s(%s) * (d%d * (float)(int8_t)q%d[%d])", sum, k ? " + " : "",
+                               dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
+                               r, r, 192 + 8 * hh + 2 * k + lh);
+          }
+          emit_line(e, "acc%d += %s;", r, sum);
+          e->indent--;
+          emit_line(e, "}");
+        }
+        e->indent--;
+        emit_line(e, "}");
+      }
+  } else { /* Q8_K */
+    int nv = 32 / vw;
+    for (int j = 0; j < 8; j++) {
+      emit_line(e, "{ /* sub-block %d */", j);
+      e->indent++;
+      emit_x_vectors(e, vw, "xa", 32 * j, 32, NULL);
+      for (int r = 0; r < nrows; r++) {
+        emit_line(e, "{ /* row %d */", r);
+        e->indent++;
+        emit_line(e, "const int8_t *qi = (const int8_t *)q%d + %d;", r, 4 + 32 * j);
+        for (int h = 0; h < nv; h++)
+          emit_line(e, "const v%di ua%d = %s;", vw, h, bytes_expr(e, vw, "qi", h * vw));
+        emit_line(e, "acc%d += (%s) * d%d;", r, dot_expr(e, vw, "ua", "xa", nv), r);
+        e->indent--;
+        emit_line(e, "}");
+      }
+      e->indent--;
+      emit_line(e, "}");
+    }
+  }
+}
+
 /* The K-quants' decode (rows base .. base + nrows - 1 of W by every row
  * of X): a super-block a step, its sub-blocks in turn (Q4_K/Q5_K/Q8_K 8 of
  * 32 values, Q6_K 16 of 16): X's vectors of the sub-block are loaded once
@@ -263,7 +401,7 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
  * scales and mins are unpacked in scalar code, once a sub-block and row. */
 static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
   BqFormat f = s->fmt;
-  int vw = g->vw, sub = f == BQ_Q6_K ? 16 : 32, nx = sub / vw, step = QG_R * g->bb;
+  int vw = g->vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
   if (prefetch)
@@ -289,63 +427,7 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
     if (f == BQ_Q4_K || f == BQ_Q5_K)
       emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
   }
-  emit_line(e, "for (int j = 0; j < %d; j++) { /* sub-block j */", 256 / sub);
-  e->indent++;
-  for (int h = 0; h < nx; h++)
-    emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, xc + j * %d + %d, sizeof x%d);", h, sub, h * vw, h);
-  if (f == BQ_Q4_K || f == BQ_Q5_K) {
-    Buf b = {0};
-    for (int h = 0; h < nx; h++)
-      buf_printf(&b, "%sx%d", h ? " + " : "", h);
-    emit_line(e, "const v%df xs = %s; /* the sub-block's sum of x, for the minimum */", vw, b.s);
-    buf_free(&b);
-  }
-  if (f == BQ_Q6_K)
-    emit_line(e, "const int hh = j >> 3, k = j >> 1 & 3, lh = j & 1;");
-  for (int r = 0; r < nrows; r++) {
-    emit_line(e, "{ /* row %d */", r);
-    e->indent++;
-    Buf b = {0};
-    if (f == BQ_Q4_K || f == BQ_Q5_K) {
-      emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d + 32 * (j >> 1);", r, r, f == BQ_Q5_K ? 48 : 16);
-      emit_line(e, "const int sc = j < 4 ? kk[j] & 63 : (kk[j + 4] & 15) | (kk[j - 4] >> 6) << 4;");
-      emit_line(e, "const int mn = j < 4 ? kk[j + 4] & 63 : (kk[j + 4] >> 4) | (kk[j] >> 6) << 4;");
-      emit_line(e, "const int sh = (j & 1) * 4;");
-      if (f == BQ_Q5_K)
-        emit_line(e, "const uint8_t *qh = q%d + 16;", r);
-      for (int h = 0; h < nx; h++) {
-        emit_line(e, "const v%di b%d = %s;", vw, h, bytes_expr(e, vw, "qq", h * vw));
-        if (f == BQ_Q5_K)
-          emit_line(e, "const v%di u%d = (b%d >> sh & 15) | (%s >> j & 1) << 4;", vw, h, h, bytes_expr(e, vw, "qh", h * vw));
-        else
-          emit_line(e, "const v%di u%d = b%d >> sh & 15;", vw, h, h);
-      }
-    } else if (f == BQ_Q6_K) {
-      emit_line(e, "const uint8_t *ql = q%d + 64 * hh + 32 * (k & 1) + 16 * lh, *qh = q%d + 128 + 32 * hh + 16 * lh;",
-                r, r);
-      for (int h = 0; h < nx; h++)
-        emit_line(e, "const v%di u%d = ((%s >> 4 * (k >> 1) & 15) | (%s >> 2 * k & 3) << 4) - 32;", vw, h,
-                  bytes_expr(e, vw, "ql", h * vw), bytes_expr(e, vw, "qh", h * vw));
-    } else {
-      emit_line(e, "const int8_t *qi = (const int8_t *)q%d + 4 + 32 * j;", r);
-      for (int h = 0; h < nx; h++)
-        emit_line(e, "const v%di u%d = %s;", vw, h, bytes_expr(e, vw, "qi", h * vw));
-    }
-    for (int h = 0; h < nx; h++)
-      buf_printf(&b, "%s__builtin_convertvector(u%d, v%df) * x%d", h ? " + " : "", h, vw, h);
-    emit_line(e, "const v%df p = %s;", vw, b.s);
-    buf_free(&b);
-    if (f == BQ_Q4_K || f == BQ_Q5_K)
-      emit_line(e, "acc%d += p * (d%d * (float)sc) - xs * (m%d * (float)mn);", r, r, r);
-    else if (f == BQ_Q6_K)
-      emit_line(e, "acc%d += p * (d%d * (float)(int8_t)q%d[192 + j]);", r, r, r);
-    else
-      emit_line(e, "acc%d += p * d%d;", r, r);
-    e->indent--;
-    emit_line(e, "}");
-  }
-  e->indent--;
-  emit_line(e, "}");
+  emit_k_super_block(e, f, vw, nrows);
   e->indent--;
   emit_line(e, "}");
   for (int r = 0; r < nrows; r++) {
