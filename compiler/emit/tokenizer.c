@@ -1,8 +1,11 @@
-/* tokenizer.c — a byte-level BPE vocabulary into C tables (tokenizer.h).
+/* tokenizer.c — a byte-level BPE or SentencePiece vocabulary into C
+ * tables (tokenizer.h).
  *
  * Three steps: decode every token's stored text to its bytes (normal
  * tokens are GPT-2 byte-level text; control and user-defined tokens are
- * their text as it is, which is how llama.cpp prints them too), resolve
+ * their text as it is, which is how llama.cpp prints them too; a
+ * SentencePiece vocabulary's pieces stay as stored, ▁ and <0xNN> included,
+ * since its encoder matches them so), resolve
  * every merge to ids through a hash table of the stored texts, then place
  * the tables: in blob mode as weight arrays in the blob (emit_const_array),
  * with an accessor in the .c; else printed. The text table is one string literal in lines of about 100 characters
@@ -16,6 +19,7 @@
 #include "emit.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,12 +124,14 @@ static const char *shown(char buf[48], const char *s, size_t n) {
   return buf;
 }
 
+static bool is_spm(const TokVocab *v) { return v->model && !strcmp(v->model, "llama"); }
+
 /* Token id's bytes appended at bytes + at; returns how many, or -1. */
 static long decode_token(Tok *t, int id, size_t at) {
   const char *s = t->v->tokens[id];
   size_t n = t->len[id];
   int type = t->v->types ? t->v->types[id] : TOKEN_NORMAL;
-  if (type != TOKEN_NORMAL) { /* control, user-defined, ...: the text itself */
+  if (type != TOKEN_NORMAL || is_spm(t->v)) { /* control, user-defined, a piece: the text itself */
     memcpy(t->bytes + at, s, n);
     return (long)n;
   }
@@ -149,9 +155,12 @@ static long decode_token(Tok *t, int id, size_t at) {
 
 static bool check_vocab(Tok *t) {
   const TokVocab *v = t->v;
-  if (!v->model || strcmp(v->model, "gpt2"))
-    return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.model' is '%s'; expected 'gpt2' (byte-level BPE)",
-                      v->model ? v->model : "(absent)");
+  if (!v->model || (strcmp(v->model, "gpt2") && !is_spm(v)))
+    return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.model' is '%s'; expected 'gpt2' (byte-level BPE) or "
+                     "'llama' (SentencePiece)", v->model ? v->model : "(absent)");
+  if (is_spm(v) && !v->scores)
+    return tok_error(t->d, t->v->path, "key 'tokenizer.ggml.scores' is absent; expected a SentencePiece "
+                     "vocabulary's score per token");
   if (v->ntokens <= 0 || !v->tokens)
     return tok_error(t->d, t->v->path, "key '%s' is absent or empty; expected the vocabulary", KEY_TOKENS);
   if (v->nmerges < 0 || (v->nmerges > 0 && !v->merges))
@@ -254,20 +263,40 @@ static bool resolve_merges(Tok *t) {
 
 /* The C names of the five tables (NAME_token_text, ...): in the .c, static
  * arrays, or in blob mode `weights->MEMBER` of the blob's struct. */
-enum { T_TEXT, T_OFFSET, T_TYPE, T_BYTE_TOKEN, T_MERGES, T_COUNT };
+enum { T_TEXT, T_OFFSET, T_TYPE, T_BYTE_TOKEN, T_MERGES, T_SCORE, T_COUNT };
 static const char *const table_field[T_COUNT] = {"token_text", "token_offset", "token_type", "byte_token",
-                                                 "merges"};
+                                                 "merges", "token_score"};
 static const char *const table_cast[T_COUNT] = {"const char *", "const uint32_t *", "const uint8_t *",
-                                                "const int32_t *", "const int32_t *"};
+                                                "const int32_t *", "const int32_t *", "const float *"};
 
-/* the first normal token of each single byte, -1 when none */
+/* the tables written: a SentencePiece vocabulary adds the scores */
+static int table_count(const TokVocab *v) { return is_spm(v) ? T_COUNT : T_SCORE; }
+
+/* "<0xNN>": the byte it stands for, or -1 */
+static int byte_piece(const char *s, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  const char *hi, *lo;
+  if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>' || !s[3] || !s[4] || !(hi = strchr(hex, s[3])) ||
+      !(lo = strchr(hex, s[4])))
+    return -1;
+  return (int)((hi - hex) * 16 + (lo - hex));
+}
+
+/* the token of each single byte, -1 when none: byte-level BPE's first
+ * normal token of that one byte; SentencePiece's byte-fallback <0xNN> */
 static void fill_byte_token(const Tok *t, int32_t out[256]) {
   const TokVocab *v = t->v;
   for (int b = 0; b < 256; b++)
     out[b] = -1;
-  for (size_t i = (size_t)v->ntokens; i-- > 0;)
-    if (t->offset[i + 1] - t->offset[i] == 2 && (!v->types || v->types[i] == TOKEN_NORMAL))
+  for (size_t i = (size_t)v->ntokens; i-- > 0;) {
+    if (is_spm(v)) {
+      int b = v->types && v->types[i] == TOKEN_BYTE ? byte_piece(v->tokens[i], t->len[i]) : -1;
+      if (b >= 0)
+        out[b] = (int32_t)i;
+    } else if (t->offset[i + 1] - t->offset[i] == 2 && (!v->types || v->types[i] == TOKEN_NORMAL)) {
       out[t->bytes[t->offset[i]]] = (int32_t)i;
+    }
+  }
 }
 
 static uint8_t token_type(const TokVocab *v, size_t i) { return (uint8_t)(v->types ? v->types[i] : TOKEN_NORMAL); }
@@ -336,6 +365,13 @@ static void put_tables(Buf *c, const Tok *t, const char *const name[T_COUNT], co
   x[3 * nm] = -1;
   put_ints(c, decl, x, 3 * nm + 1, 24);
   free(x);
+  if (is_spm(v)) { /* the scores, exactly (%a) */
+    buf_printf(c, "\n/* each piece's score: SentencePiece merges the adjacent pair whose join scores highest */\n"
+                  "static const float %s[%s_TOKENS] = {\n", name[T_SCORE], P);
+    for (size_t i = 0; i < n; i++)
+      buf_printf(c, "%s%af,%s", i % 8 ? " " : "  ", (double)v->scores[i], (i + 1) % 8 && i + 1 < n ? "" : "\n");
+    buf_puts(c, "};\n");
+  }
 }
 
 /* Blob mode: the tables as weight arrays (emit_const_array: placed in the
@@ -369,32 +405,49 @@ static void put_blob_tables(Emit *e, const Tok *t, const char *p, const char *na
                                         "tokenizer: the token of each byte alone, -1: none");
   name[T_MERGES] = emit_const_array(e, DT_I32, merges, 3 * (int64_t)nm + 1, arena_printf(a, "%s_merges", p),
                                     "tokenizer: the merges, rank order, as id triples, then -1");
+  if (is_spm(v)) {
+    float *score = arena_alloc(a, n ? n * sizeof *score : 1);
+    memcpy(score, v->scores, n * sizeof *score);
+    name[T_SCORE] = emit_const_array(e, DT_F32, score, (int64_t)n, arena_printf(a, "%s_token_score", p),
+                                     "tokenizer: each piece's score (SentencePiece)");
+  }
 }
 
 /* NAME_tokenizer_tables(): in blob mode through the bound blob (NULLs
  * before a bind), else the static arrays. */
-static void put_accessor(Buf *c, const char *const name[T_COUNT], const char *p, bool blob) {
+static void put_accessor(Buf *c, const char *const name[T_COUNT], const char *p, bool blob, int count) {
   buf_printf(c, "\n/* the tokenizer's tables (%s.h) */\n%s_tokenizer %s_tokenizer_tables(void) {\n", p, p, p);
   if (!blob) {
-    buf_printf(c, "  %s_tokenizer t = {%s, %s, %s, %s, %s};\n  return t;\n}\n", p, name[0], name[1], name[2],
-               name[3], name[4]);
+    buf_printf(c, "  %s_tokenizer t = {%s, %s, %s, %s, %s", p, name[0], name[1], name[2], name[3], name[4]);
+    for (int k = T_SCORE; k < count; k++)
+      buf_printf(c, ", %s", name[k]);
+    buf_puts(c, "};\n  return t;\n}\n");
     return;
   }
   buf_printf(c, "  const struct %s_weights *const weights = bound_weights;\n"
-                "  %s_tokenizer t = {NULL, NULL, NULL, NULL, NULL};\n"
+                "  %s_tokenizer t = {NULL, NULL, NULL, NULL, NULL%s};\n"
                 "  if (!weights)\n    return t; /* in the blob: nothing before a bind */\n",
-             p, p);
-  for (int k = 0; k < T_COUNT; k++)
+             p, p, count > T_SCORE ? ", NULL" : "");
+  for (int k = 0; k < count; k++)
     buf_printf(c, "  t.%s = (%s)%s;\n", table_field[k], table_cast[k], name[k]);
   buf_puts(c, "  return t;\n}\n");
 }
 
 static void put_header(Buf *h, const Tok *t, const char *p, const char *P, bool blob) {
   const TokVocab *v = t->v;
-  buf_printf(h, "\n/* The tokenizer: byte-level BPE (tokenizer.ggml.model \"gpt2\"), as tables\n"
+  bool spm = is_spm(v);
+  buf_printf(h, "\n/* The tokenizer: %s, as tables\n"
                 " * (README \"Generating text\"; examples/generate.c uses them). */\n"
                 "#define %s_TOKENS %d\n#define %s_MERGES %d\n#define %s_TOKEN_TEXT_SIZE %u\n",
+             spm ? "SentencePiece (tokenizer.ggml.model \"llama\": ▁ for a space, pieces merged by\n"
+                   " * score, <0xNN> byte fallback)"
+                 : "byte-level BPE (tokenizer.ggml.model \"gpt2\")",
              P, v->ntokens, P, v->nmerges, P, t->offset[v->ntokens]);
+  if (spm)
+    buf_printf(h, "#define %s_TOKENIZER_SPM 1 /* SentencePiece: the struct has token_score */\n"
+                  "#define %s_ADD_SPACE_PREFIX %d /* tokenizer.ggml.add_space_prefix: a ▁ before the text */\n"
+                  "#define %s_HAS_CHAT_TEMPLATE %d /* tokenizer.ggml.chat_template is in the file */\n",
+               P, P, v->add_space_prefix, P, v->has_chat_template);
   buf_printf(h, "#define %s_BOS_ID %lld\n#define %s_EOS_ID %lld\n#define %s_UNK_ID %lld\n#define %s_PAD_ID %lld\n",
              P, (long long)v->bos, P, (long long)v->eos, P, (long long)v->unk, P, (long long)v->pad);
   buf_printf(h, "#define %s_ADD_BOS %d /* put BOS first in a prompt */\n#define %s_TOKENIZER_PRE ", P,
@@ -406,16 +459,23 @@ static void put_header(Buf *h, const Tok *t, const char *p, const char *P, bool 
     buf_printf(h, "#define %s_TOKEN_%s %d\n", P, names[i], i + 1);
   buf_printf(h, "typedef struct %s_tokenizer {\n"
                 "  /* token i's bytes: token_text + token_offset[i], token_offset[i+1] - token_offset[i] - 1\n"
-                "   * of them, then a NUL (normal tokens are decoded from the byte-level form; control\n"
-                "   * and user-defined ones, such as <|im_start|>, are their text) */\n"
+                "   * of them, then a NUL (%s) */\n"
                 "  const char *token_text;       /* %s_TOKEN_TEXT_SIZE bytes */\n"
                 "  const uint32_t *token_offset; /* [%s_TOKENS + 1] */\n"
                 "  const uint8_t *token_type;    /* [%s_TOKENS]: %s_TOKEN_NORMAL, _CONTROL, ... */\n"
                 "  const int32_t *byte_token;    /* [256]: the token of each byte alone, -1: none */\n"
                 "  /* [%s_MERGES * 3 + 1], rank order: merges[3r] + merges[3r+1] -> merges[3r+2] (then a -1) */\n"
                 "  const int32_t *merges;\n"
+                "%s"
                 "} %s_tokenizer;\n",
-             p, P, P, P, P, P, p);
+             p,
+             spm ? "the pieces as stored: ▁ for a space, byte tokens\n"
+                   "   * <0xNN>, control tokens such as <start_of_turn> their text"
+                 : "normal tokens are decoded from the byte-level form; control\n"
+                   "   * and user-defined ones, such as <|im_start|>, are their text",
+             P, P, P, P, P,
+             spm ? "  const float *token_score;     /* [TOKENS]: each piece's score, the higher merged first */\n" : "",
+             p);
   if (blob)
     buf_printf(h, "/* The tables are in the weights blob: every pointer is NULL before a successful\n"
                   " * %s_bind_weights() (or _bind_linked_weights()), and they point into the bound\n"
@@ -443,19 +503,20 @@ bool tokenizer_emit_vocab(const TokVocab *v, const char *prefix, Emit *e, Buf *c
     bool blob = e && e->blob;
     const char *name[T_COUNT];
     char fixed[T_COUNT][160];
-    buf_puts(c, "\n/* ---- the tokenizer (byte-level BPE, from ");
+    int count = table_count(v);
+    buf_puts(c, is_spm(v) ? "\n/* ---- the tokenizer (SentencePiece, from " : "\n/* ---- the tokenizer (byte-level BPE, from ");
     c_text_put(c, CT_COMMENT, v->path);
     buf_puts(c, blob ? ", its tables in the weights blob) ---- */\n" : ") ---- */\n\n");
     if (blob) {
       put_blob_tables(e, &t, prefix, name);
     } else {
-      for (int k = 0; k < T_COUNT; k++) { /* clear of the model's own names when there is a model */
+      for (int k = 0; k < count; k++) { /* clear of the model's own names when there is a model */
         snprintf(fixed[k], sizeof fixed[k], "%s_%s", prefix, table_field[k]);
         name[k] = e ? cname_unique(e->names, fixed[k], "w") : fixed[k];
       }
       put_tables(c, &t, name, P);
     }
-    put_accessor(c, name, prefix, blob);
+    put_accessor(c, name, prefix, blob, count);
     put_header(h, &t, prefix, P, blob);
     free((void *)P);
   }
@@ -471,7 +532,7 @@ bool tokenizer_emit_vocab(const TokVocab *v, const char *prefix, Emit *e, Buf *c
 
 bool tokenizer_present(const Gguf *gg) {
   const char *m = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.model"), NULL);
-  return m && !strcmp(m, "gpt2");
+  return m && (!strcmp(m, "gpt2") || !strcmp(m, "llama"));
 }
 
 /* An array of strings: pointers and lengths (heap), or false + d. An absent
@@ -513,18 +574,43 @@ bool tokenizer_emit(const Gguf *gg, const char *prefix, Emit *e, Buf *c, Buf *h,
   v.model = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.model"), NULL);
   v.pre = gguf_kv_string(gguf_kv(gg, "tokenizer.ggml.pre"), NULL);
   const GgufKV *add_bos = gguf_kv(gg, "tokenizer.ggml.add_bos_token");
+  const GgufKV *add_space = gguf_kv(gg, "tokenizer.ggml.add_space_prefix");
   const GgufKV *types = gguf_kv(gg, "tokenizer.ggml.token_type");
+  const GgufKV *scores = gguf_kv(gg, "tokenizer.ggml.scores");
+  float *score = NULL;
+  v.has_chat_template = gguf_kv(gg, "tokenizer.chat_template") != NULL;
   const char **tokens = NULL, **merges = NULL;
   size_t *token_len = NULL, *merge_len = NULL;
   int32_t *type = NULL;
+  bool spm = v.model && !strcmp(v.model, "llama");
+  v.add_space_prefix = spm; /* SentencePiece's default */
   bool ok = string_array(gg, KEY_TOKENS, false, &tokens, &token_len, &v.ntokens, d) &&
-            string_array(gg, KEY_MERGES, false, &merges, &merge_len, &v.nmerges, d) &&
+            string_array(gg, KEY_MERGES, spm, &merges, &merge_len, &v.nmerges, d) &&
             id_key(gg, "tokenizer.ggml.bos_token_id", &v.bos, d) &&
             id_key(gg, "tokenizer.ggml.eos_token_id", &v.eos, d) &&
             id_key(gg, "tokenizer.ggml.unknown_token_id", &v.unk, d) &&
             id_key(gg, "tokenizer.ggml.padding_token_id", &v.pad, d);
   if (ok && add_bos && !gguf_kv_bool(add_bos, &v.add_bos))
     ok = tok_error(d, gg->path, "key 'tokenizer.ggml.add_bos_token' is %s; expected a bool", gguf_type_name(add_bos->v.type));
+  if (ok && add_space && !gguf_kv_bool(add_space, &v.add_space_prefix))
+    ok = tok_error(d, gg->path, "key 'tokenizer.ggml.add_space_prefix' is %s; expected a bool",
+                   gguf_type_name(add_space->v.type));
+  if (ok && spm && scores) {
+    GgufType elem;
+    uint64_t n = 0;
+    if (!gguf_kv_array(scores, &elem, &n) || n != (uint64_t)v.ntokens)
+      ok = tok_error(d, gg->path, "key 'tokenizer.ggml.scores' is %s of %llu items; expected an array of %d numbers",
+                     gguf_type_name(scores->v.type), (unsigned long long)n, v.ntokens);
+    score = calloc((size_t)v.ntokens + 1, sizeof *score);
+    KILN_ASSERT(score);
+    for (int i = 0; ok && i < v.ntokens; i++) {
+      double x;
+      if (!gguf_array_float(&scores->v, (uint64_t)i, &x) || !isfinite(x))
+        ok = tok_error(d, gg->path, "key 'tokenizer.ggml.scores': item %d is not a finite number", i);
+      score[i] = (float)x;
+    }
+    v.scores = score;
+  }
   if (ok && types) {
     GgufType elem;
     uint64_t n = 0;
@@ -551,5 +637,6 @@ bool tokenizer_emit(const Gguf *gg, const char *prefix, Emit *e, Buf *c, Buf *h,
   free(merges);
   free(merge_len);
   free(type);
+  free(score);
   return ok;
 }

@@ -2,8 +2,10 @@
  * its weights blob, so an app (examples/generate.c) can turn text into
  * token ids and back with nothing beside the model.
  *
- * Byte-level BPE only (tokenizer.ggml.model "gpt2": GPT-2, SmolLM, Llama 3,
- * Qwen). kiln resolves everything it can at compile time: each token's text
+ * Byte-level BPE (tokenizer.ggml.model "gpt2": GPT-2, SmolLM, Llama 3,
+ * Qwen) and SentencePiece (model "llama": Gemma, Llama 2, Mistral; the
+ * pieces as stored, their scores, the <0xNN> byte tokens as byte_token,
+ * NAME_TOKENIZER_SPM 1). kiln resolves everything it can at compile time: each token's text
  * is decoded from GPT-2's byte-to-unicode form to the bytes it stands for,
  * and each merge "left right" becomes three token ids (left, right, merged),
  * in rank order. What the app still does is the pre-tokenization (a regex's
@@ -58,6 +60,9 @@ typedef struct TokVocab {
   const size_t *merge_len;    /* [nmerges] byte lengths, or NULL: strlen */
   int64_t bos, eos, unk, pad; /* token ids, -1 when the key is absent */
   bool add_bos;               /* tokenizer.ggml.add_bos_token */
+  const float *scores;        /* [ntokens] SentencePiece's (model "llama"), else NULL */
+  bool add_space_prefix;      /* tokenizer.ggml.add_space_prefix (SentencePiece) */
+  bool has_chat_template;     /* tokenizer.chat_template is there */
 } TokVocab;
 
 struct Emit;

@@ -31,7 +31,7 @@ static int blocks_f32(Lowering *l, const Node *n, int slot) {
     l->failed = !diag_node(l->d, g, n, "export: the blocks are not a constant; expected constant weights");
     return -1;
   }
-  int64_t dims[2] = {raw->type.dims[0], raw->type.dims[1] / bq_formats[fmt].block_bytes * BQ_BLOCK_VALUES};
+  int64_t dims[2] = {raw->type.dims[0], raw->type.dims[1] / bq_formats[fmt].block_bytes * bq_formats[fmt].block_values};
   float *w = arena_alloc(g->arena, sizeof(float) * (size_t)(dims[0] * dims[1] + 1));
   for (int64_t r = 0; r < dims[0]; r++)
     bq_dequantize_row(fmt, (const uint8_t *)raw->data + r * raw->type.dims[1], w + r * dims[1], dims[1]);

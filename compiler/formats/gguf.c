@@ -41,11 +41,11 @@ static const struct {
 } ggml_types[] = {
     {0, "F32", 1, 4, true, DT_F32},         {1, "F16", 1, 2, true, DT_F32},
     {2, "Q4_0", 32, 18, true, DT_UNDEF},    {3, "Q4_1", 32, 20, true, DT_UNDEF},
-    {6, "Q5_0", 32, 22, false, DT_UNDEF},   {7, "Q5_1", 32, 24, false, DT_UNDEF},
+    {6, "Q5_0", 32, 22, true, DT_UNDEF},    {7, "Q5_1", 32, 24, true, DT_UNDEF},
     {8, "Q8_0", 32, 34, true, DT_UNDEF},    {9, "Q8_1", 32, 40, false, DT_UNDEF},
     {10, "Q2_K", 256, 84, false, DT_UNDEF}, {11, "Q3_K", 256, 110, false, DT_UNDEF},
-    {12, "Q4_K", 256, 144, false, DT_UNDEF}, {13, "Q5_K", 256, 176, false, DT_UNDEF},
-    {14, "Q6_K", 256, 210, false, DT_UNDEF}, {15, "Q8_K", 256, 292, false, DT_UNDEF},
+    {12, "Q4_K", 256, 144, true, DT_UNDEF}, {13, "Q5_K", 256, 176, true, DT_UNDEF},
+    {14, "Q6_K", 256, 210, true, DT_UNDEF}, {15, "Q8_K", 256, 292, true, DT_UNDEF},
     {16, "IQ2_XXS", 256, 66, false, DT_UNDEF}, {17, "IQ2_XS", 256, 74, false, DT_UNDEF},
     {18, "IQ3_XXS", 256, 98, false, DT_UNDEF}, {19, "IQ1_S", 256, 50, false, DT_UNDEF},
     {20, "IQ4_NL", 32, 18, false, DT_UNDEF}, {21, "IQ3_S", 256, 110, false, DT_UNDEF},
@@ -57,7 +57,8 @@ static const struct {
     {35, "TQ2_0", 256, 66, false, DT_UNDEF}, {39, "MXFP4", 32, 17, false, DT_UNDEF},
     {40, "NVFP4", 64, 36, false, DT_UNDEF}, {41, "Q1_0", 128, 18, false, DT_UNDEF},
 };
-#define GGUF_READABLE "F32, F16, Q8_0, Q4_0, Q4_1 (and BF16, F64, I8, I16, I32, I64)"
+#define GGUF_READABLE \
+  "F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K (and BF16, F64, I8, I16, I32, I64)"
 
 static const char *const value_type_names[GGUF_NTYPES] = {
     "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",

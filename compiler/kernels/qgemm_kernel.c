@@ -1,6 +1,8 @@
 /* qgemm_kernel.c — products by ggml block-quantized weights (Q8_0, Q4_0,
- * Q4_1; compiler/ir/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept
- * as its blocks, K/32 blocks of 32 values a row, weight-only (X and Y f32).
+ * Q4_1, Q5_0, Q5_1 and the K-quants Q4_K, Q5_K, Q6_K, Q8_K;
+ * compiler/ir/blockquant.h): Y[M,N] = X[M,K] · Wᵀ (+ bias), W[N,K] kept as
+ * its blocks, K/bv blocks of bv values a row (bv 32, or 256 for the
+ * K-quants' super-blocks), weight-only (X and Y f32).
  *
  * Layout. None of its own: the kernel reads the blocks where the GGUF file
  * put them (a row of W, i.e. an output column, is one contiguous run of
@@ -76,25 +78,83 @@ static const char *ll(Emit *e, int64_t v) { return emit_int(e, v); }
 static const char *rows_bound(Emit *e, const QGemmSpec *s) { return s->rows ? "m_run" : ll(e, s->m); }
 
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
-  emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
   switch (fmt) {
   case BQ_Q8_0:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 32; l++)");
     emit_line(e, "  %s[l] = d * (float)(int8_t)%s[2 + l];", y, b);
     break;
   case BQ_Q4_0:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 16; l++) {");
     emit_line(e, "  %s[l] = d * (float)((%s[2 + l] & 15) - 8);", y, b);
     emit_line(e, "  %s[l + 16] = d * (float)((%s[2 + l] >> 4) - 8);", y, b);
     emit_line(e, "}");
     break;
   case BQ_Q4_1:
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "const float mn = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
     emit_line(e, "for (int l = 0; l < 16; l++) {");
     emit_line(e, "  const float lo = d * (float)(%s[4 + l] & 15), hi = d * (float)(%s[4 + l] >> 4);", b, b);
     emit_line(e, "  %s[l] = lo + mn;", y);
     emit_line(e, "  %s[l + 16] = hi + mn;", y);
     emit_line(e, "}");
+    break;
+  case BQ_Q5_0:
+  case BQ_Q5_1: { /* Q4's nibbles with a fifth bit each from the 32 bits qh */
+    bool m1 = fmt == BQ_Q5_1;
+    int o = m1 ? 4 : 2;
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
+    if (m1)
+      emit_line(e, "const float mn = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
+    emit_line(e, "const uint32_t qh = (uint32_t)%s[%d] | (uint32_t)%s[%d] << 8 | (uint32_t)%s[%d] << 16 | "
+                 "(uint32_t)%s[%d] << 24;", b, o, b, o + 1, b, o + 2, b, o + 3);
+    emit_line(e, "for (int l = 0; l < 16; l++) {");
+    emit_line(e, "  const int lo = (%s[%d + l] & 15) | (int)(qh >> l & 1) << 4;", b, o + 4);
+    emit_line(e, "  const int hi = (%s[%d + l] >> 4) | (int)(qh >> (l + 16) & 1) << 4;", b, o + 4);
+    if (m1) {
+      emit_line(e, "  const float pl = d * (float)lo, ph = d * (float)hi;");
+      emit_line(e, "  %s[l] = pl + mn;", y);
+      emit_line(e, "  %s[l + 16] = ph + mn;", y);
+    } else {
+      emit_line(e, "  %s[l] = d * (float)(lo - 16);", y);
+      emit_line(e, "  %s[l + 16] = d * (float)(hi - 16);", y);
+    }
+    emit_line(e, "}");
+    break;
+  }
+  case BQ_Q4_K:
+  case BQ_Q5_K: /* 8 sub-blocks of 32: (d·sc)·q − dmin·mn, 6-bit sc and mn packed in bytes 4..15 */
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
+    emit_line(e, "const float dmin = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
+    emit_line(e, "for (int s = 0; s < 8; s++) {");
+    e->indent++;
+    emit_line(e, "const uint8_t *k = %s + 4, *q = %s + %d + 32 * (s / 2);", b, b, fmt == BQ_Q5_K ? 48 : 16);
+    emit_line(e, "const int sc = s < 4 ? k[s] & 63 : (k[s + 4] & 15) | (k[s - 4] >> 6) << 4;");
+    emit_line(e, "const int mn = s < 4 ? k[s + 4] & 63 : (k[s + 4] >> 4) | (k[s] >> 6) << 4;");
+    emit_line(e, "const float d1 = d * (float)sc, m1 = dmin * (float)mn;");
+    emit_line(e, "for (int l = 0; l < 32; l++)");
+    emit_line(e, "  %s[32 * s + l] = d1 * (float)((s & 1 ? q[l] >> 4 : q[l] & 15)%s) - m1;", y,
+              fmt == BQ_Q5_K ? arena_printf(e->g->arena, " | (%s[16 + l] >> s & 1) << 4", b) : "");
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  case BQ_Q6_K: /* 16 sub-blocks of 16: (d·scales[v/16])·q, q 6 bits (ql's nibble, qh's 2 bits) − 32 */
+    emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[208] | %s[209] << 8));", b, b);
+    emit_line(e, "for (int v = 0; v < 256; v++) {");
+    e->indent++;
+    emit_line(e, "const int h = v >> 7, k = v >> 5 & 3, l = v & 31, lo = %s[64 * h + 32 * (k & 1) + l];", b);
+    emit_line(e, "const int q = ((k < 2 ? lo & 15 : lo >> 4) | (%s[128 + 32 * h + l] >> 2 * k & 3) << 4) - 32;", b);
+    emit_line(e, "const float d1 = d * (float)(int8_t)%s[192 + v / 16];", b);
+    emit_line(e, "%s[v] = d1 * (float)q;", y);
+    e->indent--;
+    emit_line(e, "}");
+    break;
+  case BQ_Q8_K: /* an f32 d, 256 int8 (and 16 sums not read) */
+    emit_line(e, "float d;");
+    emit_line(e, "memcpy(&d, %s, sizeof d);", b);
+    emit_line(e, "for (int l = 0; l < 256; l++)");
+    emit_line(e, "  %s[l] = d * (float)(int8_t)%s[4 + l];", y, b);
     break;
   default:
     KILN_ASSERT(0);
@@ -115,6 +175,40 @@ static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
   return r;
 }
 
+/* Q4_0/Q4_1/Q5_0/Q5_1's byte offset of qs. */
+static int qs_offset(BqFormat fmt) { return fmt == BQ_Q4_0 ? 2 : fmt == BQ_Q4_1 ? 4 : fmt == BQ_Q5_0 ? 6 : 8; }
+
+/* A Q4/Q5 block at q (32 values, the nibbles of 16 bytes): declares the
+ * int vectors q0.. of its bytes (and Q5's fifth bits hl0.., hh0..) and
+ * sets lo[h], hi[h] to the expressions of the quants of values h·vw.. and
+ * 16 + h·vw.. (minus 8 or 16 for Q4_0 and Q5_0). */
+static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const char **hi) {
+  int off = qs_offset(fmt);
+  const char *sub = fmt == BQ_Q4_0 ? " - 8" : fmt == BQ_Q5_0 ? " - 16" : "";
+  if (bq_is_q5(fmt)) {
+    int o = off - 4;
+    emit_line(e, "const uint32_t qh = (uint32_t)q[%d] | (uint32_t)q[%d] << 8 | (uint32_t)q[%d] << 16 | "
+                 "(uint32_t)q[%d] << 24;", o, o + 1, o + 2, o + 3);
+    Buf b = {0};
+    for (int l = 0; l < vw; l++)
+      buf_printf(&b, "%s%d", l ? ", " : "", l);
+    emit_line(e, "const v%di sl = {%s}; /* each lane's bit of qh */", vw, b.s);
+    buf_free(&b);
+  }
+  for (int h = 0; h < 16 / vw; h++) {
+    emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
+    if (bq_is_q5(fmt)) {
+      emit_line(e, "const v%di hl%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, h * vw);
+      emit_line(e, "const v%di hh%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, 16 + h * vw);
+      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | hl%d)%s)", h, h, sub);
+      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | hh%d)%s)", h, h, sub);
+    } else {
+      lo[h] = arena_printf(e->g->arena, "((q%d & 15)%s)", h, sub);
+      hi[h] = arena_printf(e->g->arena, "((q%d >> 4)%s)", h, sub);
+    }
+  }
+}
+
 /* The f32 values of one block at q multiplied by X's vectors x0.. and
  * summed into the vector p (decode). */
 static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
@@ -126,14 +220,13 @@ static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
       buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", bytes_expr(e, vw, "qi", 2 + h * vw),
                  vw, h);
   } else {
-    int off = fmt == BQ_Q4_1 ? 4 : 2, nh = 16 / vw;
-    const char *sub = fmt == BQ_Q4_0 ? " - 8" : "";
+    int nh = 16 / vw;
+    const char *lo[16], *hi[16];
+    emit_nibbles(e, fmt, vw, lo, hi);
     for (int h = 0; h < nh; h++)
-      emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
+      buf_printf(&b, "%s__builtin_convertvector(%s, v%df) * x%d", h ? " + " : "", lo[h], vw, h);
     for (int h = 0; h < nh; h++)
-      buf_printf(&b, "%s__builtin_convertvector((q%d & 15)%s, v%df) * x%d", h ? " + " : "", h, sub, vw, h);
-    for (int h = 0; h < nh; h++)
-      buf_printf(&b, " + __builtin_convertvector((q%d >> 4)%s, v%df) * x%d", h, sub, vw, h + nh);
+      buf_printf(&b, " + __builtin_convertvector(%s, v%df) * x%d", hi[h], vw, h + nh);
   }
   emit_line(e, "const v%df p = %s;", vw, b.s);
   buf_free(&b);
@@ -141,7 +234,7 @@ static void emit_block_dot(Emit *e, BqFormat fmt, int vw) {
 
 /* The block at q dequantized into the 32 floats at wb (64-byte aligned),
  * in vectors: prefill's tile. d·q (+ m) as the reference, though a C
- * compiler may contract Q4_1's into an fma. */
+ * compiler may contract Q4_1's and Q5_1's into an fma. */
 static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
   emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
   if (fmt == BQ_Q8_0) {
@@ -151,17 +244,201 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
                 bytes_expr(e, vw, "qi", 2 + h * vw), vw);
     return;
   }
-  int off = fmt == BQ_Q4_1 ? 4 : 2;
-  const char *sub = fmt == BQ_Q4_0 ? " - 8" : "", *add = fmt == BQ_Q4_1 ? " + mn" : "";
-  if (fmt == BQ_Q4_1)
+  const char *add = bq_has_min(fmt) ? " + mn" : "", *lo[16], *hi[16];
+  if (bq_has_min(fmt))
     emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
+  emit_nibbles(e, fmt, vw, lo, hi);
   for (int h = 0; h < 16 / vw; h++) {
-    emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
-    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d & 15)%s, v%df) * d%s;", vw, h * vw, h, sub, vw,
-              add);
-    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((q%d >> 4)%s, v%df) * d%s;", vw, 16 + h * vw, h, sub,
-              vw, add);
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, h * vw, lo[h], vw, add);
+    emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, 16 + h * vw, hi[h], vw, add);
   }
+}
+
+/* "x" vectors of X's n floats at xc + off: xN0.. (n/vw of them), and their
+ * sum into the vector `sum` when it is not NULL. */
+static void emit_x_vectors(Emit *e, int vw, const char *nm, int off, int n, const char *sum) {
+  Buf b = {0};
+  for (int h = 0; h < n / vw; h++) {
+    emit_line(e, "v%df %s%d;", vw, nm, h);
+    emit_line(e, "memcpy(&%s%d, xc + %d, sizeof %s%d);", nm, h, off + h * vw, nm, h);
+    buf_printf(&b, "%s%s%d", h ? " + " : "", nm, h);
+  }
+  if (sum)
+    emit_line(e, "const v%df %s = %s;", vw, sum, b.s);
+  buf_free(&b);
+}
+
+/* Σ convert(u[h]) · x[h] over n/vw vectors, as an expression. */
+static const char *dot_expr(Emit *e, int vw, const char *u, const char *x, int nv) {
+  Buf b = {0};
+  for (int h = 0; h < nv; h++)
+    buf_printf(&b, "%s__builtin_convertvector(%s%d, v%df) * %s%d", h ? " + " : "", u, h, vw, x, h);
+  const char *r = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return r;
+}
+
+/* Q4_K/Q5_K's scale (or min, when min) of sub-block j as a C expression
+ * of the 12 packed bytes kk (j a constant: one or two byte reads). */
+static const char *k_scale_expr(Emit *e, int j, bool min) {
+  if (j < 4)
+    return arena_printf(e->g->arena, "(kk[%d] & 63)", min ? j + 4 : j);
+  return min ? arena_printf(e->g->arena, "((kk[%d] >> 4) | (kk[%d] >> 6) << 4)", j + 4, j)
+             : arena_printf(e->g->arena, "((kk[%d] & 15) | (kk[%d] >> 6) << 4)", j + 4, j - 4);
+}
+
+/* One super-block (at q0.. for each row, its scales d0.. and m0..) by
+ * X's 256 values at xc, into acc0..: the sub-blocks that share their
+ * bytes together, all unrolled here so that the scales' byte offsets and
+ * the shifts are constants. Q4_K/Q5_K: the 32 bytes of qs hold sub-blocks
+ * 2jp (low nibbles) and 2jp + 1 (high), read once for both; Q6_K: the 16
+ * bytes of qh at (hh, lh) hold the top bits of sub-blocks 8hh + 2k + lh
+ * (k 0..3), ql's at (hh, kk, lh) the low ones of k = kk and kk + 2. */
+static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
+  if (f == BQ_Q4_K || f == BQ_Q5_K) {
+    int nv = 32 / vw;
+    for (int jp = 0; jp < 4; jp++) {
+      int j0 = 2 * jp, j1 = j0 + 1;
+      emit_line(e, "{ /* sub-blocks %d and %d */", j0, j1);
+      e->indent++;
+      emit_x_vectors(e, vw, "xa", 64 * jp, 32, "xsa");
+      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, "xsb");
+      for (int r = 0; r < nrows; r++) {
+        emit_line(e, "{ /* row %d */", r);
+        e->indent++;
+        emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d;", r, r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
+        if (f == BQ_Q5_K)
+          emit_line(e, "const uint8_t *qh = q%d + 16;", r);
+        for (int h = 0; h < nv; h++) {
+          emit_line(e, "const v%di b%d = %s;", vw, h, bytes_expr(e, vw, "qq", h * vw));
+          if (f == BQ_Q5_K) {
+            emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
+            emit_line(e, "const v%di ua%d = (b%d & 15) | (c%d >> %d & 1) << 4, ub%d = (b%d >> 4) | (c%d >> %d & 1) << 4;",
+                      vw, h, h, h, j0, h, h, h, j1);
+          } else {
+            emit_line(e, "const v%di ua%d = b%d & 15, ub%d = b%d >> 4;", vw, h, h, h, h);
+          }
+        }
+        emit_line(e, "const float da = d%d * (float)%s, db = d%d * (float)%s;", r, k_scale_expr(e, j0, false), r,
+                  k_scale_expr(e, j1, false));
+        emit_line(e, "const float ma = m%d * (float)%s, mb = m%d * (float)%s;", r, k_scale_expr(e, j0, true), r,
+                  k_scale_expr(e, j1, true));
+        emit_line(e, "acc%d += (%s) * da + (%s) * db - (xsa * ma + xsb * mb);", r, dot_expr(e, vw, "ua", "xa", nv),
+                  dot_expr(e, vw, "ub", "xb", nv));
+        e->indent--;
+        emit_line(e, "}");
+      }
+      e->indent--;
+      emit_line(e, "}");
+    }
+  } else if (f == BQ_Q6_K) {
+    int nv = 16 / vw;
+    for (int hh = 0; hh < 2; hh++)
+      for (int lh = 0; lh < 2; lh++) {
+        emit_line(e, "{ /* sub-blocks %d, %d, %d, %d */", 8 * hh + lh, 8 * hh + 2 + lh, 8 * hh + 4 + lh, 8 * hh + 6 + lh);
+        e->indent++;
+        for (int k = 0; k < 4; k++) {
+          char nm[8];
+          snprintf(nm, sizeof nm, "x%d_", k);
+          emit_x_vectors(e, vw, nm, 16 * (8 * hh + 2 * k + lh), 16, NULL);
+        }
+        for (int r = 0; r < nrows; r++) {
+          emit_line(e, "{ /* row %d */", r);
+          e->indent++;
+          emit_line(e, "const uint8_t *qh = q%d + %d;", r, 128 + 32 * hh + 16 * lh);
+          const char *sum = "";
+          for (int kk = 0; kk < 2; kk++)
+            emit_line(e, "const uint8_t *ql%d = q%d + %d;", kk, r, 64 * hh + 32 * kk + 16 * lh);
+          for (int h = 0; h < nv; h++) {
+            emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
+            for (int kk = 0; kk < 2; kk++) {
+              emit_line(e, "const v%di l%d_%d = %s;", vw, kk, h, bytes_expr(e, vw, arena_printf(e->g->arena, "ql%d", kk), h * vw));
+              emit_line(e, "const v%di u%d_%d = ((l%d_%d & 15) | (c%d >> %d & 3) << 4) - 32;", vw, kk, h, kk, h, h, 2 * kk);
+              emit_line(e, "const v%di u%d_%d = ((l%d_%d >> 4) | (c%d >> %d & 3) << 4) - 32;", vw, kk + 2, h, kk, h, h,
+                        2 * (kk + 2));
+            }
+          }
+          for (int k = 0; k < 4; k++) {
+            sum = arena_printf(e->g->arena, "%s%s(%s) * (d%d * (float)(int8_t)q%d[%d])", sum, k ? " + " : "",
+                               dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
+                               r, r, 192 + 8 * hh + 2 * k + lh);
+          }
+          emit_line(e, "acc%d += %s;", r, sum);
+          e->indent--;
+          emit_line(e, "}");
+        }
+        e->indent--;
+        emit_line(e, "}");
+      }
+  } else { /* Q8_K */
+    int nv = 32 / vw;
+    for (int j = 0; j < 8; j++) {
+      emit_line(e, "{ /* sub-block %d */", j);
+      e->indent++;
+      emit_x_vectors(e, vw, "xa", 32 * j, 32, NULL);
+      for (int r = 0; r < nrows; r++) {
+        emit_line(e, "{ /* row %d */", r);
+        e->indent++;
+        emit_line(e, "const int8_t *qi = (const int8_t *)q%d + %d;", r, 4 + 32 * j);
+        for (int h = 0; h < nv; h++)
+          emit_line(e, "const v%di ua%d = %s;", vw, h, bytes_expr(e, vw, "qi", h * vw));
+        emit_line(e, "acc%d += (%s) * d%d;", r, dot_expr(e, vw, "ua", "xa", nv), r);
+        e->indent--;
+        emit_line(e, "}");
+      }
+      e->indent--;
+      emit_line(e, "}");
+    }
+  }
+}
+
+/* The K-quants' decode (rows base .. base + nrows - 1 of W by every row
+ * of X): a super-block a step, its sub-blocks in turn (Q4_K/Q5_K/Q8_K 8 of
+ * 32 values, Q6_K 16 of 16): X's vectors of the sub-block are loaded once
+ * for the nrows rows; for each row the sub-block's quants are unpacked in
+ * registers, multiplied by them and summed into p, then acc += p·(d·sc)
+ * (Q4_K/Q5_K − xs·(dmin·mn), xs the sub-block's sum of X). The 6-bit
+ * scales and mins are unpacked in scalar code, once a sub-block and row. */
+static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  BqFormat f = s->fmt;
+  int vw = g->vw, step = QG_R * g->bb;
+  for (int r = 0; r < nrows; r++)
+    emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
+  if (prefetch)
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(t + %d < %s ? t + %d : t) * %s; /* a tile ahead */",
+              QG_PREFETCH_TILES, ll(e, g->nt), QG_PREFETCH_TILES, ll(e, QG_R * g->rb));
+  emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
+  e->indent++;
+  emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
+  for (int r = 0; r < nrows; r++)
+    emit_line(e, "v%df acc%d = {0};", vw, r);
+  emit_line(e, "for (int c = 0; c < %s; c++) { /* super-block c of each row */", ll(e, g->nb));
+  e->indent++;
+  for (int off = 0; prefetch && off < step; off += 64)
+    emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
+  emit_line(e, "const float *xc = x + c * 256;");
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "const uint8_t *q%d = w%d + c * %d;", r, r, g->bb);
+    if (f == BQ_Q8_K)
+      emit_line(e, "float d%d;", r), emit_line(e, "memcpy(&d%d, q%d, sizeof d%d);", r, r, r);
+    else
+      emit_line(e, "const float d%d = kiln_f16_to_f32_fast((uint16_t)(q%d[%d] | q%d[%d] << 8));", r, r,
+                f == BQ_Q6_K ? 208 : 0, r, f == BQ_Q6_K ? 209 : 1);
+    if (f == BQ_Q4_K || f == BQ_Q5_K)
+      emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
+  }
+  emit_k_super_block(e, f, vw, nrows);
+  e->indent--;
+  emit_line(e, "}");
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "float s%d = 0;", r);
+    emit_line(e, "for (int l = 0; l < %d; l++)", vw);
+    emit_line(e, "  s%d += acc%d[l];", r, r);
+    emit_line(e, "y[(int64_t)i * %s + %s + %d] = s%d%s;", ll(e, s->n), base, r, r,
+              s->bias ? arena_printf(e->g->arena, " + bias[%s + %d]", base, r) : "");
+  }
+  e->indent--;
+  emit_line(e, "}");
 }
 
 /* Decode: rows base .. base + nrows - 1 of W by every row of X, the blocks
@@ -169,6 +446,10 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
  * QG_PREFETCH_TILES ahead is prefetched as the blocks go: its QG_R rows
  * are contiguous, QG_R blocks' bytes a step. */
 static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
+  if (bq_is_k(s->fmt)) {
+    emit_k_reg_tile(e, s, g, nrows, base, prefetch);
+    return;
+  }
   int vw = g->vw, nx = 32 / vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
@@ -186,7 +467,7 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   for (int h = 0; h < nx; h++)
     emit_line(e, "v%df x%d;", vw, h), emit_line(e, "memcpy(&x%d, x + c * 32 + %d, sizeof x%d);", h, h * vw, h);
-  if (s->fmt == BQ_Q4_1) {
+  if (bq_has_min(s->fmt)) {
     Buf b = {0};
     for (int h = 0; h < nx; h++)
       buf_printf(&b, "%sx%d", h ? " + " : "", h);
@@ -198,10 +479,10 @@ static void emit_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows,
     e->indent++;
     emit_line(e, "const uint8_t *q = w%d + c * %d;", r, g->bb);
     emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
-    if (s->fmt == BQ_Q4_1)
+    if (bq_has_min(s->fmt))
       emit_line(e, "const float mn = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
     emit_block_dot(e, s->fmt, vw);
-    emit_line(e, "acc%d += p * d%s;", r, s->fmt == BQ_Q4_1 ? " + xs * mn" : "");
+    emit_line(e, "acc%d += p * d%s;", r, bq_has_min(s->fmt) ? " + xs * mn" : "");
     e->indent--;
     emit_line(e, "}");
   }
@@ -229,11 +510,14 @@ typedef struct Panel {
 } Panel;
 
 static Panel panel_of(const QGemmSpec *s, const View *v) {
+  int bv = bq_formats[s->fmt].block_values;
   Panel p = {.nr = 2 * v->vw, .mr = v->acc / 2 > 12 ? 12 : v->acc / 2};
-  int64_t cap = QG_PANEL_FLOATS / p.nr / 32 * 32;
+  int64_t cap = QG_PANEL_FLOATS / p.nr / bv * bv;
+  if (cap < bv)
+    cap = bv;
   p.kc = s->k < cap ? s->k : cap;
   while (s->k % p.kc)
-    p.kc -= BQ_BLOCK_VALUES;
+    p.kc -= bv;
   return p;
 }
 
@@ -278,15 +562,19 @@ static void emit_panel_tile(Emit *e, const QGemmSpec *s, const Panel *p, int vw,
     emit_line(e, "memset(wt, 0, sizeof wt); /* the columns past N stay 0 */");
   emit_line(e, "for (int k0 = 0; k0 < %s; k0 += %s) {", ll(e, s->k), ll(e, p->kc));
   e->indent++;
+  int bv = bq_formats[s->fmt].block_values, bb = bq_formats[s->fmt].block_bytes;
   emit_line(e, "for (int j = 0; j < %d; j++)", valid);
-  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / 32));
+  emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / bv));
   e->indent += 2;
-  emit_line(e, "const uint8_t *q = w + (int64_t)(%s + j) * %s + (k0 / 32 + c) * %d;", base,
-            ll(e, s->k / 32 * bq_formats[s->fmt].block_bytes), bq_formats[s->fmt].block_bytes);
-  emit_line(e, "float wb[32] __attribute__((aligned(64)));");
-  emit_block_store(e, s->fmt, vw);
-  emit_line(e, "for (int l = 0; l < 32; l++)");
-  emit_line(e, "  wt[(c * 32 + l) * %d + j] = wb[l];", p->nr);
+  emit_line(e, "const uint8_t *%s = w + (int64_t)(%s + j) * %s + (k0 / %d + c) * %d;", bq_is_k(s->fmt) ? "blk" : "q",
+            base, ll(e, s->k / bv * bb), bv, bb);
+  emit_line(e, "float wb[%d] __attribute__((aligned(64)));", bv);
+  if (bq_is_k(s->fmt)) /* the reference's scalar code, which the C compiler may vectorise */
+    qgemm_emit_block(e, s->fmt, "blk", "wb");
+  else
+    emit_block_store(e, s->fmt, vw);
+  emit_line(e, "for (int l = 0; l < %d; l++)", bv);
+  emit_line(e, "  wt[(c * %d + l) * %d + j] = wb[l];", bv, p->nr);
   e->indent -= 2;
   emit_line(e, "  }");
   int64_t mhi = s->m - s->m % p->mr;
@@ -338,7 +626,8 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
 static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
   int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
-  emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
+    emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
   if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
     /* a prefill chunk holding few real tokens: dequantizing all of W into
      * panels would cost more than reading it once per row */
@@ -382,6 +671,7 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
 
 /* Plain C: each block dequantized as the reference does, then a dot. */
 static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
+  int bv = bq_formats[s->fmt].block_values;
   emit_line(e, "for (int j = 0; j < %s; j++)", ll(e, s->n));
   emit_line(e, "  for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent += 2;
@@ -389,10 +679,10 @@ static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
   emit_line(e, "for (int c = 0; c < %s; c++) {", ll(e, g->nb));
   e->indent++;
   emit_line(e, "const uint8_t *b = w + (int64_t)j * %s + c * %d;", ll(e, g->rb), g->bb);
-  emit_line(e, "float wb[32];");
+  emit_line(e, "float wb[%d];", bv);
   qgemm_emit_block(e, s->fmt, "b", "wb");
-  emit_line(e, "for (int l = 0; l < 32; l++)");
-  emit_line(e, "  sv += a[(int64_t)i * %s + c * 32 + l] * wb[l];", ll(e, s->k));
+  emit_line(e, "for (int l = 0; l < %d; l++)", bv);
+  emit_line(e, "  sv += a[(int64_t)i * %s + c * %d + l] * wb[l];", ll(e, s->k), bv);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "y[(int64_t)i * %s + j] = sv%s;", ll(e, s->n), s->bias ? " + bias[j]" : "");
@@ -401,20 +691,21 @@ static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
 }
 
 bool emit_qgemm(Emit *e, const QGemmSpec *s) {
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k % BQ_BLOCK_VALUES)
+  int bv = bq_formats[s->fmt].block_values;
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->k % bv)
     return false;
   if (s->m == 0 || s->n == 0)
     return true;
-  QGeo g = {.bb = bq_formats[s->fmt].block_bytes, .nb = s->k / BQ_BLOCK_VALUES, .nt = s->n / QG_R,
+  QGeo g = {.bb = bq_formats[s->fmt].block_bytes, .nb = s->k / bv, .nt = s->n / QG_R,
             .rem = (int)(s->n % QG_R)};
   g.rb = g.nb * g.bb;
   /* about 10 GB/s of weight or 20 GFLOP/s, whichever is slower */
   double wbytes = (double)s->n * (double)g.rb, flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
   g.ns = wbytes / 10 > flops / 20 ? wbytes / 10 : flops / 20;
   /* no value names in the text: every layer's product of one shape shares one kernel */
-  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a 32 values) */",
+  emit_line(e, "{ /* Y[%lld,%lld] = X[%lld,%lld] x W^T%s, W [%lld,%lld] as %s blocks (%d bytes a %d values) */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, s->bias ? " + bias" : "",
-            (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb);
+            (long long)s->n, (long long)s->k, bq_formats[s->fmt].name, g.bb, bv);
   e->indent++;
   emit_line(e, "const float *a = %s; /* [%lld,%lld] */", s->a, (long long)s->m, (long long)s->k);
   emit_line(e, "const uint8_t *w = %s; /* [%lld,%lld]: row j of W is %lld blocks */", s->w, (long long)s->n,

@@ -2,10 +2,10 @@
  * weights (compiler/ir/blockquant.h), for BlockLinear's _emit (compiler/ops/
  * block_linear.c); the generator sees no Node:
  *
- *   Y[M,N] = X[M,K] · Wᵀ (+ bias[N]),   W[N,K] as the blocks Wb[N, K/32·bb]
+ *   Y[M,N] = X[M,K] · Wᵀ (+ bias[N]),   W[N,K] as the blocks Wb[N, K/bv·bb]
  *
- * The blocks are read as the GGUF file stores them (a row of W is K/32
- * consecutive blocks), never repacked, so a table that an embedding
+ * The blocks are read as the GGUF file stores them (a row of W is K/bv
+ * consecutive blocks of bv values), never repacked, so a table that an embedding
  * gather also reads is stored once. See qgemm_kernel.c for the kernels. */
 #ifndef KILN_QGEMM_KERNEL_H
 #define KILN_QGEMM_KERNEL_H
@@ -14,7 +14,7 @@
 #include "../emit/emit.h"
 
 typedef struct QGemmSpec {
-  int64_t m, n, k;     /* K a multiple of 32 */
+  int64_t m, n, k;     /* K a multiple of the format's block_values */
   BqFormat fmt;
   const char *a;       /* C pointer expression of X[m,k], row-major */
   const char *w;       /* C pointer expression of the blocks (const uint8_t *) */
@@ -29,7 +29,7 @@ typedef struct QGemmSpec {
  * False, writing nothing, when K is not a whole number of blocks. */
 bool emit_qgemm(Emit *e, const QGemmSpec *s);
 
-/* C statements that set the floats y[0..32) from the block at b (both C
+/* C statements that set the floats y[0..block_values) from the block at b (both C
  * expressions): the reference arithmetic (blockquant.h), d and m through
  * kiln_f16_to_f32, d*q (+ m) in f32. For gathers and the plain paths. */
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y);

@@ -432,6 +432,22 @@ function nn.swiglu(name, x, opts)
   return nn.linear(name .. "." .. names.down, g:silu() * u, last_dim(x), lin)
 end
 
+--- nn.geglu(name, x, {d_ff, names, bias, seed, approximate}): the gated
+-- feed-forward of Gemma (Shazeer, "GLU Variants Improve Transformer", 2020):
+-- down(gelu(gate(x)) · up(x)), GELU's tanh form by default (approximate =
+-- "none": erf); param names as nn.swiglu's.
+function nn.geglu(name, x, opts)
+  need_name(name, "geglu")
+  opts = options(opts, "geglu", {"d_ff", "names", "bias", "seed", "approximate"})
+  need_tensor(x, "geglu", "x")
+  need_int(opts.d_ff, "geglu", "opts.d_ff")
+  local names = opts.names and options(opts.names, "geglu", {"gate", "up", "down"}, "names") or SWIGLU
+  local lin = {bias = opts.bias or false, seed = opts.seed}
+  local g = nn.linear(name .. "." .. names.gate, x, opts.d_ff, lin)
+  local u = nn.linear(name .. "." .. names.up, x, opts.d_ff, lin)
+  return nn.linear(name .. "." .. names.down, g:gelu(opts.approximate or "tanh") * u, last_dim(x), lin)
+end
+
 -- ---- transformer layers (torch.nn.TransformerEncoderLayer / DecoderLayer) ----------
 
 -- The options of the layers, and of the stacks of them (which add theirs).

@@ -2,14 +2,14 @@
  * (compiler/ir/blockquant.h) in place of the f32 tensor DequantizeBlocks
  * would make; fuse_blocks makes them:
  *
- *   BlockLinear {format} (X[..., K], Wb u8[N, K/32·block_bytes], bias[N]?, rows i64[1]?)
+ *   BlockLinear {format} (X[..., K], Wb u8[N, K/block_values·block_bytes], bias[N]?, rows i64[1]?)
  *       Y[..., N] = X · Wᵀ (+ bias), W[N,K] = Wb dequantized; with `rows`,
  *       only X's first `rows` rows (of M) are multiplied and Y's others are
  *       0 (a decoder's prefill: the chunk's real tokens). torch's
  *       Linear (x·Wᵀ) with its weight as GGUF stores it, a row of blocks
  *       per output column. _emit: the block GEMM/GEMV (compiler/kernels/
  *       qgemm_kernel.c), which dequantizes each block in registers.
- *   BlockGather {format} (Wb u8[V, D/32·block_bytes], ids)
+ *   BlockGather {format} (Wb u8[V, D/block_values·block_bytes], ids)
  *       Y[ids..., D] = rows ids of W (an embedding table): only the rows
  *       read are dequantized. Indices as Gather's on axis 0.
  *
@@ -32,7 +32,7 @@ static bool block_weight(const Node *n, const Type *wb, BqFormat *fmt, int64_t *
   const char *f = attr_str(n, "format", NULL);
   char ws[128];
   if (!bq_format_from_name(f, fmt)) {
-    snprintf(err, errn, "format '%s' is unknown; expected q8_0, q4_0 or q4_1", f ? f : "");
+    snprintf(err, errn, "format '%s' is unknown; expected " BQ_FORMAT_NAMES, f ? f : "");
     return false;
   }
   int bb = bq_formats[*fmt].block_bytes;
@@ -42,7 +42,7 @@ static bool block_weight(const Node *n, const Type *wb, BqFormat *fmt, int64_t *
     return false;
   }
   *rows = wb->dims[0];
-  *cols = wb->dims[1] / bb * BQ_BLOCK_VALUES;
+  *cols = wb->dims[1] / bb * bq_formats[*fmt].block_values;
   return true;
 }
 
@@ -193,11 +193,12 @@ bool block_gather_emit(Emit *e, const Node *n) {
   emit_line(e, "  j += %lld;", (long long)rows);
   emit_line(e, "j = j < 0 ? 0 : j > %lld ? %lld : j; /* out of range is undefined: never read outside W */",
             (long long)(rows - 1), (long long)(rows - 1));
-  emit_line(e, "for (int c = 0; c < %lld; c++) { /* block c of row j */", (long long)(cols / BQ_BLOCK_VALUES));
+  int bv = bq_formats[fmt].block_values;
+  emit_line(e, "for (int c = 0; c < %lld; c++) { /* block c of row j */", (long long)(cols / bv));
   e->indent++;
   emit_line(e, "const uint8_t *b = %s + j * %lld + c * %d;", emit_ref(e, n->in[0]), (long long)rb,
             bq_formats[fmt].block_bytes);
-  emit_line(e, "float *yb = %s + k * %lld + c * 32;", emit_ref(e, n->out[0]), (long long)cols);
+  emit_line(e, "float *yb = %s + k * %lld + c * %d;", emit_ref(e, n->out[0]), (long long)cols, bv);
   qgemm_emit_block(e, fmt, "b", "yb");
   e->indent--;
   emit_line(e, "}");

@@ -23,7 +23,7 @@ static bool blocks_shape(const Node *n, const Type *raw, BqFormat *fmt, Type *y,
   const char *f = attr_str(n, "format", NULL);
   char rs[128];
   if (!bq_format_from_name(f, fmt)) {
-    snprintf(err, errn, "format '%s' is unknown; expected q8_0, q4_0 or q4_1", f ? f : "");
+    snprintf(err, errn, "format '%s' is unknown; expected " BQ_FORMAT_NAMES, f ? f : "");
     return false;
   }
   if (raw->dt != DT_U8 || raw->rank != 2) {
@@ -36,7 +36,7 @@ static bool blocks_shape(const Node *n, const Type *raw, BqFormat *fmt, Type *y,
              (long long)raw->dims[1], f, bb);
     return false;
   }
-  int64_t cols = raw->dims[1] / bb * BQ_BLOCK_VALUES;
+  int64_t cols = raw->dims[1] / bb * bq_formats[*fmt].block_values;
   const Attr *sh = attr_get(n, "shape");
   *y = (Type){.dt = DT_F32, .rank = 2, .dims = {raw->dims[0], cols}};
   if (sh) {
@@ -85,7 +85,7 @@ bool dequantize_blocks_eval(const Node *n, const Tensor *in, Tensor *out, Diag *
   (void)d;
   BqFormat fmt;
   KILN_ASSERT(bq_format_from_name(attr_str(n, "format", NULL), &fmt));
-  int64_t rows = in[0].type.dims[0], rb = in[0].type.dims[1], cols = rb / bq_formats[fmt].block_bytes * 32;
+  int64_t rows = in[0].type.dims[0], rb = in[0].type.dims[1], cols = rb / bq_formats[fmt].block_bytes * bq_formats[fmt].block_values;
   for (int64_t r = 0; r < rows; r++)
     bq_dequantize_row(fmt, (const uint8_t *)in[0].data + r * rb, (float *)out[0].data + r * cols, cols);
   return true;
@@ -97,16 +97,17 @@ bool dequantize_blocks_emit(Emit *e, const Node *n) {
     return false;
   const Type *rt = &gval(e->g, n->in[0])->type;
   int64_t rows = rt->dims[0], rb = rt->dims[1], nb = rb / bq_formats[fmt].block_bytes;
+  int bv = bq_formats[fmt].block_values;
   if (rows == 0 || nb == 0) {
     emit_line(e, "/* empty: nothing to dequantize */");
     return true;
   }
   emit_line(e, "/* y[%lld,%lld] = the %s blocks x[%lld,%lld] dequantized */", (long long)rows,
-            (long long)(nb * 32), bq_formats[fmt].name, (long long)rows, (long long)rb);
+            (long long)(nb * bv), bq_formats[fmt].name, (long long)rows, (long long)rb);
   emit_line(e, "for (int64_t r = 0; r < %lld; r++) {", (long long)(rows * nb));
   e->indent++;
   emit_line(e, "const uint8_t *b = %s + r * %d;", emit_ref(e, n->in[0]), bq_formats[fmt].block_bytes);
-  emit_line(e, "float *yb = %s + r * 32;", emit_ref(e, n->out[0]));
+  emit_line(e, "float *yb = %s + r * %d;", emit_ref(e, n->out[0]), bv);
   qgemm_emit_block(e, fmt, "b", "yb");
   e->indent--;
   emit_line(e, "}");

@@ -21,6 +21,9 @@
  *     Query heads share K/V heads in groups of H / Hkv (grouped-query
  *     attention; Hkv = H is ordinary multi-head attention). Queries t >=
  *     Count (padding of a prefill chunk) give zeros and read nothing.
+ *     With {window=W} (W > 0: Gemma's local layers, a sliding window)
+ *     query t sees only positions Start + t - W + 1 .. Start + t: its loops
+ *     start at the window's first key, so the keys before it cost nothing.
  *     Loops run to the number of keys a query sees, not to the capacity,
  *     so a step costs what the cache holds; the softmax is computed
  *     online over chunks of keys (a running max rescales what was summed),
@@ -147,6 +150,11 @@ static void cache_geom(const Graph *g, const Node *n, CacheGeom *ge) {
 
 static double cache_scale(const Node *n, int64_t d) { return attr_float(n, "scale", 1 / sqrt((double)d)); }
 
+/* The sliding window: a query at position p sees keys p - window + 1 .. p
+ * (Gemma's local layers, Mistral's sliding window); 0, the default, is no
+ * window (keys 0 .. p). */
+static int64_t cache_window(const Node *n) { return attr_int(n, "window", 0); }
+
 bool cached_attention_infer(Graph *g, Node *n, Diag *d) {
   const Value *q = node_in(g, n, 0), *k = node_in(g, n, 1), *v = node_in(g, n, 2);
   char a[128], b[128], c[128];
@@ -170,6 +178,9 @@ bool cached_attention_infer(Graph *g, Node *n, Diag *d) {
   double s = cache_scale(n, ge.d);
   if (!isfinite(s))
     return diag_node(d, g, n, "scale is %g; expected a finite number", s);
+  if (cache_window(n) < 0)
+    return diag_node(d, g, n, "window is %lld; expected 0 (none) or the keys a query sees, itself included",
+                     (long long)cache_window(n));
   Value *y = node_out(g, n, 0);
   y->type = (Type){.dt = DT_F32, .rank = 3, .dims = {ge.t, ge.h, ge.dv}};
   return true;
@@ -179,6 +190,12 @@ bool cached_attention_infer(Graph *g, Node *n, Diag *d) {
 static int64_t keys_seen(int64_t start, int64_t t, int64_t cap) {
   int64_t nk = start + t + 1;
   return nk < 0 ? 0 : nk > cap ? cap : nk;
+}
+
+/* The first of them a window lets it see (0 without one). */
+static int64_t first_key(int64_t start, int64_t t, int64_t window) {
+  int64_t lo = window > 0 ? start + t + 1 - window : 0;
+  return lo < 0 ? 0 : lo;
 }
 
 /* An f16/bf16 cache as f32 (malloc'd: free it), or the f32 data itself. */
@@ -207,14 +224,20 @@ bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d
   int64_t start = *(const int64_t *)in[3].data;
   int64_t count = in[4].data ? *(const int64_t *)in[4].data : ge.t;
   double scale = cache_scale(n, ge.d);
+  int64_t window = cache_window(n);
   double *s = calloc((size_t)ge.c + 1, sizeof *s);
   for (int64_t t = 0; t < ge.t; t++)
     for (int64_t h = 0; h < ge.h; h++) {
       int64_t kv = h / (ge.h / ge.hkv), nk = t < count ? keys_seen(start, t, ge.c) : 0;
+      int64_t lo = first_key(start, t, window);
       const float *qr = q + (t * ge.h + h) * ge.d;
       float *yr = y + (t * ge.h + h) * ge.dv;
       double mx = -INFINITY, sum = 0;
       for (int64_t j = 0; j < nk; j++) {
+        if (j < lo) { /* outside the window */
+          s[j] = -INFINITY;
+          continue;
+        }
         const float *kr = k + (j * ge.hkv + kv) * ge.d;
         double dot = 0;
         for (int64_t i = 0; i < ge.d; i++)
@@ -222,13 +245,13 @@ bool cached_attention_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d
         s[j] = scale * dot;
         mx = s[j] > mx ? s[j] : mx;
       }
-      for (int64_t j = 0; j < nk; j++)
+      for (int64_t j = lo; j < nk; j++)
         sum += s[j] = exp(s[j] - mx);
       for (int64_t i = 0; i < ge.dv; i++) {
         double acc = 0;
-        for (int64_t j = 0; j < nk; j++)
+        for (int64_t j = lo; j < nk; j++)
           acc += s[j] * v[(j * ge.hkv + kv) * ge.dv + i];
-        yr[i] = nk ? (float)(acc / sum) : 0.0f;
+        yr[i] = nk > lo ? (float)(acc / sum) : 0.0f;
       }
     }
   free(s);
@@ -373,7 +396,12 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   const char *cn = n->nin > 4 && n->in[4] >= 0 ? emit_ref(e, n->in[4]) : NULL;
   const char *y = emit_ref(e, n->out[0]);
   long long T = ge.t, H = ge.h, D = ge.d, C = ge.c, HKV = ge.hkv, DV = ge.dv, G = ge.h / ge.hkv;
-  emit_line(e, "/* query t (position start + t) of head h sees keys 0 .. start + t of kv head h / %lld */", G);
+  long long W = (long long)cache_window(n);
+  if (W)
+    emit_line(e, "/* query t (position start + t) of head h sees keys start + t - %lld .. start + t of kv head h / "
+                 "%lld (a sliding window of %lld: the keys before it are never read) */", W - 1, G, W);
+  else
+    emit_line(e, "/* query t (position start + t) of head h sees keys 0 .. start + t of kv head h / %lld */", G);
   emit_line(e, "const int64_t start = %s[0], count = %s;", st, cn ? arena_printf(g->arena, "%s[0]", cn) : emit_int(e, T));
   emit_parallel_for(e, T * H, (double)(T * H) * (double)C * (double)(D + DV) * 0.5);
   emit_line(e, "for (int th = 0; th < %lld; th++) {", T * H);
@@ -381,6 +409,10 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_line(e, "  float *yr = %s + (int64_t)th * %lld; /* Y[t, h, :] [%lld] */", y, DV, DV);
   emit_line(e, "  int64_t nk = t < count ? start + t + 1 : 0; /* keys this query sees */");
   emit_line(e, "  nk = nk < 0 ? 0 : nk > %lld ? %lld : nk;", C, C);
+  if (W) {
+    emit_line(e, "  int64_t lo = start + t + 1 - %lld; /* the window's first key */", W);
+    emit_line(e, "  lo = lo < 0 ? 0 : lo;");
+  }
   emit_line(e, "  const float *qr = %s + (int64_t)th * %lld; /* Q[t, h, :] [%lld] */", q, D, D);
   DType kd = node_in(g, n, 1)->type.dt, vd = node_in(g, n, 2)->type.dt;
   emit_line(e, "  const %s *kh = %s + (int64_t)(h / %lld) * %lld;%s", dt_is_half(kd) ? "uint16_t" : "float", k, G, D,
@@ -391,7 +423,7 @@ bool cached_attention_emit(Emit *e, const Node *n) {
    * a fixed-size scores array, whatever the cache's capacity */
   emit_line(e, "  float mx = -INFINITY, sum = 0;");
   emit_line(e, "  float acc[%lld] = {0};", DV);
-  emit_line(e, "  for (int64_t j0 = 0; j0 < nk; j0 += %d) {", KEY_CHUNK);
+  emit_line(e, "  for (int64_t j0 = %s; j0 < nk; j0 += %d) {", W ? "lo" : "0", KEY_CHUNK);
   emit_line(e, "    const int64_t nj = nk - j0 < %d ? nk - j0 : %d;", KEY_CHUNK, KEY_CHUNK);
   emit_line(e, "    float s[%d]; /* this chunk's scores, then their exponentials */", KEY_CHUNK);
   emit_line(e, "    float cmx = -INFINITY;");
@@ -424,7 +456,7 @@ bool cached_attention_emit(Emit *e, const Node *n) {
   emit_value_acc(e, vd, DV);
   emit_line(e, "    }");
   emit_line(e, "  }");
-  emit_line(e, "  const float inv = nk ? 1.0f / sum : 0.0f;");
+  emit_line(e, "  const float inv = nk > %s ? 1.0f / sum : 0.0f;", W ? "lo" : "0");
   emit_line(e, "  for (int i = 0; i < %lld; i++)", DV);
   emit_line(e, "    yr[i] = acc[i] * inv;");
   emit_line(e, "}");
@@ -435,5 +467,6 @@ bool cached_attention_emit(Emit *e, const Node *n) {
 int64_t cached_attention_flops(const Graph *g, const Node *n) {
   CacheGeom ge;
   cache_geom(g, n, &ge);
-  return ge.t * ge.h * ge.c * (2 * ge.d + 2 * ge.dv + 5);
+  int64_t w = cache_window(n), keys = w > 0 && w < ge.c ? w : ge.c;
+  return ge.t * ge.h * keys * (2 * ge.d + 2 * ge.dv + 5);
 }

@@ -56,7 +56,10 @@ def main():
     tokens = vocab(MERGES)
     write(f"{out}/good.gguf", tokens, MERGES)
     bad = {
-        "model": (dict(model="llama"), "key 'tokenizer.ggml.model' is 'llama'; expected 'gpt2' (byte-level BPE)"),
+        "model": (dict(model="bert"), "key 'tokenizer.ggml.model' is 'bert'; expected 'gpt2' (byte-level BPE) or "
+                  "'llama' (SentencePiece)"),
+        "spm_scores": (dict(model="llama"), "key 'tokenizer.ggml.scores' is absent; expected a SentencePiece "
+                       "vocabulary's score per token"),
         "merge_part": (dict(merges=MERGES + ["q zz"]),
                        "key 'tokenizer.ggml.merges': merge 11 'q zz': its right part 'zz' is not in the vocabulary"),
         "merge_result": (dict(merges=MERGES + ["q q"]),

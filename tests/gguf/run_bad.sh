@@ -8,7 +8,7 @@
 #           written from scratch), each bound with --weights to
 #           bind/model.lua; cases.txt gives each one's expected text
 #   scripts bad_lua/NAME.lua, run from a fresh folder that also holds
-#           tiny_llama.gguf and q6k.gguf; "-- expect: TEXT" lines (each must
+#           tiny_llama.gguf, q6k.gguf and kquant.gguf; "-- expect: TEXT" lines (each must
 #           be in the error, which must name NAME.lua:LINE:), "-- args: ARGS"
 #           with @DIR for that folder
 # Prints one line per case and "N passed, N failed"; exits 1 if any failed.
@@ -63,7 +63,7 @@ for script in "$here"/bad_lua/*.lua; do
   name=$(basename "$script" .lua)
   dir=$work/lua_$name
   mkdir -p "$dir/out"
-  cp "$script" "$here/tiny_llama.gguf" "$here/q6k.gguf" "$dir/"
+  cp "$script" "$here/tiny_llama.gguf" "$here/q6k.gguf" "$here/kquant.gguf" "$dir/"
   args=$(sed -n 's/^-- args: //p' "$script")
   args=${args//@DIR/$dir}
   wants=()

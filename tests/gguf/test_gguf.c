@@ -5,14 +5,15 @@
  * usage: test_gguf DIR [REAL.gguf]
  *   DIR holds tiny_llama.gguf, tiny_llama.json (the writer's view: names,
  *   ggml types, ne, first/last values and sums), q6k.gguf and q6k.json
- *   (a Q6_K tensor, and BF16, I32 and F64 ones with their values).
+ *   (a Q6_K tensor, and BF16, I32 and F64 ones with their values), and
+ *   kquant.gguf (tools/make_kquant_gguf.py: Q4_K, Q5_K, Q6_K, Q5_0, Q5_1 and a Q2_K).
  *
  * Checks: every tensor's type name, ne, kiln type (ne reversed), values
  * (F32 exact, F16 widened exactly, the block types dequantized here from
  * the raw blocks and compared with the gguf package's dequantization), the
  * 16-byte alignment of data; metadata of every value type through the typed
  * accessors (arrays of strings, numbers, nested arrays); binding by name
- * (gguf_take: missing, wrong shape, Q6_K refused; BF16, I32, F64 read), the unused list and
+ * (gguf_take: missing, wrong shape, Q2_K refused by name; Q6_K kept as blocks; BF16, I32, F64 read), the unused list and
  * --strict-weights' check; the Lua frontend's LuaOptions.bound_gguf. With REAL.gguf: 272 tensors, the llama.*
  * hyperparameters, the tokenizer arrays, token_embd Q8_0 [49152,576]; a
  * missing REAL file is skipped with a note. Prints "N passed, N failed";
@@ -205,12 +206,33 @@ static void check_binding(Arena *a, Gguf *g, const char *dir) {
   for (int i = 0; i < q6.n; i++)
     CHECK_AT(q6.t[i].offset % 64 == 0, q6.t[i].name);
   GgufTensor *t = gguf_tensor(&q6, "blk.0.ffn_down.weight");
-  CHECK(t && !t->readable && t->quantized && t->file_bytes == 64 * 210);
+  CHECK(t && t->readable && t->quantized && t->file_bytes == 64 * 210);
   Type q6t = {.dt = DT_F32, .rank = 2, .dims = {64, 256}};
   CHECK(t && type_equal(&t->type, &q6t));
   d = (Diag){0};
-  CHECK(!gguf_take(&q6, "blk.0.ffn_down.weight", &q6t, &d) &&
-        has(&d, "q6k.gguf: tensor 'blk.0.ffn_down.weight' is Q6_K; kiln reads F32, F16, Q8_0, Q4_0, Q4_1"));
+  GgufTensor *q6b = gguf_take(&q6, "blk.0.ffn_down.weight", &q6t, &d);
+  CHECK_AT(q6b && q6b->ggml_type == 14 && q6b->bytes == 64 * 210 && !strcmp(q6b->type_name, "Q6_K"), d.msg);
+  /* the K-quants kiln reads and one it does not: refused by type and tensor name */
+  Gguf kq;
+  d = (Diag){0};
+  if (CHECK_AT(gguf_load(a, arena_printf(a, "%s/kquant.gguf", dir), &kq, &d), d.msg)) {
+    static const struct { const char *name, *type; int64_t rows, cols, bytes; } want[] = {
+        {"blk.0.ffn_up.weight", "Q4_K", 64, 512, 64 * 2 * 144}, {"blk.0.ffn_gate.weight", "Q5_K", 48, 256, 48 * 176},
+        {"blk.0.ffn_down.weight", "Q6_K", 32, 768, 32 * 3 * 210}, {"token_embd.weight", "Q6_K", 40, 256, 40 * 210},
+        {"blk.0.attn_k.weight", "Q5_0", 32, 640, 32 * 20 * 22}, {"blk.0.attn_v.weight", "Q5_1", 16, 640, 16 * 20 * 24}};
+    for (int i = 0; i < 6; i++) {
+      Type wt = {.dt = DT_F32, .rank = 2, .dims = {want[i].rows, want[i].cols}};
+      d = (Diag){0};
+      GgufTensor *x = gguf_take(&kq, want[i].name, &wt, &d);
+      CHECK_AT(x && x->quantized && !strcmp(x->type_name, want[i].type) && (int64_t)x->bytes == want[i].bytes,
+               want[i].name);
+    }
+    Type q2t = {.dt = DT_F32, .rank = 2, .dims = {16, 256}};
+    d = (Diag){0};
+    CHECK(!gguf_take(&kq, "blk.0.attn_q.weight", &q2t, &d) &&
+          has(&d, "kquant.gguf: tensor 'blk.0.attn_q.weight' is Q2_K; kiln reads F32, F16, Q8_0, Q4_0, Q4_1, "
+                  "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K"));
+  }
   /* the other plain types: BF16 widened to f32, I32 and F64 as they are */
   json_error_t e;
   json_t *ref = json_load_file(arena_printf(a, "%s/q6k.json", dir), 0, &e);
