@@ -21,6 +21,9 @@
 #
 #   bash bench/blockquant_gemv.sh [KILN [--threads N]]
 #   BQ_ROWS=gemma bash bench/blockquant_gemv.sh    (only the Gemma 3 rows)
+#   BQ_CFLAGS="-O2 -march=native -mprefer-vector-width=512 -ffp-contract=fast" bash ...
+#       (gcc's flags; on Intel CPUs whose -march=native prefers 256-bit
+#       vectors, the 16-wide kernels are several times faster with this)
 #
 # Needs numpy (build/venv or $PYTHON) to write the models.
 set -eu
@@ -94,12 +97,13 @@ int main(int argc, char **argv) {
 }
 C
 cat > "$dir/stream.c" <<'C'
-/* the read bandwidth one thread gets: the best of 5 sums of 512 MB */
+/* the read bandwidth one thread gets: the best of 5 sums of 512 MB, in
+ * thread CPU time as the rows */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-static double ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+static double ms(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
 int main(void) {
   size_t n = (size_t)64 << 20; /* 64 Mi u64: 512 MB */
   uint64_t *a = malloc(n * sizeof *a), s = 0;
@@ -127,7 +131,7 @@ while read -r name bytes; do
   k=${shape%x*} n=${shape#*x} m=${mm#m}
   reps=$(( bytes > 20000000 ? 3 : m > 1 ? 10 : 100 ))
   "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights-mode=blob "$@" >/dev/null &&
-    (cd "$b" && cc -O2 -march=native -ffp-contract=fast -fopenmp -I. m.c m_weights.S ../harness.c -o run -lm) &&
+    (cd "$b" && cc ${BQ_CFLAGS:--O2 -march=native -ffp-contract=fast} -fopenmp -I. m.c m_weights.S ../harness.c -o run -lm) &&
     read -r cpu wall < <("$b/run" "$m" "$k" "$n" "$reps") || { echo "$name: failed"; continue; }
   gbs=$(awk -v b="$bytes" -v t="$cpu" 'BEGIN { printf "%.1f", b / t / 1e6 }')
   bound=$(awk -v b="$bytes" -v bw="$bw" 'BEGIN { printf "%.3f", b / bw / 1e6 }')
