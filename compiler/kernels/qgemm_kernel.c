@@ -127,15 +127,15 @@ void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
   case BQ_Q5_K: /* 8 sub-blocks of 32: (d·sc)·q − dmin·mn, 6-bit sc and mn packed in bytes 4..15 */
     emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[0] | %s[1] << 8));", b, b);
     emit_line(e, "const float dmin = kiln_f16_to_f32((uint16_t)(%s[2] | %s[3] << 8));", b, b);
-    emit_line(e, "for (int s = 0; s < 8; s++) {");
+    emit_line(e, "for (int sb = 0; sb < 8; sb++) {");
     e->indent++;
-    emit_line(e, "const uint8_t *k = %s + 4, *q = %s + %d + 32 * (s / 2);", b, b, fmt == BQ_Q5_K ? 48 : 16);
-    emit_line(e, "const int sc = s < 4 ? k[s] & 63 : (k[s + 4] & 15) | (k[s - 4] >> 6) << 4;");
-    emit_line(e, "const int mn = s < 4 ? k[s + 4] & 63 : (k[s + 4] >> 4) | (k[s] >> 6) << 4;");
+    emit_line(e, "const uint8_t *kp = %s + 4, *qp = %s + %d + 32 * (sb / 2);", b, b, fmt == BQ_Q5_K ? 48 : 16);
+    emit_line(e, "const int sc = sb < 4 ? kp[sb] & 63 : (kp[sb + 4] & 15) | (kp[sb - 4] >> 6) << 4;");
+    emit_line(e, "const int mn = sb < 4 ? kp[sb + 4] & 63 : (kp[sb + 4] >> 4) | (kp[sb] >> 6) << 4;");
     emit_line(e, "const float d1 = d * (float)sc, m1 = dmin * (float)mn;");
     emit_line(e, "for (int l = 0; l < 32; l++)");
-    emit_line(e, "  %s[32 * s + l] = d1 * (float)((s & 1 ? q[l] >> 4 : q[l] & 15)%s) - m1;", y,
-              fmt == BQ_Q5_K ? arena_printf(e->g->arena, " | (%s[16 + l] >> s & 1) << 4", b) : "");
+    emit_line(e, "  %s[32 * sb + l] = d1 * (float)((sb & 1 ? qp[l] >> 4 : qp[l] & 15)%s) - m1;", y,
+              fmt == BQ_Q5_K ? arena_printf(e->g->arena, " | (%s[16 + l] >> sb & 1) << 4", b) : "");
     e->indent--;
     emit_line(e, "}");
     break;
@@ -143,10 +143,11 @@ void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y) {
     emit_line(e, "const float d = kiln_f16_to_f32((uint16_t)(%s[208] | %s[209] << 8));", b, b);
     emit_line(e, "for (int v = 0; v < 256; v++) {");
     e->indent++;
-    emit_line(e, "const int h = v >> 7, k = v >> 5 & 3, l = v & 31, lo = %s[64 * h + 32 * (k & 1) + l];", b);
-    emit_line(e, "const int q = ((k < 2 ? lo & 15 : lo >> 4) | (%s[128 + 32 * h + l] >> 2 * k & 3) << 4) - 32;", b);
+    emit_line(e, "const int hv = v >> 7, kv = v >> 5 & 3, lv = v & 31, lov = %s[64 * hv + 32 * (kv & 1) + lv];", b);
+    emit_line(e, "const int qv = ((kv < 2 ? lov & 15 : lov >> 4) | (%s[128 + 32 * hv + lv] >> 2 * kv & 3) << 4) - 32;",
+              b);
     emit_line(e, "const float d1 = d * (float)(int8_t)%s[192 + v / 16];", b);
-    emit_line(e, "%s[v] = d1 * (float)q;", y);
+    emit_line(e, "%s[v] = d1 * (float)qv;", y);
     e->indent--;
     emit_line(e, "}");
     break;
