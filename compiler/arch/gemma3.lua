@@ -41,6 +41,7 @@ generating token by token with a KV cache:
 - Tied output: the logits are token_embd · h (262,144 rows for Gemma 3),
   unless the file has output.weight.
 ]]
+-- test: --set ctx=32 --set prefill=8 --weights-mode=inline
 local nn = require "nn"
 
 local cfg = config{ctx = 512, prefill = 64, kv = "f32", query_pre_attn_scalar = 0}
