@@ -12,7 +12,8 @@
 #include "weights_blob.h"
 
 /* The return codes of the bind functions (and KILN_OK), guarded so that
- * several models' headers can be included together. */
+ * several models' headers can be included together; the entry points'
+ * own codes (emit_arg_codes) follow them, every value distinct. */
 const char emit_weights_codes[] =
     "#ifndef KILN_WEIGHTS_CODES\n#define KILN_WEIGHTS_CODES\n"
     "enum {\n  KILN_OK = 0,\n  KILN_E_WEIGHTS_SIZE = 1,    /* NULL, or not the size this model's blob has */\n"
@@ -24,9 +25,9 @@ const char emit_weights_codes[] =
 
 const char emit_arg_codes[] =
     "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
-    "enum {\n  KILN_E_CACHE_FULL = 6, /* the tokens do not fit in the cache */\n"
-    "  KILN_E_ARG = 7         /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
-    "                            a NULL pointer, or a length outside 0..CTX */\n};\n#endif\n";
+    "enum {\n  KILN_E_ARG = 7,        /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
+    "                            a NULL pointer, or a length outside 0..CTX */\n"
+    "  KILN_E_CACHE_FULL = 8  /* the tokens do not fit in the cache */\n};\n#endif\n";
 
 /* The header's part for a model whose weights are in a blob. */
 void emit_weights_api(Buf *h, const char *p, const char *P, const WeightsBlob *blob) {

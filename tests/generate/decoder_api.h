@@ -19,6 +19,12 @@
 
 enum { CTX = UP(_CTX), P = UP(_PREFILL), V = UP(_VOCAB) };
 
+#ifdef KILN_WEIGHTS_CODES /* a blob's codes beside the decoder's: an app tells them apart */
+_Static_assert((int)KILN_E_CACHE_FULL != (int)KILN_E_WEIGHTS_UNBOUND &&
+                   (int)KILN_E_ARG != (int)KILN_E_WEIGHTS_UNBOUND && KILN_E_CACHE_FULL != KILN_E_ARG,
+               "the generated API's return codes are distinct");
+#endif
+
 /* Append tokens[0..n) to s in chunks of at most P (each copied into a
  * full-size, zero-padded chunk, as the API's array parameter says). */
 static int feed(API(_state) *s, const int64_t *tokens, int64_t n, float *logits) {
