@@ -21,7 +21,7 @@ static const char *api_h =
     "int p_prefill(p_state *state, const int64_t tokens[P_PREFILL], int n, float logits[P_VOCAB]);\n"
     "int p_step(p_state *state, int64_t token, float logits[P_VOCAB]);\n"
     "int64_t p_length(const p_state *state);\n"
-    "#define KILN_OK 0\n#define KILN_E_CACHE_FULL 6\n#define KILN_E_ARG 7\n"
+    "#define KILN_OK 0\n#define KILN_E_ARG 7\n#define KILN_E_CACHE_FULL 8\n"
     "#define P_WEIGHTS_SIZE 64 /* a stub: nothing to bind */\n"
     "#define p_weights_blob ((const unsigned char *)0)\n"
     "static inline int p_verify_weights(const void *blob, unsigned long size) { (void)blob; (void)size; return KILN_OK; }\n"
