@@ -39,24 +39,6 @@ static bool no_onnx_form(Graph *g, const Node *n, Diag *d) {
                    "expected ops of opset %d", node_op_name(n), since, g->opset, g->opset);
 }
 
-/* Put each lowered node's replacement [first[i], end[i]) in its place;
- * nodes appended past n0 are the replacements themselves. */
-static void splice_replacements(Graph *g, int n0, const int *first, const int *end) {
-  Node *order = arena_alloc(g->arena, sizeof(Node) * (size_t)g->nnodes);
-  int k = 0;
-  for (int i = 0; i < n0; i++) {
-    if (first[i] < 0) {
-      order[k++] = g->nodes[i];
-      continue;
-    }
-    for (int j = first[i]; j < end[i]; j++)
-      order[k++] = g->nodes[j];
-  }
-  memcpy(g->nodes, order, sizeof(Node) * (size_t)k);
-  g->nnodes = k;
-  graph_compact(g); /* recomputes every producer */
-}
-
 /* One pass over the nodes; *lowered counts the nodes replaced. */
 static bool lower_sweep(Graph *g, int *lowered, Diag *d) {
   int n0 = g->nnodes;
@@ -78,7 +60,7 @@ static bool lower_sweep(Graph *g, int *lowered, Diag *d) {
     ++*lowered;
   }
   if (*lowered)
-    splice_replacements(g, n0, first, end);
+    graph_splice(g, n0, first, end);
   return true;
 }
 

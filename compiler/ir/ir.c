@@ -537,6 +537,22 @@ void graph_compact(Graph *g) {
         g->vals[g->nodes[i].out[j]].producer = i;
 }
 
+void graph_splice(Graph *g, int n0, const int *first, const int *end) {
+  Node *order = arena_alloc(g->arena, sizeof(Node) * (size_t)g->nnodes);
+  int k = 0;
+  for (int i = 0; i < n0; i++) {
+    if (first[i] < 0) {
+      order[k++] = g->nodes[i];
+      continue;
+    }
+    for (int j = first[i]; j < end[i]; j++)
+      order[k++] = g->nodes[j];
+  }
+  memcpy(g->nodes, order, sizeof(Node) * (size_t)k);
+  g->nnodes = k;
+  graph_compact(g); /* recomputes every producer */
+}
+
 void graph_replace_uses(Graph *g, int from, int to) {
   for (int i = 0; i < g->nnodes; i++) {
     Node *n = &g->nodes[i];

@@ -237,6 +237,10 @@ Attr *node_add_attr(Graph *g, Node *n, const char *name, AttrKind kind);
 void graph_count_uses(Graph *g);
 /* Drop dead nodes, keeping order. */
 void graph_compact(Graph *g);
+/* After nodes were appended past n0 as replacements: node i < n0 with
+ * first[i] >= 0 is replaced, in place, by nodes [first[i], end[i]); the
+ * others stay. Producers are recomputed (graph_compact). */
+void graph_splice(Graph *g, int n0, const int *first, const int *end);
 /* Replace every use of value `from` (node inputs and graph outputs) by `to`. */
 void graph_replace_uses(Graph *g, int from, int to);
 /* Sort nodes topologically (stable for already-sorted input); false + diag

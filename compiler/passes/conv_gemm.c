@@ -122,23 +122,6 @@ static const char *epilogue_act(Fuser *f, const Node *n, int *ai) {
   return act;
 }
 
-/* Put each replaced node's chain [first[i], end[i]) in its slot. */
-static void splice(Graph *g, int n0, const int *first, const int *end) {
-  Node *order = arena_alloc(g->arena, sizeof(Node) * (size_t)g->nnodes);
-  int k = 0;
-  for (int i = 0; i < n0; i++) {
-    if (first[i] < 0) {
-      order[k++] = g->nodes[i];
-      continue;
-    }
-    for (int j = first[i]; j < end[i]; j++)
-      order[k++] = g->nodes[j];
-  }
-  memcpy(g->nodes, order, sizeof(Node) * (size_t)k);
-  g->nnodes = k;
-  graph_compact(g);
-}
-
 bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
   Fuser f;
   if (!fm_begin(&f, g, o->verbose))
@@ -164,6 +147,6 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     done++;
   }
   if (done)
-    splice(g, n0, first, end);
+    graph_splice(g, n0, first, end);
   return true;
 }
