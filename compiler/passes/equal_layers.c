@@ -30,12 +30,6 @@ static bool plain_output(const Graph *g, int v) {
   return true;
 }
 
-/* v is computed into the workspace: no constant, input, output or view. */
-static bool in_workspace(const Graph *g, int v) {
-  const Value *x = &g->vals[v];
-  return !x->data && !x->is_input && !x->is_output && x->alias_of < 0;
-}
-
 /* Make node `at`'s output slot o a new workspace value, read by every later
  * node in place of the output y, and insert `y = Identity(that)` after it. */
 static void copy_out_after(Graph *g, int at, int o) {
@@ -60,10 +54,13 @@ static void copy_out_after(Graph *g, int at, int o) {
   graph_compact(g); /* producers after the move */
 }
 
-/* Move node `from` up to index `to` (< from); the nodes between shift. */
-static void move_node_up(Graph *g, int from, int to) {
+/* Move node `from` to index `to`; the nodes between shift by one. */
+static void move_node(Graph *g, int from, int to) {
   Node n = g->nodes[from];
-  memmove(&g->nodes[to + 1], &g->nodes[to], sizeof(Node) * (size_t)(from - to));
+  if (to < from)
+    memmove(&g->nodes[to + 1], &g->nodes[to], sizeof(Node) * (size_t)(from - to));
+  else
+    memmove(&g->nodes[from], &g->nodes[from + 1], sizeof(Node) * (size_t)(to - from));
   g->nodes[to] = n;
   graph_compact(g); /* producers after the move */
 }
@@ -89,12 +86,9 @@ static void hoist_first_layer(Graph *g, LayerStretch *s) {
     int b = s->start - 1, q = earliest_slot(g, b);
     if (q >= b)
       return;
-    move_node_up(g, b, q);
+    move_node(g, b, q);
     if (!plan_nodes_repeat(g, b, b + s->period)) {
-      Node n = g->nodes[q]; /* no better: put it back */
-      memmove(&g->nodes[q], &g->nodes[q + 1], sizeof(Node) * (size_t)(b - q));
-      g->nodes[b] = n;
-      graph_compact(g);
+      move_node(g, q, b); /* no better: put it back */
       return;
     }
     while (s->start > 0 && plan_nodes_repeat(g, s->start - 1, s->start - 1 + s->period)) {
@@ -122,7 +116,7 @@ bool pass_equal_layers(Graph *g, const PassOptions *o, Diag *d) {
       int b = i + s[k].period;
       for (int j = 0; j < g->nodes[b].nout; j++) {
         int vb = g->nodes[b].out[j], va = g->nodes[i].out[j];
-        if (vb >= 0 && va >= 0 && plain_output(g, vb) && in_workspace(g, va))
+        if (vb >= 0 && va >= 0 && plain_output(g, vb) && plan_in_workspace(&g->vals[va]))
           copy_out_after(g, b, j);
       }
     }

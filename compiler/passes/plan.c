@@ -47,10 +47,6 @@ static int root_of(const Graph *g, int v) {
   return v;
 }
 
-static bool in_workspace(const Value *v) {
-  return !v->data && !v->is_input && !v->is_output && v->alias_of < 0;
-}
-
 /* A state's next value is computed into the workspace while the state's
  * current value is still being read, and copied into the state at the end
  * of the call: it is planned like any workspace value, live to the end. */
@@ -84,7 +80,7 @@ static int group_of(const int *group, int v) {
 /* v is a plain workspace value: none of input, output, constant, alias,
  * state. */
 static bool plain(const Graph *g, const bool *next_of_state, int v) {
-  return in_workspace(&g->vals[v]) && !next_of_state[v];
+  return plan_in_workspace(&g->vals[v]) && !next_of_state[v];
 }
 
 /* The root of an input of node n (step i) whose storage output jo can
@@ -245,7 +241,7 @@ bool pass_plan(Graph *g, const PassOptions *o, Diag *d) {
   int *group = plan_in_place(g, first, last, next_of_state);
   bool *planned = arena_alloc(g->arena, (size_t)g->nvals + 1);
   for (int v = 0; v < g->nvals; v++)
-    planned[v] = first[v] >= 0 && (in_workspace(&g->vals[v]) || next_of_state[v]);
+    planned[v] = first[v] >= 0 && (plan_in_workspace(&g->vals[v]) || next_of_state[v]);
   /* one Live per storage group, at its first member (the earliest) */
   Live *lv = arena_alloc(g->arena, sizeof(Live) * (size_t)(g->nvals + 1));
   int *slot = arena_alloc(g->arena, sizeof(int) * (size_t)(g->nvals + 1));

@@ -6,6 +6,12 @@
 
 #include "../ir/ir.h"
 
+/* v is computed into the workspace: no constant, graph input or output,
+ * or view of another value. */
+static inline bool plan_in_workspace(const Value *v) {
+  return !v->data && !v->is_input && !v->is_output && v->alias_of < 0;
+}
+
 /* Does node j repeat node i: the same op, output types, and inputs of the
  * same kinds (absent, constant, graph input, computed) and types, or the
  * very same input? */
