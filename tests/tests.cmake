@@ -249,7 +249,7 @@ add_test(NAME kir_roundtrip COMMAND ${T}/generated/roundtrip.sh ${KILN_BIN} ${KI
 # importer and the .kir parser, each followed by every pass and emission
 if(CLANG AND NOT KILN_SANITIZE)
   add_test(NAME fuzz_smoke COMMAND ${CMAKE_COMMAND} -E env KILN_FUZZ_DIR=${CMAKE_BINARY_DIR}/fuzz
-           ${T}/fuzz/run_fuzz.sh --runs 20000)
+           ${T}/fuzz/run_fuzz.sh --runs 10000)
   set_tests_properties(fuzz_smoke PROPERTIES TIMEOUT 600)
 endif()
 

@@ -22,12 +22,14 @@ comment (examples/*) are what a new user pastes: this runs them as written.
   In an example's header the same words stand on a line of the comment
   (`docs-test: network`, `docs-test: skip REASON`).
 - A block fails on a non-zero exit status (77 for network blocks: skip),
-  or when it runs past 600 s. Prints a line per block and ends with
+  or when it runs past 600 s. Prints a line per block (with the CPU time
+  it took: the CI's budget is CPU) and ends with
   "N passed, N failed, N skipped".
 """
 import glob
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -147,14 +149,17 @@ def main():
                 print(f"skip {name}: {arg}")
                 nskip += 1
                 continue
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             try:
                 p = subprocess.run(["bash", "-eo", "pipefail", "-c", text], cwd=work, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace", timeout=TIMEOUT)
                 rc, log = p.returncode, p.stdout
             except subprocess.TimeoutExpired as e:
                 rc, log = -1, (e.stdout or b"").decode(errors="replace") + f"\n(timed out after {TIMEOUT} s)"
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
             if rc == 0:
-                print(f"ok   {name}")
+                print(f"ok   {name} ({cpu:.1f} s CPU)")
                 npass += 1
             elif rc == 77 and arg == "network":
                 print(f"skip {name}: it fetches, and the fetch was not possible (offline?)")

@@ -42,7 +42,7 @@ if [ "${1:-}" = --runs ]; then
   shift 2
   budget=(-runs="$runs" -seed=1)
   # the targets that write a file per input, or run a script, take fewer:
-  # each adds ~5-10 s to ctest's fuzz_smoke at its --runs 20000
+  # each adds ~5-10 s to ctest's fuzz_smoke at its --runs 10000
   pb_budget=(-runs="$((runs / 10))" -seed=1)
   lua_budget=(-runs="$((runs / 40))" -seed=1)
   what="$runs inputs a target ($((runs / 10)) for fuzz_pb, $((runs / 40)) for fuzz_lua), seed 1"
