@@ -24,7 +24,8 @@
  * sentence over the padded SEQ. --file FILE embeds a file of sentences,
  * one per line:
  *
- *   $ out/embed --vocab build/minilm/model/vocab.txt --file sentences.txt >embeddings.txt
+ *   $ printf '%s\n' "A man is eating food." "A man is riding a horse." >out/sentences.txt
+ *   $ out/embed --vocab build/minilm/model/vocab.txt --file out/sentences.txt >out/embeddings.txt
  *
  * The tokenizer follows BERT's uncased BasicTokenizer: drop NUL, U+FFFD,
  * invalid UTF-8 and control characters; whitespace separates words; each
