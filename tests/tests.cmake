@@ -538,7 +538,8 @@ endif()
 # batch_tiny: NAME_run_batch on six sentences of bert.lua's tiny preset, each
 # bit-identical to its own NAME_run_rows run (NaN workspace, 0x7f outputs
 # before), bad batches (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG
-# with every output byte untouched; the harness is built with the sanitizers
+# with every output byte untouched, an input named batch and an output named
+# rows (renamed batch_, rows_); the harness is built with the sanitizers
 # in that suite. batch_minilm: the real MiniLM ONNX, release only, skipped
 # (77) without the file.
 add_test(NAME batch_tiny
