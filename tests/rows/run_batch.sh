@@ -42,9 +42,12 @@ g = helper.make_graph([helper.make_node("Gather", ["table", "batch"], ["e"]),
 open(sys.argv[1], "wb").write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
 PY
 "$kiln" compile "$work/names.onnx" --rows-axis=batch:1 --name names -o "$work/names.c"
-grep -q "int names_run_batch(const int64_t batch_\[\]\[1\]\[8\],\$" "$work/names.h" &&
-  grep -q "float rows_\[\]\[1\]\[8\]\[4\],\$" "$work/names.h" ||
-  { echo "batch: FAIL: names_run_batch's parameters:"; grep -A3 "names_run_batch(" "$work/names.h"; exit 1; }
+if ! grep -q "int names_run_batch(const int64_t batch_\[\]\[1\]\[8\],\$" "$work/names.h" ||
+  ! grep -q "float rows_\[\]\[1\]\[8\]\[4\],\$" "$work/names.h"; then
+  echo "batch: FAIL: names_run_batch's parameters:"
+  grep -A3 "names_run_batch(" "$work/names.h"
+  exit 1
+fi
 # shellcheck disable=SC2086  # KILN_APP_CFLAGS is a list of flags
 cc -std=c99 -O1 -Wall -Wextra -Werror -Wshadow ${KILN_APP_CFLAGS:-} -c "$work/names.c" -o "$work/names.o"
 echo "batch: an input named batch and an output named rows: batch_, rows_; the C builds"
