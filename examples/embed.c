@@ -19,8 +19,13 @@
  * ships its weights separately or maps them. Any sequence length the model
  * was compiled for works: the app reads it from minilm.h. With
  * --rows-axis (docs/rows.md) each sentence costs its own length: the app
- * calls minilm_run_rows with the sentence's token count; without it,
- * minilm_run over the padded SEQ.
+ * hands up to BATCH sentences at a time to minilm_run_batch
+ * (docs/batch.md) with their token counts; without it, minilm_run per
+ * sentence over the padded SEQ. --file FILE embeds a file of sentences,
+ * one per line:
+ *
+ *   $ printf '%s\n' "A man is eating food." "A man is riding a horse." >out/sentences.txt
+ *   $ out/embed --vocab build/minilm/model/vocab.txt --file out/sentences.txt >out/embeddings.txt
  *
  * The tokenizer follows BERT's uncased BasicTokenizer: drop NUL, U+FFFD,
  * invalid UTF-8 and control characters; whitespace separates words; each
@@ -54,6 +59,7 @@ enum {
   DIM = MINILM_OUT_LAST_HIDDEN_STATE_SIZE / MINILM_IN_INPUT_IDS_SIZE,
   MAX_WORD_CHARS = 100, /* BERT's limit: a longer word is [UNK] */
   MAX_PIECE_BYTES = 4 * MAX_WORD_CHARS + 3,
+  BATCH = 32, /* sentences per minilm_run_batch call */
 };
 typedef char seq_holds_cls_and_sep[SEQ >= 2 ? 1 : -1]; /* a compile-time check */
 
@@ -425,47 +431,51 @@ static int encode(const Vocab *v, const char *text, int index, int64_t ids[SEQ],
 
 /* ------------------------------------------------------------ the model */
 
-static int64_t input_ids[1][SEQ], attention_mask[1][SEQ], token_type_ids[1][SEQ];
-static float last_hidden_state[1][SEQ][DIM];
+/* one batch: sentence b's inputs and outputs are [b][0] */
+static int64_t input_ids[BATCH][1][SEQ], attention_mask[BATCH][1][SEQ], token_type_ids[BATCH][1][SEQ];
+static float last_hidden_state[BATCH][1][SEQ][DIM];
 #ifdef MINILM_OUT_POOLER_OUTPUT_SIZE /* compiled with bert.lua's pooler=true: unused here */
-static float pooler_output[1][DIM];
+static float pooler_output[BATCH][1][DIM];
 #endif
 
-/* The model over the sentence's len tokens. Compiled with --rows-axis
- * (MINILM_ROWS defined: docs/rows.md), minilm_run_rows computes only
- * those — a 12-token sentence costs about 12 rows of work, not SEQ — and
- * leaves last_hidden_state's rows past them 0; else minilm_run computes
- * all SEQ rows, the padding hidden by the mask. Same embeddings either way. */
-static void run_model(int len) {
+/* The model over sentences 0..nb-1 of the batch, sentence b's len[b]
+ * tokens. Compiled with --rows-axis (MINILM_ROWS defined: docs/rows.md),
+ * minilm_run_batch computes only those — a 12-token sentence costs about
+ * 12 rows of work, not SEQ — and leaves last_hidden_state's rows past them
+ * 0; else minilm_run computes all SEQ rows of each sentence, the padding
+ * hidden by the mask. Same embeddings either way. */
+static void run_model(int nb, const int len[]) {
 #ifdef MINILM_ROWS
 #ifdef MINILM_OUT_POOLER_OUTPUT_SIZE
-  int rc = minilm_run_rows(input_ids, attention_mask, token_type_ids, last_hidden_state, pooler_output, len);
+  int rc = minilm_run_batch(input_ids, attention_mask, token_type_ids, last_hidden_state, pooler_output, len, nb);
 #else
-  int rc = minilm_run_rows(input_ids, attention_mask, token_type_ids, last_hidden_state, len);
+  int rc = minilm_run_batch(input_ids, attention_mask, token_type_ids, last_hidden_state, len, nb);
 #endif
   if (rc != KILN_OK)
-    die("minilm_run_rows: error %s", rc == KILN_E_ARG ? "KILN_E_ARG (a count outside 1..MINILM_ROWS)" : "(weights)");
+    die("minilm_run_batch: error %s", rc == KILN_E_ARG ? "KILN_E_ARG (a count outside 1..MINILM_ROWS)" : "(weights)");
 #else
   (void)len;
+  for (int b = 0; b < nb; b++)
 #ifdef MINILM_OUT_POOLER_OUTPUT_SIZE
-  minilm_run(input_ids, attention_mask, token_type_ids, last_hidden_state, pooler_output);
+    minilm_run(input_ids[b], attention_mask[b], token_type_ids[b], last_hidden_state[b], pooler_output[b]);
 #else
-  minilm_run(input_ids, attention_mask, token_type_ids, last_hidden_state);
+    minilm_run(input_ids[b], attention_mask[b], token_type_ids[b], last_hidden_state[b]);
 #endif
 #endif
 }
 
-/* sentence-transformers' Pooling(mean) + Normalize: the mean of the rows
- * whose attention_mask is 1, scaled to unit length.  out [DIM] */
-static void mean_pool_normalize(float out[DIM]) {
+/* sentence-transformers' Pooling(mean) + Normalize of sentence b of the
+ * batch: the mean of the rows whose attention_mask is 1, scaled to unit
+ * length.  out [DIM] */
+static void mean_pool_normalize(int b, float out[DIM]) {
   double sum[DIM] = {0}, norm = 0;
   int count = 0;
   for (int t = 0; t < SEQ; t++) {
-    if (!attention_mask[0][t])
+    if (!attention_mask[b][0][t])
       continue;
     count++;
     for (int d = 0; d < DIM; d++)
-      sum[d] += last_hidden_state[0][t][d];
+      sum[d] += last_hidden_state[b][0][t][d];
   }
   for (int d = 0; d < DIM; d++) { /* count >= 2: [CLS] and [SEP] are always there */
     sum[d] /= count;
@@ -535,18 +545,49 @@ static double now_ms(void) {
 static void usage(void) {
   fprintf(stderr,
           "usage: embed [--vocab FILE] [--weights FILE] [--tokens | --embeddings] SENTENCE...\n"
+          "       embed [--vocab FILE] [--weights FILE] [--tokens] --file FILE\n"
           "  prints the cosine similarity of every pair of sentences (all-MiniLM-L6-v2,\n"
           "  mean-pooled, normalised embeddings)\n"
           "  --vocab FILE    the model's vocab.txt (default: vocab.txt)\n"
           "  --weights FILE  a kiln weights blob (NAME.weights.bin) instead of the linked-in one\n"
           "  --tokens        print each sentence's token ids ([CLS] ... [SEP]) and stop\n"
-          "  --embeddings    print each sentence's embedding (%d numbers) instead\n",
+          "  --embeddings    print each sentence's embedding (%d numbers) instead\n"
+          "  --file FILE     the sentences are FILE's lines (an empty line is a sentence too);\n"
+          "                  prints their embeddings, one line each, and the speed on stderr\n",
           DIM);
   exit(2);
 }
 
+/* FILE's lines, each '\n' (and a '\r' before it) cut off: *n of them. */
+static char **read_lines(const char *path, int *n) {
+  size_t size;
+  char *text = read_file(path, &size);
+  if (!text) {
+    fprintf(stderr, "embed: cannot read --file %s: %s\n", path, strerror(errno));
+    exit(1);
+  }
+  size_t count = 0;
+  for (size_t i = 0; i < size; i++)
+    count += text[i] == '\n';
+  count += size > 0 && text[size - 1] != '\n';
+  if (count == 0 || count > INT32_MAX)
+    die("--file %s: no lines; expected one sentence per line", path);
+  char **lines = xmalloc(sizeof *lines * count);
+  *n = 0;
+  for (char *p = text; p < text + size;) {
+    char *end = memchr(p, '\n', (size_t)(text + size - p));
+    end = end ? end : text + size;
+    *end = '\0';
+    if (end > p && end[-1] == '\r')
+      end[-1] = '\0';
+    lines[(*n)++] = p;
+    p = end + 1;
+  }
+  return lines;
+}
+
 int main(int argc, char **argv) {
-  const char *vocab_path = "vocab.txt", *weights_path = NULL;
+  const char *vocab_path = "vocab.txt", *weights_path = NULL, *file = NULL;
   int print_tokens = 0, print_embeddings = 0, first = 1;
   for (; first < argc && strncmp(argv[first], "--", 2) == 0; first++) {
     const char *a = argv[first];
@@ -561,21 +602,28 @@ int main(int argc, char **argv) {
       vocab_path = argv[++first];
     } else if (strcmp(a, "--weights") == 0 && first + 1 < argc) {
       weights_path = argv[++first];
+    } else if (strcmp(a, "--file") == 0 && first + 1 < argc) {
+      file = argv[++first];
     } else {
       usage();
     }
   }
   int n = argc - first;
-  if (n < 1 || (print_tokens && print_embeddings))
+  if ((file ? n != 0 || print_embeddings : n < 1) || (print_tokens && print_embeddings))
     usage();
 
   Vocab vocab;
   vocab_load(&vocab, vocab_path);
+  char **texts = argv + first;
+  if (file) {
+    texts = read_lines(file, &n);
+    print_embeddings = 1;
+  }
   if (print_tokens) {
     for (int s = 0; s < n; s++) {
-      int len = encode(&vocab, argv[first + s], s, input_ids[0], attention_mask[0], token_type_ids[0]);
+      int len = encode(&vocab, texts[s], s, input_ids[0][0], attention_mask[0][0], token_type_ids[0][0]);
       for (int i = 0; i < len; i++)
-        printf(i ? " %lld" : "%lld", (long long)input_ids[0][i]);
+        printf(i ? " %lld" : "%lld", (long long)input_ids[0][0][i]);
       printf("\n");
     }
     return 0;
@@ -592,20 +640,27 @@ int main(int argc, char **argv) {
   }
   float *embedding = xmalloc(sizeof *embedding * (size_t)n * DIM); /* [n][DIM] */
   double ms = 0;
-  for (int s = 0; s < n; s++) {
-    int len = encode(&vocab, argv[first + s], s, input_ids[0], attention_mask[0], token_type_ids[0]);
+  for (int s0 = 0; s0 < n; s0 += BATCH) { /* BATCH sentences at a time */
+    int nb = n - s0 < BATCH ? n - s0 : BATCH, len[BATCH];
+    for (int b = 0; b < nb; b++)
+      len[b] = encode(&vocab, texts[s0 + b], s0 + b, input_ids[b][0], attention_mask[b][0], token_type_ids[b][0]);
     double t0 = now_ms();
-    run_model(len);
+    run_model(nb, len);
     ms += now_ms() - t0;
-    mean_pool_normalize(embedding + (size_t)s * DIM);
-    if (print_embeddings) {
-      for (int d = 0; d < DIM; d++)
-        printf(d ? " %.9g" : "%.9g", embedding[(size_t)s * DIM + d]);
-      printf("\n");
-    } else {
-      printf("[%d] %s  (%d tokens)\n", s + 1, argv[first + s], len);
+    for (int b = 0, s = s0; b < nb; b++, s++) {
+      mean_pool_normalize(b, embedding + (size_t)s * DIM);
+      if (print_embeddings) {
+        for (int d = 0; d < DIM; d++)
+          printf(d ? " %.9g" : "%.9g", embedding[(size_t)s * DIM + d]);
+        printf("\n");
+      } else {
+        printf("[%d] %s  (%d tokens)\n", s + 1, texts[s], len[b]);
+      }
     }
   }
+  if (file)
+    fprintf(stderr, "embed: %d sentences, %.1f ms per sentence, %.1f sentences/s (seq %d, batches of %d)\n", n,
+            ms / n, ms > 0 ? n * 1e3 / ms : 0.0, SEQ, BATCH);
   if (!print_embeddings) {
     for (int i = 0; i < n; i++)
       for (int j = i + 1; j < n; j++)
@@ -614,5 +669,9 @@ int main(int argc, char **argv) {
     printf("%d sentences, %.1f ms per sentence (seq %d)\n", n, ms / n, SEQ);
   }
   free(embedding);
+  if (file) {
+    free(texts[0]); /* the file's text: the first line starts it */
+    free(texts);
+  }
   return 0;
 }

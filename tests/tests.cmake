@@ -534,6 +534,22 @@ if(NOT KILN_SANITIZE)
   add_test(NAME rows_minilm COMMAND ${T}/rows/run_rows.sh ${KILN_BIN} minilm ${CMAKE_BINARY_DIR}/rows-tests/minilm)
   set_tests_properties(rows_minilm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
+# ---- batched entry points (issue 24 item 3; tests/rows/run_batch.sh) ----
+# batch_tiny: NAME_run_batch on six sentences of bert.lua's tiny preset, each
+# bit-identical to its own NAME_run_rows run (NaN workspace, 0x7f outputs
+# before), bad batches (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG
+# with every output byte untouched, an input named batch and an output named
+# rows (renamed batch_, rows_); the harness is built with the sanitizers
+# in that suite. batch_minilm: the real MiniLM ONNX, release only, skipped
+# (77) without the file.
+add_test(NAME batch_tiny
+         COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
+                 ${T}/rows/run_batch.sh ${KILN_BIN} tiny ${CMAKE_BINARY_DIR}/rows-tests/batch-tiny)
+set_tests_properties(batch_tiny PROPERTIES TIMEOUT 300)
+if(NOT KILN_SANITIZE)
+  add_test(NAME batch_minilm COMMAND ${T}/rows/run_batch.sh ${KILN_BIN} minilm ${CMAKE_BINARY_DIR}/rows-tests/batch-minilm)
+  set_tests_properties(batch_minilm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
 # names (DESIGN.md, "Names"; tests/names/run_names.sh): no identifier of the
 # generated C is an op's name and a number (Transpose_22_packed, Mul_66,
 # onnx_MatMul_245) in examples/*.lua, tests/models/*, the real MiniLM (ONNX

@@ -61,7 +61,8 @@ static const char **param_names(Graph *g) {
     int vid = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
     const char *base = c_ident(g->arena, isdigit((unsigned char)g->vals[vid].name[0]) ? "v" : "",
                                g->vals[vid].name);
-    if (!*base || cname_reserved(base))
+    /* with a token count, `rows` and `batch` are parameters of the entry points too */
+    if (!*base || cname_reserved(base) || (g->rows && (!strcmp(base, "rows") || !strcmp(base, "batch"))))
       base = arena_printf(g->arena, "%s_", base);
     const char *nm = base;
     for (int k = 2;; k++) {
@@ -229,8 +230,11 @@ const char *emit_run_call(Graph *g, const char *prefix) {
  * SIG_FORWARD's, which then ends with `const int64_t kiln_rows[1]` (and
  * takes weights only with a blob: `blob` says so for it), and
  * SIG_RUN_ROWS / SIG_RUN_ROWS_WS, NAME_run_rows[_ws](..., int rows), check
- * the count and call it. */
-enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD, SIG_RUN_ROWS, SIG_RUN_ROWS_WS };
+ * the count and call it. SIG_RUN_BATCH / SIG_RUN_BATCH_WS,
+ * NAME_run_batch[_ws](..., const int rows[], int batch), take each
+ * parameter as an array of the single run's (`x[][1][128]`), one per
+ * sentence, and call it once per sentence with that sentence's count. */
+enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD, SIG_RUN_ROWS, SIG_RUN_ROWS_WS, SIG_RUN_BATCH, SIG_RUN_BATCH_WS };
 
 static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind, bool blob) {
   bool first = true;
@@ -241,10 +245,13 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
     first = false;
   } else if (kind == SIG_RUN_ROWS || kind == SIG_RUN_ROWS_WS) {
     buf_printf(b, "int %s_run_rows%s(", prefix, kind == SIG_RUN_ROWS_WS ? "_ws" : "");
+  } else if (kind == SIG_RUN_BATCH || kind == SIG_RUN_BATCH_WS) {
+    buf_printf(b, "int %s_run_batch%s(", prefix, kind == SIG_RUN_BATCH_WS ? "_ws" : "");
   } else {
     buf_printf(b, "%s %s_run%s(", blob ? "int" : "void", prefix, kind == SIG_RUN_WS ? "_ws" : "");
   }
-  if (kind == SIG_RUN_WS || kind == SIG_RUN_ROWS_WS) {
+  bool batch = kind == SIG_RUN_BATCH || kind == SIG_RUN_BATCH_WS;
+  if (kind == SIG_RUN_WS || kind == SIG_RUN_ROWS_WS || kind == SIG_RUN_BATCH_WS) {
     buf_puts(b, "void *workspace");
     first = false;
   }
@@ -257,14 +264,16 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
     const Value *v = &g->vals[in ? g->inputs[i] : g->outputs[i - g->ninputs]];
     if (!is_param(g, i))
       continue;
-    buf_printf(b, "%s%s%s %s%s", first ? "" : ",\n    ", in ? "const " : "", dt_ctype(v->type.dt),
-               pn[i], emit_array_dims(g->arena, &v->type));
+    buf_printf(b, "%s%s%s %s%s%s", first ? "" : ",\n    ", in ? "const " : "", dt_ctype(v->type.dt),
+               pn[i], batch ? "[]" : "", emit_array_dims(g->arena, &v->type));
     first = false;
   }
   if (kind == SIG_FORWARD && g->rows)
     buf_puts(b, ",\n    const int64_t kiln_rows[1]");
   else if (kind == SIG_RUN_ROWS || kind == SIG_RUN_ROWS_WS)
     buf_printf(b, "%sint rows", first ? "" : ",\n    ");
+  else if (batch)
+    buf_printf(b, "%sconst int rows[], int batch", first ? "" : ",\n    ");
   else if (first)
     buf_puts(b, "void");
   buf_puts(b, ")");
@@ -293,6 +302,15 @@ static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P) {
                 " * KILN_OK, or KILN_E_ARG (nothing written) for a count outside 1..%s_ROWS.\n"
                 " * %s_run() is %s_run_rows(..., %s_ROWS). See kiln's docs/rows.md.\n",
              p, p, P, (long long)g->rows->max, P, p, p, P);
+  if (!has_state(g))
+    buf_printf(h, " *\n * Batches: %s_run_batch(..., rows, batch) and %s_run_batch_ws(workspace,\n"
+                  " * ..., rows, batch) take each parameter as an array of `batch` of the\n"
+                  " * single run's (x[b] is sentence b's) and `rows[b]` its token count; each\n"
+                  " * sentence's outputs are bit for bit those of its own %s_run_rows call\n"
+                  " * (sentences run one after another over the shared weights and the one\n"
+                  " * workspace). KILN_E_ARG (nothing written) for batch < 1, rows NULL or a\n"
+                  " * count outside 1..%s_ROWS. See kiln's docs/batch.md.\n",
+               p, p, p, P);
 }
 
 /* At the end of a run with a token count: each output's token rows from
@@ -397,6 +415,12 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
     buf_puts(h, ";\n");
     put_signature(h, g, o->prefix, pn, SIG_RUN_ROWS_WS, true);
     buf_puts(h, ";\n");
+    if (!has_state(g)) {
+      put_signature(h, g, o->prefix, pn, SIG_RUN_BATCH, true);
+      buf_puts(h, ";\n");
+      put_signature(h, g, o->prefix, pn, SIG_RUN_BATCH_WS, true);
+      buf_puts(h, ";\n");
+    }
   }
   emit_header_end(h, tok);
 }
@@ -453,9 +477,36 @@ static bool put_files_end(Buf *c, Buf *fn, Buf *h, Emit *e, const EmitOptions *o
   return true;
 }
 
+/* NAME_run_batch[_ws] (ws: with a workspace): every count checked before
+ * anything is written, then NAME_run_rows[_ws] once per sentence, in
+ * order, on the sentence's slice of each parameter and its count: the
+ * batch shares the packed weights and the one workspace, and each
+ * sentence's outputs are those of its own NAME_run_rows call. */
+static void put_batch_entry(Buf *c, Emit *e, const EmitOptions *o, const char **pn, bool ws) {
+  Graph *g = e->g;
+  const char *p = o->prefix, *P = emit_upper(g->arena, p);
+  put_signature(c, g, p, pn, ws ? SIG_RUN_BATCH_WS : SIG_RUN_BATCH, true);
+  buf_printf(c, " {\n  if (batch < 1 || !rows)\n    return KILN_E_ARG;\n"
+                "  for (int kiln_b = 0; kiln_b < batch; kiln_b++)\n"
+                "    if (rows[kiln_b] < 1 || rows[kiln_b] > %s_ROWS)\n      return KILN_E_ARG;\n", P);
+  if (e->blob)
+    buf_puts(c, "  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n");
+  buf_printf(c, "  for (int kiln_b = 0; kiln_b < batch; kiln_b++) {\n    int kiln_rc = %s_run_rows%s(%s", p,
+             ws ? "_ws" : "", ws ? "workspace, " : "");
+  bool first = true;
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    if (is_param(g, i)) {
+      buf_printf(c, "%s%s[kiln_b]", first ? "" : ", ", pn[i]);
+      first = false;
+    }
+  buf_printf(c, "%srows[kiln_b]);\n    if (kiln_rc != KILN_OK)\n      return kiln_rc;\n  }\n"
+                "  return KILN_OK;\n}\n\n", first ? "" : ", ");
+}
+
 /* With a token count: NAME_run_rows_ws checks it (and the binding) and
  * calls NAME_forward; NAME_run_rows owns the static workspace; NAME_run
- * and NAME_run_ws pass the compiled length. */
+ * and NAME_run_ws pass the compiled length; NAME_run_batch[_ws] (not for
+ * a model with a state struct) call NAME_run_rows[_ws] per sentence. */
 static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char **pn) {
   Graph *g = e->g;
   const char *p = o->prefix, *P = emit_upper(g->arena, p);
@@ -480,6 +531,11 @@ static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char *
     buf_puts(c, k ? args.s + 2 : args.s);
     buf_free(&args);
     buf_puts(c, ");\n}\n");
+  }
+  if (!has_state(g)) {
+    buf_puts(c, "\n");
+    put_batch_entry(c, e, o, pn, true);
+    put_batch_entry(c, e, o, pn, false);
   }
 }
 

@@ -10,13 +10,14 @@
 #   lua    kiln check of examples/bert.lua with --weights model.safetensors
 #          (the file as shipped; its unused position_ids buffer is a note) on
 #          the same inputs: last_hidden_state and pooler_output, rtol 1e-4
-#   embed  examples/embed.c built on bert.lua's C (--rows-axis: minilm_run_rows
+#   embed  examples/embed.c built on bert.lua's C (--rows-axis: minilm_run_batch
 #          at each sentence's length; weights linked in as a
 #          blob): its tokenizer gives tools/minilm.py's ids on every case of
 #          tokenizer_cases.txt; each reference sentence's embedding has
 #          cosine >= 0.9999 with PyTorch's; the paraphrase pair scores at
 #          least 0.3 above each unrelated pair; --weights FILE gives the same
-#          output as the linked blob; a missing vocab and too-long input are
+#          output as the linked blob; --file (35 lines, two batches) the same
+#          embeddings as on the command line; a missing vocab and too-long input are
 #          handled with clear messages. $KILN_APP_CFLAGS is added to the app's
 #          build (the sanitizer suite builds it with ASan and UBSan).
 #          The int8 variant (--quantize=int8, cosine >= 0.999) runs once
@@ -105,7 +106,7 @@ lua)
   "$kiln" check "$data/lua" --model "$root/examples/bert.lua" --set seq=128 --weights "$weights"
   ;;
 embed)
-  build_embed f32 --rows-axis=input_ids:1,token_type_ids:1 # minilm_run_rows: each sentence at its own length
+  build_embed f32 --rows-axis=input_ids:1,token_type_ids:1 # minilm_run_batch: each sentence at its own length
   app=$work/f32/embed
   # 1. the tokenizer: the C app's ids equal tools/minilm.py's, case by case
   cases=()
@@ -133,6 +134,14 @@ embed)
   "$app" --vocab "$vocab" --weights "$work/f32/minilm.weights.bin" --embeddings "${sentences[@]:0:2}" \
     >"$work/embeddings_file.txt"
   head -2 "$work/embeddings.txt" | cmp - "$work/embeddings_file.txt"
+  # --file: the sentences five times over, one a line (35 lines: two calls of
+  # minilm_run_batch, of 32 and 3), the last line ending in \r\n: the same numbers
+  for _ in 1 2 3 4 5; do printf '%s\n' "${sentences[@]}"; done | sed '$ s/$/\r/' >"$work/sentences.txt"
+  "$app" --vocab "$vocab" --file "$work/sentences.txt" >"$work/embeddings_lines.txt" 2>"$work/file.err"
+  for _ in 1 2 3 4 5; do cat "$work/embeddings.txt"; done | cmp - "$work/embeddings_lines.txt"
+  grep -Eq "^embed: 35 sentences, [0-9.]+ ms per sentence, [0-9.]+ sentences/s \(seq 128, batches of 32\)$" \
+    "$work/file.err" || { echo "minilm: FAIL: --file's speed line:"; cat "$work/file.err"; exit 1; }
+  echo "minilm: --file: 35 lines, the same embeddings; $(cat "$work/file.err")"
 
   # 3. errors: one clear line, status 1
   if "$app" --vocab "$work/no-such-vocab.txt" "a" "b" 2>"$work/err.txt"; then
