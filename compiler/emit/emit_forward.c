@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/periodic.h"
 #include "cnames.h"
 #include "emit_text.h"
 #include "emit_kernel.h"
@@ -399,6 +400,10 @@ static int cmp_run(const void *x, const void *y) {
   return a->first - b->first;
 }
 
+static bool hashes_repeat(void *h, int i, int j) {
+  return ((const uint64_t *)h)[i] == ((const uint64_t *)h)[j];
+}
+
 /* The loops of one entry: every maximal run of a period, the longest
  * first (most calls saved; then the shortest period), each taken when it
  * overlaps none taken before and its weights group. */
@@ -410,19 +415,11 @@ static void plan_entry(Emit *e, const int *calls, int n, int entry, const char *
     h[i] = call_hash(e, &e->ks->calls[calls[i]]);
     origin[i] = origin_comment(a, e->ks->calls[calls[i]].node);
   }
-  Run *runs = NULL;
-  int nruns = 0, cap = 0;
-  for (int p = 2; p <= n / 2; p++)
-    for (int s = 0; s + p < n;) {
-      int len = 0;
-      while (s + len + p < n && h[s + len] == h[s + len + p])
-        len++;
-      if (len >= p) {
-        runs = arena_grow(a, runs, &cap, nruns + 1, sizeof(Run));
-        runs[nruns++] = best_phase(e, calls, origin, s, p, len);
-      }
-      s += len ? len : 1;
-    }
+  int nruns;
+  PeriodicRun *pr = periodic_runs(a, n, hashes_repeat, h, &nruns);
+  Run *runs = arena_alloc(a, sizeof(Run) * (size_t)(nruns + 1));
+  for (int i = 0; i < nruns; i++)
+    runs[i] = best_phase(e, calls, origin, pr[i].start, pr[i].period, pr[i].len);
   if (nruns)
     qsort(runs, (size_t)nruns, sizeof(Run), cmp_run);
   bool *taken = arena_alloc(a, (size_t)(n + 1));

@@ -60,34 +60,13 @@ static int by_cover_desc(const void *x, const void *y) {
   return a->start - b->start;
 }
 
-/* Every maximal stretch of period 2 .. n/2 and at least `period` nodes. */
-static LayerStretch *find_stretches(Graph *g, int *count) {
-  int n = g->nnodes, cap = 16, ns = 0;
-  LayerStretch *s = arena_alloc(g->arena, sizeof *s * (size_t)cap);
-  for (int p = 2; p <= n / 2; p++)
-    for (int i = 0; i + p < n;) {
-      int len = 0;
-      while (i + len + p < n && plan_nodes_repeat(g, i + len, i + len + p))
-        len++;
-      if (len >= p) {
-        if (ns == cap) {
-          LayerStretch *t = arena_alloc(g->arena, sizeof *t * (size_t)cap * 2);
-          for (int k = 0; k < ns; k++)
-            t[k] = s[k];
-          s = t;
-          cap *= 2;
-        }
-        s[ns++] = (LayerStretch){p, i, len};
-      }
-      i += len > 0 ? len : 1;
-    }
-  *count = ns;
-  return s;
+static bool nodes_repeat(void *g, int i, int j) {
+  return plan_nodes_repeat(g, i, j);
 }
 
 LayerStretch *plan_layer_stretches(Graph *g, int *n) {
   int ns, kept = 0;
-  LayerStretch *s = find_stretches(g, &ns);
+  LayerStretch *s = periodic_runs(g->arena, g->nnodes, nodes_repeat, g, &ns);
   qsort(s, (size_t)ns, sizeof *s, by_cover_desc);
   bool *taken = arena_alloc(g->arena, (size_t)g->nnodes + 1);
   for (int k = 0; k < ns; k++) { /* keep those clear of every kept one */

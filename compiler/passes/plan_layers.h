@@ -4,6 +4,7 @@
 #ifndef KILN_PLAN_LAYERS_H
 #define KILN_PLAN_LAYERS_H
 
+#include "../base/periodic.h"
 #include "../ir/ir.h"
 
 /* v is computed into the workspace: no constant, graph input or output,
@@ -17,11 +18,9 @@ static inline bool plan_in_workspace(const Value *v) {
  * very same input? */
 bool plan_nodes_repeat(const Graph *g, int i, int j);
 
-/* Nodes start .. start+len-1 repeat at +period (len >= period: two
- * repetitions or more, the last ending at node start+len+period-1). */
-typedef struct LayerStretch {
-  int period, start, len;
-} LayerStretch;
+/* Nodes start .. start+len-1 repeat at +period: a periodic run of the
+ * node list (base/periodic.h). */
+typedef PeriodicRun LayerStretch;
 
 /* The graph's repeated stretches, most nodes first, none overlapping
  * (arena memory; *n of them). */
