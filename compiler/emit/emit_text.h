@@ -15,7 +15,7 @@ const char *emit_array_dims(Arena *a, const Type *t);
  * extern "C" block and the include guard closed. */
 void emit_header_end(Buf *h, const Buf *tok);
 /* --threads N > 1: the header's paragraph on threads (the thread-count
- * policy, docs/threads.md) and NAME_set_threads' declaration, which returns
+ * policy, README "The generated API") and NAME_set_threads' declaration, which returns
  * KILN_OK or KILN_E_ARG (the header defines both, emit_weights.h). */
 void emit_threads_doc(Buf *h, const char *prefix, int threads);
 void emit_threads_decl(Buf *h, const char *prefix);
