@@ -24,10 +24,12 @@ int m_probe_threads(void) {
   int most = 1;
   KILN_PARALLEL_FOR
   for (int i = 0; i < 64; i++) {
-    const int t = omp_get_num_threads();
-    _Pragma("omp critical") most = t > most ? t : most;
+    const int t = omp_get_num_threads(); /* the largest, by compare-and-swap (TSan sees __atomic) */
+    int m = __atomic_load_n(&most, __ATOMIC_RELAXED);
+    while (t > m && !__atomic_compare_exchange_n(&most, &m, t, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
   }
-  return most;
+  return __atomic_load_n(&most, __ATOMIC_RELAXED);
 }
 C
 cat >"$work/app.c" <<'C'
