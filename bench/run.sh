@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — issue 5's benchmark, one command: kiln vs ONNX Runtime.
 #   bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]
+#                     [--threads-sweep[=1,2,4,8,16]]
 # Exports the four benchmark models (bench/export_models.py, Debian's
 # /usr/bin/python3 with python3-torch 1.13), measures the machine's FMA peak
 # (bench/peak_fma.c), makes or reuses a venv with PyPI onnxruntime, numpy and
@@ -29,6 +30,11 @@
 # skipped with its reason in the table. Default: kiln and ORT only.
 # --contended: time everything a second time beside a busy loop pinned to
 # one core (taskset), and print the quiet and the contended tables.
+# --threads-sweep[=LIST]: instead of the comparison, kiln alone: each
+# exported model at --threads 1,2,4,8,16 (or LIST; counts above nproc
+# skipped), an oversubscribed --threads 8 where nproc < 8, and 1 and 2
+# threads beside a pinned busy loop, all with -DKILN_ADAPT_PROBE=0
+# (bench/threads.py; README "Thread sweep"), into $KILN_BENCH_DIR/threads.md.
 # Exits 77 (ctest's skip) with a message when torch or the venv is missing.
 # Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
 # (outputs; default build/bench), KILN_BENCH_VENV (default $KILN_VENV or build/venv, made by tools/venv.sh).
@@ -40,6 +46,7 @@ kiln=${KILN:-$root/build/kiln}
 only=()
 peers=${KILN_BENCH_PEERS:-}
 contended=()
+sweep=
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) smoke=1 ;;
@@ -49,7 +56,10 @@ while [ $# -gt 0 ]; do
     --peers) peers=openvino,iree,emx,onnx2c,kiln-bf16 ;;
     --peers=*) peers=${1#--peers=} ;;
     --contended) contended=(--contended) ;;
-    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]" >&2
+    --threads-sweep) sweep=1,2,4,8,16 ;;
+    --threads-sweep=*) sweep=${1#--threads-sweep=} ;;
+    *) echo "usage: bash bench/run.sh [--smoke] [--kiln PATH] [--only NAME]... [--peers[=LIST]] [--contended]" \
+            "[--threads-sweep[=LIST]]" >&2
        exit 2 ;;
   esac
   shift
@@ -110,6 +120,12 @@ done
 if [ ${#exported[@]} -gt 0 ]; then
   echo "bench: exporting ${exported[*]} into $out/models"
   /usr/bin/python3 "$root/bench/export_models.py" --out "$out/models" --only "${exported[@]}" >/dev/null
+fi
+if [ -n "$sweep" ]; then # kiln's thread sweep only (bench/threads.py)
+  [ ${#exported[@]} -gt 0 ] || { echo "bench: --threads-sweep times the exported models; --only chose none" >&2; exit 2; }
+  /usr/bin/python3 "$root/bench/threads.py" --kiln "$kiln" --threads "$sweep" --runs $runs --rounds $rounds \
+    "${exported[@]/#/$out/models/}" | tee "$out/threads.md"
+  exit "${PIPESTATUS[0]}"
 fi
 
 # real_minilm NAME: the model folder for one of the real MiniLM's rows, or

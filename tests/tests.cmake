@@ -353,6 +353,19 @@ if(CLANG AND KILN_LIBOMP)
   add_test(NAME threads2_clang
            COMMAND ${KILN_BIN} check --threads 2 --cc=${CLANG} --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros ${T}/models/encoder_2l_op14)
 endif()
+# NAME_set_threads (issue 25): the run-time cap on --threads N, its
+# KILN_E_ARG for n outside 1..N, the same outputs at every count
+if(OpenMP_C_FOUND)
+  if(KILN_SANITIZE)
+    set(KILN_SET_THREADS_FLAGS "-fsanitize=address,undefined -fno-sanitize-recover=all")
+  else()
+    set(KILN_SET_THREADS_FLAGS "")
+  endif()
+  add_test(NAME threads_set_threads
+           COMMAND sh ${T}/threads/set_threads.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/threads-tests/set_threads
+                   "${KILN_SET_THREADS_FLAGS}")
+  set_tests_properties(threads_set_threads PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0)
+endif()
 
 # ---- the Lua DSL core: every method and global vs ONNX Runtime (tests/dsl) ----
 add_test(NAME dsl_methods COMMAND ${T}/dsl/run_dsl_tests.sh ${KILN_BIN})

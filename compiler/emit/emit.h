@@ -168,13 +168,14 @@ void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide
  * defines the macro once at its top:
  *
  *   #ifdef _OPENMP
- *   #define KILN_PARALLEL_FOR _Pragma("omp parallel for num_threads(N) schedule(static)")
+ *   #define KILN_PARALLEL_FOR _Pragma("omp parallel for num_threads(kiln_threads_count()) schedule(static)")
  *   #else
  *   #define KILN_PARALLEL_FOR
  *   #endif
  *
- * so a build with -fopenmp splits the loop's iterations into N contiguous
- * chunks, one per thread, and a build without it runs the same code
+ * (plus kiln_adapt's `if`: emit_file.c, put_parallel_macro) so a build
+ * with -fopenmp splits the loop's iterations into n contiguous chunks, one
+ * per thread (n = N, or less after NAME_set_threads(n)), and a build without it runs the same code
  * serially (a bare `#pragma omp` would trip gcc's -Wunknown-pragmas under
  * -Wall -Werror there). A split costs 1-5 microseconds per loop even with
  * spinning workers, hence the threshold: small ops stay serial (DESIGN.md,

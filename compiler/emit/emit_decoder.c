@@ -283,7 +283,7 @@ void emit_decoder_header(Buf *h, const Emit *e, const EmitOptions *o, const char
                 " * workspace of that size (aligned to 64 bytes). Nothing allocates.\n",
              p, p, enc ? arena_printf(a, " (and %s_encode())", p) : "", P);
   if (o->threads > 1)
-    buf_printf(h, " *\n * Threads: compiled with --threads %d; build %s.c with -fopenmp.\n", o->threads, p);
+    emit_threads_doc(h, p, o->threads);
   buf_puts(h, " */\n");
   buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n#define %s_CTX %lld /* positions the cache holds */\n"
@@ -321,6 +321,8 @@ void emit_decoder_header(Buf *h, const Emit *e, const EmitOptions *o, const char
                 "int %s_step_ws(void *workspace, %s_state *state, int64_t token, float logits[%s_VOCAB]);\n"
                 "int64_t %s_length(const %s_state *state);\n",
              p, p, p, p, P, P, p, p, P, P, p, p, P, p, p, P, p, p);
+  if (o->threads > 1)
+    emit_threads_decl(h, p);
   emit_header_end(h, tok);
 }
 

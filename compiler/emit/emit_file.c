@@ -26,22 +26,39 @@
 
 /* The .c file's threads block (--threads N > 1): see emit.h. Each entry
  * point times its calls and runs its loops on one thread when that is
- * faster (another process holding a core: kiln_rt.h, kiln_adapt). */
-static void put_parallel_macro(Buf *c, const Graph *g, int threads) {
+ * faster (another process holding a core: kiln_rt.h, kiln_adapt), and
+ * NAME_set_threads caps the count at run time. */
+static void put_parallel_macro(Buf *c, const Graph *g, const char *prefix, int threads) {
   buf_printf(c, "/* --threads %d: built with -fopenmp, each loop marked KILN_PARALLEL_FOR runs\n"
-                " * on %d OpenMP threads, its iterations split into %d equal chunks, or on one\n"
-                " * while that is faster (another process holding a core: each entry point\n"
-                " * times its calls, kiln_adapt in kiln_rt.h); built without it, the same\n"
-                " * code runs serially. */\n"
+                " * on up to %d OpenMP threads (%s_set_threads lowers the count), its\n"
+                " * iterations split into equal chunks, or on one while that is faster\n"
+                " * (another process holding a core: each entry point times its calls,\n"
+                " * kiln_adapt in kiln_rt.h); built without it, the same code runs serially. */\n"
+                "static int kiln_threads_n = %d; /* %s_set_threads: 1..%d */\n"
+                "int %s_set_threads(int n) {\n"
+                "  if (n < 1 || n > %d)\n"
+                "    return KILN_E_ARG;\n"
+                "#ifdef _OPENMP\n"
+                "  _Pragma(\"omp atomic write\")\n"
+                "#endif\n"
+                "  kiln_threads_n = n;\n"
+                "  return KILN_OK;\n"
+                "}\n"
                 "#ifdef _OPENMP\n"
                 "static int kiln_threads_on = 1; /* the loops' `if`, set by each entry point */\n"
+                "static inline int kiln_threads_count(void) {\n"
+                "  int n;\n"
+                "  _Pragma(\"omp atomic read\")\n"
+                "  n = kiln_threads_n;\n"
+                "  return n;\n"
+                "}\n"
                 "#define KILN_PARALLEL_FOR \\\n"
-                "  _Pragma(\"omp parallel for num_threads(%d) schedule(static) if(kiln_adapt_on(&kiln_threads_on))\")\n"
+                "  _Pragma(\"omp parallel for num_threads(kiln_threads_count()) schedule(static) if(kiln_adapt_on(&kiln_threads_on))\")\n"
                 "#define KILN_ADAPT_BEGIN(a) \\\n"
                 "  const int kiln_mode_ = kiln_adapt_begin(&(a), &kiln_threads_on); \\\n"
                 "  const double kiln_t0_ = omp_get_wtime()\n"
                 "#define KILN_ADAPT_END(a) kiln_adapt_end(&(a), &kiln_threads_on, kiln_mode_, omp_get_wtime() - kiln_t0_)\n",
-             threads, threads, threads, threads);
+             threads, threads, prefix, threads, prefix, threads, prefix, threads);
   for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
     buf_printf(c, "static kiln_adapt %s;\n", emit_adapt_name(g, k));
   buf_puts(c, "#else\n#define KILN_PARALLEL_FOR\n#define KILN_ADAPT_BEGIN(a) (void)0\n#define KILN_ADAPT_END(a) (void)0\n"
@@ -372,10 +389,7 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
   if (g->rows)
     put_rows_doc(h, g, o->prefix, P);
   if (o->threads > 1)
-    buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
-                  " * with -fopenmp) to run its large loops on %d OpenMP threads; built without\n"
-                  " * it, the same code runs on the calling thread alone.\n",
-               o->threads, o->prefix, o->threads);
+    emit_threads_doc(h, o->prefix, o->threads);
   if (o->gemm == GEMM_OPENBLAS)
     buf_printf(h, " *\n * GEMM: compiled with --gemm=openblas. The f32 matrix products call\n"
                   " * cblas_sgemm: %s.c includes <cblas.h> (add -I/usr/include/openblas where it\n"
@@ -387,9 +401,10 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
   buf_printf(h, "#define %s_WORKSPACE_SIZE %lld\n", P, (long long)g->ws_size);
   if (blob)
     emit_weights_api(h, o->prefix, P, blob);
-  if (g->rows) {
+  if (g->rows)
     buf_printf(h, "#define %s_ROWS %lld /* most tokens NAME_run_rows takes: the compiled length */\n", P,
                (long long)g->rows->max);
+  if (g->rows || o->threads > 1) { /* KILN_E_ARG: NAME_run_rows' count, NAME_set_threads' n */
     if (!blob)
       buf_puts(h, emit_weights_codes);
     buf_puts(h, emit_arg_codes);
@@ -422,6 +437,8 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
       buf_puts(h, ";\n");
     }
   }
+  if (o->threads > 1)
+    emit_threads_decl(h, o->prefix);
   emit_header_end(h, tok);
 }
 
@@ -556,7 +573,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
     nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
   if (e.threads > 1) { /* the threads block's names (put_parallel_macro) */
-    static const char *const reserved[] = {"kiln_threads_on", "kiln_mode_", "kiln_t0_"};
+    static const char *const reserved[] = {"kiln_threads_on", "kiln_threads_n", "kiln_threads_count", "kiln_mode_", "kiln_t0_"};
     for (int i = 0; i < KILN_COUNT(reserved); i++)
       nameset_add(e.names, reserved[i]);
     for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
@@ -636,7 +653,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     buf_puts(c, "#if defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__AVX2__) || defined(__AVX512F__))\n"
                 "#include <immintrin.h> /* --quantize=w8a8: vpdpbusd, vpmaddwd */\n#endif\n\n");
   if (e.threads > 1)
-    put_parallel_macro(c, g, e.threads);
+    put_parallel_macro(c, g, o->prefix, e.threads);
   const char *P = emit_upper(a, o->prefix);
   buf_printf(c, "/* every workspace tensor below ends within the workspace */\n"
                 "KILN_STATIC_ASSERT(%s_WORKSPACE_SIZE >= %lld, workspace_size);\n\n", P, (long long)ws_end);

@@ -47,6 +47,20 @@ void emit_header_end(Buf *h, const Buf *tok) {
   buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
+void emit_threads_doc(Buf *h, const char *prefix, int threads) {
+  buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
+                " * with -fopenmp) to run its large loops on up to %d OpenMP threads; built\n"
+                " * without it, the same code runs on the calling thread alone.\n"
+                " * %s_set_threads(n) caps the count at n from the next loop on (process-wide:\n"
+                " * every workspace, every entry point), 1 <= n <= %d; it returns KILN_OK, or\n"
+                " * KILN_E_ARG for an n outside 1..%d (the count then stays as it was).\n"
+                " * The results are the same at every count.\n",
+             threads, prefix, threads, prefix, threads, threads);
+}
+
+void emit_threads_decl(Buf *h, const char *prefix) {
+  buf_printf(h, "int %s_set_threads(int n);\n", prefix);
+}
 
 /* s0 and s1 (layer 0's and layer 1's text) compared run by run: the same
  * but for runs of digits (the layer numbers)? Then *out gets s0 with each

@@ -14,6 +14,11 @@ const char *emit_array_dims(Arena *a, const Type *t);
 /* The header's end: the tokenizer's declarations (tok, may be empty), the
  * extern "C" block and the include guard closed. */
 void emit_header_end(Buf *h, const Buf *tok);
+/* --threads N > 1: the header's paragraph on threads (the thread-count
+ * policy, README "The generated API") and NAME_set_threads' declaration, which returns
+ * KILN_OK or KILN_E_ARG (the header defines both, emit_weights.h). */
+void emit_threads_doc(Buf *h, const char *prefix, int threads);
+void emit_threads_decl(Buf *h, const char *prefix);
 /* --threads N: the kiln_adapt of entry point k (a decoder's k-th entry, or
  * NAME_run's), which times its calls (kiln_rt.h). */
 const char *emit_adapt_name(const Graph *g, int k);
