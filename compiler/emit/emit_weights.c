@@ -25,8 +25,9 @@ const char emit_weights_codes[] =
 
 const char emit_arg_codes[] =
     "#ifndef KILN_DECODER_CODES\n#define KILN_DECODER_CODES\n"
-    "enum {\n  KILN_E_ARG = 7,        /* a count outside 1..PREFILL, a token outside 0..VOCAB-1,\n"
-    "                            a NULL pointer, or a length outside 0..CTX */\n"
+    "enum {\n  KILN_E_ARG = 7,        /* a count outside 1..PREFILL (or 1..ROWS), a token outside\n"
+    "                            0..VOCAB-1, a NULL pointer, a length outside 0..CTX, a\n"
+    "                            thread count outside 1..THREADS, a batch below 1 */\n"
     "  KILN_E_CACHE_FULL = 8  /* the tokens do not fit in the cache */\n};\n#endif\n";
 
 /* The header's part for a model whose weights are in a blob. */
