@@ -11,7 +11,8 @@ batch 2; an asymmetric-pad dilated conv with no bias; SAME_UPPER with an
 odd stride and a 1-D and a 3-D conv; a conv feeding two readers (the
 BatchNormalization after it is then not folded); a grouped conv and a
 ConvTranspose with BatchNormalization (folded, but kept off the GEMM);
-a chain of convs reading convs (their rows channels last).
+a chain of convs reading convs (their rows channels last); a 5x5 conv
+whose rows exceed 1 MiB (the GEMM's row tiles outside its panels).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -119,6 +120,12 @@ def main():
          [const("w1", [7, 5, 3, 3], -0.3, 0.3), const("b1", [7]), const("w2", [6, 7, 3, 3], -0.3, 0.3),
           const("b2", [6]), const("w3", [9, 6, 1, 1], -0.4, 0.4), const("b3", [9]),
           const("w4", [4, 9, 1, 1], -0.4, 0.4)], [2, 5, 9, 11], ["y", "z"])
+    # rows A [1024, 300] over 1 MiB and a small weight [300, 36] (a full
+    # panel and an edge one): the GEMM walks each row tile over every panel
+    save(out, "conv5x5_large_rows",
+         [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="c5", kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+          helper.make_node("Relu", ["t"], ["y"], name="relu")],
+         [const("w", [36, 12, 5, 5], -0.1, 0.1), const("b", [36])], [1, 12, 32, 32], ["y"])
 
 
 if __name__ == "__main__":
