@@ -1321,7 +1321,7 @@ add_test(NAME opset20_encoder_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} $
 # SAME_UPPER, 3-D, a conv read twice, grouped conv and ConvTranspose with
 # BatchNormalization; generated C, the interpreter, and the C with 2 threads.
 foreach(case conv3x3_s2_bn_relu conv1x1_mul_add conv_dilated_pads conv1d_same_upper conv3d conv_two_readers
-        grouped_and_transpose_bn conv_chain_channels_last conv5x5_large_rows)
+        grouped_and_transpose_bn conv_chain_channels_last conv5x5_large_rows conv3d_channels_last)
   add_test(NAME conv_${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
   add_test(NAME conv_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
   add_test(NAME conv_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})

@@ -12,7 +12,8 @@ odd stride and a 1-D and a 3-D conv; a conv feeding two readers (the
 BatchNormalization after it is then not folded); a grouped conv and a
 ConvTranspose with BatchNormalization (folded, but kept off the GEMM);
 a chain of convs reading convs (their rows channels last); a 5x5 conv
-whose rows exceed 1 MiB (the GEMM's row tiles outside its panels).
+whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
+3-D conv over 8 channels (x transposed to channels last first).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -126,6 +127,11 @@ def main():
          [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="c5", kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
           helper.make_node("Relu", ["t"], ["y"], name="relu")],
          [const("w", [36, 12, 5, 5], -0.1, 0.1), const("b", [36])], [1, 12, 32, 32], ["y"])
+    # 3-D over 8 channels: x transposed to channels last before its rows
+    save(out, "conv3d_channels_last",
+         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c3d", kernel_shape=[2, 3, 3], strides=[1, 2, 1],
+                           pads=[0, 1, 1, 1, 0, 1])],
+         [const("w", [5, 8, 2, 3, 3], -0.2, 0.2), const("b", [5])], [1, 8, 3, 5, 4], ["y"])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@
  * result t [N, P, C] (Im2Row {channels_last}, Wᵀ's rows tap-major; a 1x1
  * stride-1 conv's rows are t itself), so the Transpose back to NCHW is
  * only computed for other readers (dce drops it when there are none).
+ * A conv with a window of several taps reading NCHW x (of 8 channels or
+ * more) transposes x to channels last first, and reads its rows the same way.
  *
  * Depthwise and grouped convolutions, ConvTranspose, f64 and a W computed
  * at run time stay Conv nodes (conv.c's direct loops). Runs after fold_bn,
@@ -77,6 +79,11 @@ static void window_attrs(Graph *g, int idx, const Node *conv, const Type *wt) {
     ir_attr_str(g, idx, "auto_pad", ap);
 }
 
+/* A conv with a window reading NCHW x of at least this many channels
+ * transposes x to channels last first: a tap's C channels are then one
+ * copy, where the NCHW rows gather element by element. */
+#define LAST_MIN_CHANNELS 8
+
 /* Conv node c is 1x1 with stride 1 and no pad: its rows are x's
  * positions. */
 static bool pointwise(const Graph *g, const Node *c) {
@@ -103,12 +110,28 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
                             g->nodes[last].origin ? g->nodes[last].origin : g->nodes[last].name);
   int x = c->in[0], w = c->in[1], b = node_has_in(c, 2) ? c->in[2] : -1;
   Type wt = g->vals[w].type, yt = g->vals[c->out[0]].type;
-  int wtv = weight_t(g, w, c->name, cl >= 0), rows;
+  /* x in NCHW and a window of more than one tap: transposed to channels
+   * last once, its rows then copies of C channels */
+  bool to_last = cl < 0 && !pointwise(g, c) && g->vals[x].type.dims[1] >= LAST_MIN_CHANNELS;
+  int wtv = weight_t(g, w, c->name, cl >= 0 || to_last), rows;
   if (cl >= 0 && pointwise(g, c)) {
     rows = cl;
   } else {
     int src = x;
-    if (cl >= 0) { /* cl [N, P, C] viewed as [N, in..., C] */
+    if (to_last) { /* x [N, C, in...] -> [N, in..., C] */
+      const Type *xt = &g->vals[x].type;
+      int tr = lw_node(&l, OP_TRANSPOSE, &x, 1, 1);
+      if (tr < 0)
+        return false;
+      int64_t perm[MAX_RANK];
+      perm[0] = 0;
+      for (int j = 2; j < xt->rank; j++)
+        perm[j - 1] = j;
+      perm[xt->rank - 1] = 1;
+      ir_attr_ints(g, tr, "perm", perm, xt->rank);
+      if ((src = lw_finish(&l, tr)) < 0)
+        return false;
+    } else if (cl >= 0) { /* cl [N, P, C] viewed as [N, in..., C] */
       const Type *xt = &g->vals[x].type;
       int64_t dims[MAX_RANK];
       dims[0] = xt->dims[0];
@@ -125,7 +148,7 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
     if (im < 0)
       return false;
     window_attrs(g, im, &g->nodes[ci], &wt);
-    if (cl >= 0)
+    if (cl >= 0 || to_last)
       ir_attr_int(g, im, "channels_last", 1);
     rows = lw_finish(&l, im);
   }
