@@ -127,7 +127,7 @@ def main():
          [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="c5", kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
           helper.make_node("Relu", ["t"], ["y"], name="relu")],
          [const("w", [36, 12, 5, 5], -0.1, 0.1), const("b", [36])], [1, 12, 32, 32], ["y"])
-    # 3-D over 8 channels: x transposed to channels last before its rows
+    # 3-D over 8 channels, x transposed to channels last before its rows
     save(out, "conv3d_channels_last",
          [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c3d", kernel_shape=[2, 3, 3], strides=[1, 2, 1],
                            pads=[0, 1, 1, 1, 0, 1])],
