@@ -1350,11 +1350,16 @@ add_test(NAME opset20_encoder_fused COMMAND ${T}/hf/check_fused.sh ${KILN_BIN} $
 # SAME_UPPER, 3-D, a conv read twice, grouped conv and ConvTranspose with
 # BatchNormalization; generated C, the interpreter, and the C with 2 threads.
 foreach(case conv3x3_s2_bn_relu conv1x1_mul_add conv_dilated_pads conv1d_same_upper conv3d conv_two_readers
-        grouped_and_transpose_bn)
+        grouped_and_transpose_bn conv_chain_channels_last conv5x5_large_rows conv3d_channels_last)
   add_test(NAME conv_${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
   add_test(NAME conv_${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
   add_test(NAME conv_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
 endforeach()
+# kiln bench --profile: a row per kernel call's node, FLOP/s against the peak
+add_test(NAME bench_profile_conv COMMAND ${KILN_BIN} bench ${T}/conv/cases/conv_chain_channels_last/model.onnx
+         --runs 5 --profile)
+set_tests_properties(bench_profile_conv PROPERTIES PASS_REGULAR_EXPRESSION
+  "profile: 11 kernel calls' nodes, [0-9.]+ ms a run; FMA peak [0-9.]+ GFLOP/s \\(1 thread\\).*[0-9.]+% +c2/Linear \\(Linear\\).*median_ms=")
 # the real ones (tests/conv/check_real.sh; release only, skipped offline):
 # PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
 if(NOT KILN_SANITIZE)

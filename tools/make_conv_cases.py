@@ -10,7 +10,10 @@ relu epilogue); a 1x1 conv over channels (+ per-channel Mul and Add) at
 batch 2; an asymmetric-pad dilated conv with no bias; SAME_UPPER with an
 odd stride and a 1-D and a 3-D conv; a conv feeding two readers (the
 BatchNormalization after it is then not folded); a grouped conv and a
-ConvTranspose with BatchNormalization (folded, but kept off the GEMM).
+ConvTranspose with BatchNormalization (folded, but kept off the GEMM);
+a chain of convs reading convs (their rows channels last); a 5x5 conv
+whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
+3-D conv over 8 channels (x transposed to channels last first).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -103,6 +106,32 @@ def main():
           bn("bn2", "v", "y")],
          [const("wg", [6, 2, 3, 3], -0.3, 0.3), const("bg", [6]), const("wt", [6, 2, 2, 2], -0.3, 0.3)]
          + bn_inits("bn1", 6) + bn_inits("bn2", 4), [1, 6, 5, 4], ["y"])
+    # convs reading convs, the rows from the GEMM result channels last: 3x3
+    # + Relu -> 3x3 stride 2 asymmetric pads -> 1x1 (its rows that result
+    # itself) -> 1x1 stride 2; the 1x1's output also read by a Relu (its
+    # transpose back kept), batch 2
+    save(out, "conv_chain_channels_last",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+          helper.make_node("Conv", ["ar", "w2", "b2"], ["b"], name="c2", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 0, 0, 1]),
+          helper.make_node("Conv", ["b", "w3", "b3"], ["c"], name="c3"),
+          helper.make_node("Conv", ["c", "w4"], ["y"], name="c4", strides=[2, 2]),
+          helper.make_node("Relu", ["c"], ["z"], name="relu2")],
+         [const("w1", [7, 5, 3, 3], -0.3, 0.3), const("b1", [7]), const("w2", [6, 7, 3, 3], -0.3, 0.3),
+          const("b2", [6]), const("w3", [9, 6, 1, 1], -0.4, 0.4), const("b3", [9]),
+          const("w4", [4, 9, 1, 1], -0.4, 0.4)], [2, 5, 9, 11], ["y", "z"])
+    # rows A [1024, 300] over 1 MiB and a small weight [300, 36] (a full
+    # panel and an edge one): the GEMM walks each row tile over every panel
+    save(out, "conv5x5_large_rows",
+         [helper.make_node("Conv", ["x", "w", "b"], ["t"], name="c5", kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+          helper.make_node("Relu", ["t"], ["y"], name="relu")],
+         [const("w", [36, 12, 5, 5], -0.1, 0.1), const("b", [36])], [1, 12, 32, 32], ["y"])
+    # 3-D over 8 channels, x transposed to channels last before its rows
+    save(out, "conv3d_channels_last",
+         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c3d", kernel_shape=[2, 3, 3], strides=[1, 2, 1],
+                           pads=[0, 1, 1, 1, 0, 1])],
+         [const("w", [5, 8, 2, 3, 3], -0.2, 0.2), const("b", [5])], [1, 8, 3, 5, 4], ["y"])
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@
 
 #include "driver.h"
 #include "info.h"
+#include "../base/c_text.h"
 #include "../frontend/npy.h"
 #include "../ir/ops.h"
 
@@ -62,7 +63,74 @@ static void random_tensor(Arena *a, const Type *t, uint64_t *seed, Tensor *out) 
  * written when their paths are given. With KILN_BENCH_TIMES=FILE in the
  * environment it also writes every run's time (ms), one per line, in run
  * order — for harnesses that pool runs (bench/run.sh). */
-static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t rows) {
+/* --profile: the driver's model_profile_mark (the generated body calls it
+ * after each kernel, emit_api.h), a table per IR node of its name and
+ * FLOPs, the FMA peak of one core (independent chains of vector FMAs,
+ * best of 3 of ~50 ms; bench/peak_fma.c's method) and the report. */
+static void profile_source(Arena *a, Buf *b, const Graph *g, int threads) {
+  buf_printf(b, "#define PROF_N %d\nstatic double prof_last, prof_ms[PROF_N];\n"
+                "void model_profile_mark(int node);\n"
+                "void model_profile_mark(int node) {\n  double t = now_ms();\n"
+                "  prof_ms[node] += t - prof_last;\n  prof_last = t;\n}\n",
+             g->nnodes);
+  buf_puts(b, "static const char *const prof_name[PROF_N] = {\n");
+  for (int i = 0; i < g->nnodes; i++) {
+    const Node *n = &g->nodes[i];
+    buf_printf(b, "  %s,\n", c_text(a, CT_STRING, arena_printf(a, "%s (%s)", n->name, op_table[n->op].name)));
+  }
+  buf_puts(b, "};\nstatic const double prof_flops[PROF_N] = {\n");
+  for (int i = 0; i < g->nnodes; i++)
+    buf_printf(b, "  %.17g,\n", g->nodes[i].dead ? 0.0 : (double)node_flops(g, &g->nodes[i]));
+  buf_puts(b, "};\n\n"
+              "#if defined(__GNUC__)\n"
+              "typedef float prof_v __attribute__((vector_size(64)));\n"
+              "/* iters x 12 independent 16-wide FMAs */\n"
+              "__attribute__((noinline)) static float prof_fma(long iters, float seed) {\n"
+              "  prof_v m, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11; /* named: in registers */\n"
+              "  for (int l = 0; l < 16; l++) {\n    m[l] = 0.999999f;\n"
+              "    c0[l] = c1[l] = c2[l] = c3[l] = c4[l] = c5[l] = seed + (float)l;\n"
+              "    c6[l] = c7[l] = c8[l] = c9[l] = c10[l] = c11[l] = seed - (float)l;\n  }\n"
+              "  for (long i = 0; i < iters; i++) {\n"
+              "    c0 = c0 * m + m, c1 = c1 * m + m, c2 = c2 * m + m, c3 = c3 * m + m;\n"
+              "    c4 = c4 * m + m, c5 = c5 * m + m, c6 = c6 * m + m, c7 = c7 * m + m;\n"
+              "    c8 = c8 * m + m, c9 = c9 * m + m, c10 = c10 * m + m, c11 = c11 * m + m;\n  }\n"
+              "  prof_v s = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;\n"
+              "  float r = 0;\n  for (int l = 0; l < 16; l++) r += s[l];\n"
+              "  return r;\n}\n"
+              "static double prof_peak(void) { /* GFLOP/s of one core */\n"
+              "  long iters = 1 << 16;\n  double best = 0;\n"
+              "  while (iters < (1L << 30)) {\n    double t0 = now_ms();\n"
+              "    volatile float r = prof_fma(iters, 1.0f);\n    (void)r;\n"
+              "    if (now_ms() - t0 > 50) break;\n    iters *= 2;\n  }\n"
+              "  for (int k = 0; k < 3; k++) {\n    double t0 = now_ms();\n"
+              "    volatile float r = prof_fma(iters, 1.0f);\n    (void)r;\n"
+              "    double g = 2.0 * 12 * 16 * (double)iters / ((now_ms() - t0) * 1e6);\n"
+              "    best = g > best ? g : best;\n  }\n  return best;\n}\n"
+              "#else\nstatic double prof_peak(void) { return 0; }\n#endif\n\n");
+  buf_printf(b, "static void prof_report(int runs) {\n"
+                "  double total = 0, peak = prof_peak() * %d;\n"
+                "  int order[PROF_N], n = 0;\n"
+                "  for (int i = 0; i < PROF_N; i++)\n"
+                "    if (prof_ms[i] > 0) {\n      total += prof_ms[i];\n"
+                "      int j = n++;\n"
+                "      for (; j > 0 && prof_ms[order[j - 1]] < prof_ms[i]; j--) order[j] = order[j - 1];\n"
+                "      order[j] = i;\n    }\n"
+                "  printf(\"  profile: %%d kernel calls' nodes, %%.4f ms a run; FMA peak %%.1f GFLOP/s (%d thread%s)\\n\",\n"
+                "         n, total / runs, peak);\n"
+                "  printf(\"  %%10s %%6s %%9s %%6s  %%s\\n\", \"ms a run\", \"share\", \"GFLOP/s\", \"peak\", \"node (op)\");\n"
+                "  for (int k = 0; k < n; k++) {\n    int i = order[k];\n"
+                "    double ms = prof_ms[i] / runs, gf = prof_flops[i] / (ms * 1e6);\n"
+                "    if (prof_flops[i] > 0)\n"
+                "      printf(\"  %%10.4f %%5.1f%%%% %%9.2f %%5.1f%%%%  %%s\\n\", ms, 100 * prof_ms[i] / total, gf,\n"
+                "             peak > 0 ? 100 * gf / peak : 0, prof_name[i]);\n"
+                "    else\n"
+                "      printf(\"  %%10.4f %%5.1f%%%% %%9s %%6s  %%s\\n\", ms, 100 * prof_ms[i] / total, \"-\", \"-\",\n"
+                "             prof_name[i]);\n"
+                "  }\n}\n\n",
+             threads, threads, threads > 1 ? "s" : "");
+}
+
+static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t rows, int profile_threads) {
   Buf b = {0};
   buf_puts(&b, "/* timing driver generated by kiln bench */\n"
                "#define _POSIX_C_SOURCE 200809L\n"
@@ -75,8 +143,10 @@ static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t row
                "  return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;\n}\n\n"
                "static int cmp(const void *x, const void *y) {\n"
                "  double u = *(const double *)x, v = *(const double *)y;\n"
-               "  return (u > v) - (u < v);\n}\n\n"
-               "int main(int argc, char **argv) {\n");
+               "  return (u > v) - (u < v);\n}\n\n");
+  if (profile_threads)
+    profile_source(a, &b, g, profile_threads);
+  buf_puts(&b, "int main(int argc, char **argv) {\n");
   buf_printf(&b, "  (void)load; /* a model may have no inputs */\n"
                  "  if (argc != %d && argc != %d) return 2;\n",
              3 + g->ninputs, 3 + g->ninputs + g->noutputs);
@@ -97,10 +167,11 @@ static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t row
                         (long long)rows);
   }
   buf_printf(&b, "  double *t = calloc((size_t)runs, sizeof *t);\n  if (!t) return 2;\n"
-                 "  for (int i = 0; i < warmup; i++)\n    %s\n"
-                 "  for (int i = 0; i < runs; i++) {\n    double t0 = now_ms();\n    %s\n"
+                 "  for (int i = 0; i < warmup; i++)\n    %s\n%s"
+                 "  for (int i = 0; i < runs; i++) {\n    double t0 = now_ms();\n%s    %s\n"
                  "    t[i] = now_ms() - t0;\n  }\n",
-             call, call);
+             call, profile_threads ? "  memset(prof_ms, 0, sizeof prof_ms);\n" : "",
+             profile_threads ? "    prof_last = t0;\n" : "", call);
   /* a checksum of the float outputs: the result is used, and a glance
    * shows two builds computed the same thing */
   buf_puts(&b, "  double sum = 0;\n");
@@ -125,7 +196,10 @@ static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t row
                "  printf(\"  time (ms): min %.4f  median %.4f  mean %.4f  p90 %.4f  max %.4f\\n\",\n"
                "         t[0], med, total / runs, t[(runs * 9) / 10 < runs ? (runs * 9) / 10 : runs - 1],"
                " t[runs - 1]);\n"
-               "  printf(\"  output checksum: %.9g\\n\", sum);\n"
+               "  printf(\"  output checksum: %.9g\\n\", sum);\n");
+  if (profile_threads)
+    buf_puts(&b, "  prof_report(runs);\n");
+  buf_puts(&b, 
                "  printf(\"median_ms=%.4f min_ms=%.4f runs=%d workspace_bytes=%lld rss_kb=%ld\\n\",\n"
                "         med, t[0], runs, (long long)MODEL_WORKSPACE_SIZE, (long)ru.ru_maxrss);\n");
   for (int i = 0; i < g->ninputs; i++)
@@ -246,7 +320,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   int64_t stored = 0; /* the weights' bytes as the files hold them (bf16, int8: fewer) */
   EmitOptions eo = {.prefix = "model", .source = g->file, .header = "model.h", .isa = o->isa,
                     .threads = o->threads, .gemm = o->gemm, .precision = o->precision, .weights = o->weights,
-                    .unroll_layers = o->unroll_layers,
+                    .unroll_layers = o->unroll_layers, .profile = o->profile,
                     .weight_bytes = &stored};
   const char *extra = driver_extra_flags(a, o->threads, o->gemm);
   const char *cpath = arena_printf(a, "%s/model.c", tmp);
@@ -255,7 +329,7 @@ static bool bench_build_run(Arena *a, Graph *g, const Tensor *in, const char *tm
   double t0 = now_s();
   if (!driver_write_c(g, &eo, cpath, d))
     return false;
-  const char *drv = timer_source(a, g, tmp, o->rows);
+  const char *drv = timer_source(a, g, tmp, o->rows, o->profile ? o->threads : 0);
   if (!write_file_atomic(dpath, drv, strlen(drv), d))
     return false;
   double t1 = now_s();

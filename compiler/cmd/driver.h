@@ -103,6 +103,7 @@ typedef struct BenchOptions {
   const char *const *inputs; /* --input NAME=FILE.pb; inputs not given get random data */
   int ninputs;
   int64_t rows;           /* --rows=N (with --rows-axis): time NAME_run_rows(..., N); 0: NAME_run */
+  bool profile;           /* --profile: each kernel's time, share and GFLOP/s against the FMA peak */
   PipelineOptions pipe;
 } BenchOptions;
 

@@ -144,6 +144,9 @@ static const char *usage_bench =
     "bench options (also --shape, --input NAME=FILE.npy|FILE.pb, --cc, --cflags, --keep):\n"
     "  --runs=N                   timed runs after runs/10 (at least 5) warm-up runs (default 200)\n"
     "  --rows=N                   (with --rows-axis) time NAME_run_rows(..., N): the first N tokens\n"
+    "  --profile                  also time each kernel call (a clock read after each): per IR node\n"
+    "                             its ms a run, share, GFLOP/s and % of the FMA peak (measured by\n"
+    "                             the program: one core's, times --threads), slowest first\n"
     "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
@@ -501,6 +504,8 @@ static void parse_args(int argc, char **argv, Cli *c) {
       c->check.interp = true;
     } else if (!strcmp(argv[i], "--keep")) {
       c->check.keep = true;
+    } else if (!strcmp(argv[i], "--profile")) {
+      c->bench.profile = true;
     } else if (!strcmp(argv[i], "--unroll-layers")) {
       c->check.unroll_layers = true;
     } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {

@@ -61,6 +61,7 @@ typedef struct Emit {
   int threads;        /* --threads: 1 = serial code, no threading at all */
   EmitGemm gemm;      /* --gemm: the packed kernels or cblas_sgemm */
   EmitPrecision precision; /* --precision: bf16 weight GEMMs (gemm_kernel.c) */
+  bool profile;       /* EmitOptions.profile: a PREFIX_profile_mark call after each kernel call */
   bool uses_bf16_dp;  /* a kernel calls vdpbf16ps: the file includes <immintrin.h> */
   bool uses_vnni;     /* a w8a8 kernel (igemm_kernel.c) calls x86 intrinsics: the file
                          includes <immintrin.h> where the C compiler targets them */

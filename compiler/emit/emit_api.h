@@ -63,6 +63,9 @@ typedef struct EmitOptions {
                            (emit_forward.h): the same calls, for diffing and timing */
   int64_t *weight_bytes; /* when set, receives the bytes of the weights the files hold
                             (each array once, in its stored dtype: bf16, int8, packed) */
+  bool profile;         /* kiln bench --profile: after each kernel call the body calls
+                           PREFIX_profile_mark(NODE), NODE the call's IR node index,
+                           a function the program around the model defines */
 } EmitOptions;
 
 struct WeightsBlob;

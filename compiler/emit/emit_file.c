@@ -559,7 +559,7 @@ static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char *
 bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, Diag *d) {
   Arena *a = g->arena;
   Emit e = {.g = g, .prefix = o->prefix, .isa = o->isa, .threads = o->threads > 1 ? o->threads : 1,
-            .gemm = o->gemm, .precision = o->precision};
+            .gemm = o->gemm, .precision = o->precision, .profile = o->profile};
   if (blob && (o->weights == WEIGHTS_BLOB || (o->weights == WEIGHTS_AUTO && const_bytes(g) > EMIT_BLOB_AUTO)))
     e.blob = blob;
   e.refs = arena_alloc(a, sizeof(char *) * (size_t)(g->nvals + 1));
@@ -654,6 +654,9 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 "#include <immintrin.h> /* --quantize=w8a8: vpdpbusd, vpmaddwd */\n#endif\n\n");
   if (e.threads > 1)
     put_parallel_macro(c, g, o->prefix, e.threads);
+  if (e.profile)
+    buf_printf(c, "/* kiln bench --profile: called after each kernel with its IR node's index */\n"
+                  "void %s_profile_mark(int node);\n\n", o->prefix);
   const char *P = emit_upper(a, o->prefix);
   buf_printf(c, "/* every workspace tensor below ends within the workspace */\n"
                 "KILN_STATIC_ASSERT(%s_WORKSPACE_SIZE >= %lld, workspace_size);\n\n", P, (long long)ws_end);

@@ -549,6 +549,8 @@ static void put_call(Emit *e, const KCall *call, const char **arg_name, const ch
   }
   emit_line(e, "%s); /* %s */", line.s, comment);
   buf_free(&line);
+  if (e->profile)
+    emit_line(e, "%s_profile_mark(%d);", e->prefix, (int)(call->node - e->g->nodes));
 }
 
 /* A view's comment line (kernel -1), with the node's origin in front. */

@@ -164,6 +164,12 @@ static int widest_view(int nr) {
 #define GEMM_PREFETCH_MIN_TILES 2
 #endif
 
+/* Rows outside panels (emit_rows_outer) when A has more bytes than
+ * GEMM_A_LARGE (more than a core's share of L2) and B at most GEMM_B_SMALL
+ * (all its panels stay in L2). */
+#define GEMM_A_LARGE (1 << 20)
+#define GEMM_B_SMALL (1 << 19)
+
 /* --precision=bf16: A is rounded to bf16 once per product, into a local
  * array of M x ceil(K/2) words on the calling thread's stack; a product
  * whose A would need more stays f32. */
@@ -195,6 +201,8 @@ typedef struct Geo {
   bool par_panels;   /* --threads: the panels split among the threads */
   bool par_rows;     /* --threads: else the row tiles of each panel */
   bool prefetch;     /* the last row tiles of a full panel prefetch the next panel (bn) */
+  bool a_large;      /* rows outside panels (emit_rows_outer): A is large, B small */
+  int rows_outer;    /* while emit_rows_outer writes a row tile: its rows, else 0 */
 } Geo;
 
 /* Is s a bf16 product (--precision=bf16, an f32 weight, A small enough)? */
@@ -246,6 +254,14 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->par_panels = emit_parallel_worth(e, g->npf + (g->nrem > 0), g->ns);
   g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
   g->prefetch = tiles >= GEMM_PREFETCH_MIN_TILES && !g->widen; /* widening streams the int8 block in order */
+  g->rows_outer = 0;
+  g->a_large = !g->q8 && !g->bf16 && !s->rows && g->nkb == 1 && 4 * s->m * s->k > GEMM_A_LARGE &&
+               4 * s->k * s->n <= GEMM_B_SMALL;
+  if (g->a_large) { /* with threads, the row tiles are split; nothing to prefetch */
+    g->par_rows = g->par_panels || g->par_rows;
+    g->par_panels = false;
+    g->prefetch = false;
+  }
 }
 
 /* B packed into the panels of g: floats, int8 for bq, or words of two
@@ -679,7 +695,10 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "const float *bias_p = bias + %s;", col);
   if (s->residual)
     emit_line(e, "const float *rp = res + %s;", col);
-  emit_panel_rows(e, s, g, pw, valid, pf);
+  if (g->rows_outer) /* one row tile, at i0 */
+    emit_tile(e, s, g, g->rows_outer, pw, valid, false);
+  else
+    emit_panel_rows(e, s, g, pw, valid, pf);
 }
 
 /* Full panel p's pointers and row tiles (in a loop over p). */
@@ -723,6 +742,39 @@ static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
   emit_line(e, "}");
 }
 
+/* A large A by a small B (a convolution's rows, thousands of them, by its
+ * weight): each row tile passes over every panel before the next starts,
+ * so the tile's rows stay in L1 while the panels (all of B, in L2) stream
+ * past, where a panel at a time re-reads all of A from L3 or memory for
+ * each panel. With --threads the row tiles are split among the threads. */
+static void emit_rows_outer(Emit *e, const GemmSpec *s, const Geo *g0) {
+  Geo g = *g0;
+  int64_t lo[2] = {0, g0->m_hi}, hi[2] = {g0->m_hi, s->m};
+  int mr[2] = {g0->mr_hi, g0->mr_lo};
+  for (int t = 0; t < 2; t++) {
+    if (hi[t] <= lo[t])
+      continue;
+    g.rows_outer = mr[t];
+    if (g.par_rows)
+      emit_parallel_for(e, (hi[t] - lo[t]) / mr[t], g.ns * (double)(hi[t] - lo[t]) / (double)s->m);
+    emit_line(e, "for (int i0 = %lld; i0 < %lld; i0 += %d) { /* row tiles of %d, each over every panel */",
+              (long long)lo[t], (long long)hi[t], mr[t], mr[t]);
+    e->indent++;
+    if (g.npf > 0) {
+      emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
+                (long long)g.npf, g.nr, g.nr, g.nr - 1);
+      e->indent++;
+      emit_full_panel(e, s, &g);
+      e->indent--;
+      emit_line(e, "}");
+    }
+    if (g.nrem > 0)
+      emit_edge_panel(e, s, &g, "{");
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 /* The vector path: [the K blocks,] the full panels, the edge panel. */
 static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   int vw = g->vw;
@@ -731,6 +783,10 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (g->bf16)
     emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);
+  if (g->a_large) {
+    emit_rows_outer(e, s, g);
+    return;
+  }
   if (g->nkb > 1) {
     emit_line(e, "for (int k0 = 0; k0 < %lld; k0 += %lld) { /* K in %lld blocks%s */", (long long)g->krows,
               (long long)g->kc, (long long)g->nkb, g->bf16 ? " of bf16 pairs" : "");

@@ -590,6 +590,11 @@ static void emit_rows(Emit *e, const Node *n, const ConvGeom *c, bool copy, int6
   emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ow, ow, (long long)c->out[last], ow);
   if (c->k[last] == 1) {
     emit_line(e, "  yr[%s] += wk[0] * xr[%s];", ow, at);
+  } else if (c->k[last] <= 8) { /* the taps written out: the loop over ow vectorises, no inner loop */
+    emit_line(e, "  %s s = yr[%s];", T, ow);
+    for (int64_t t = 0; t < c->k[last]; t++)
+      emit_line(e, "  s += wk[%lld] * xr[%s + %lld];", (long long)t, at, (long long)(t * c->dil[last]));
+    emit_line(e, "  yr[%s] = s;", ow);
   } else {
     emit_line(e, "  %s s = yr[%s];", T, ow);
     emit_line(e, "  for (int %s = 0; %s < %lld; %s++)", kw, kw, (long long)c->k[last], kw);

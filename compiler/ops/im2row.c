@@ -12,6 +12,11 @@
  * Conv's (kernel_shape, required here, strides, pads, dilations,
  * auto_pad) and the geometry is conv_geom's (convgeom.h); group is 1.
  *
+ * channels_last=1: X is [N, in..., C] (a GEMM's [N, P, C] output, the
+ * previous conv's, read without transposing it back) and the columns run
+ * tap-major, Y[n][p][t·C + c]: each tap's C channels are one contiguous
+ * copy (the conv_gemm pass orders Wᵀ's rows to match).
+ *
  * _emit writes a row per output position: for a 1x1 window with no stride
  * or pad that is a transpose of X's [C, P] planes, walked in blocks of
  * rows; otherwise a loop over the taps whose landing is tested against
@@ -26,7 +31,14 @@
 
 /* The geometry of Im2Row n over X of type x: W's type is [1, C, k...]
  * from kernel_shape. */
-static bool im2row_geom(const Node *n, const Type *x, ConvGeom *c, char *why) {
+static bool im2row_geom(const Node *n, const Type *xin, ConvGeom *c, char *why) {
+  Type xcl = *xin; /* channels_last: X's dims as [N, C, in...] */
+  if (attr_int(n, "channels_last", 0) && xin->rank >= 3) {
+    xcl.dims[1] = xin->dims[xin->rank - 1];
+    for (int j = 2; j < xin->rank; j++)
+      xcl.dims[j] = xin->dims[j - 1];
+  }
+  const Type *x = &xcl;
   const Attr *ks = attr_get(n, "kernel_shape");
   if (!ks || ks->kind != ATTR_INTS || ks->n != x->rank - 2 || x->rank < 3)
     return window_fail(why, "kernel_shape has %d values; expected one per spatial dim of X (rank %d)",
@@ -63,18 +75,20 @@ bool im2row_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   char why[WHY];
   KILN_ASSERT(im2row_geom(n, &in[0].type, &c, why));
   DType dt = in[0].type.dt;
+  bool last = attr_int(n, "channels_last", 0);
   int64_t isz = window_prod(c.in, c.nsp), osz = window_prod(c.out, c.nsp), ksz = window_prod(c.k, c.nsp);
   int64_t o[MAX_RANK], t[MAX_RANK], yi = 0;
   for (int64_t nb = 0; nb < c.batch; nb++)
     for (int64_t p = 0; p < osz; p++) {
       window_unflatten(p, c.out, c.nsp, o);
-      for (int64_t ci = 0; ci < c.cin; ci++)
-        for (int64_t ki = 0; ki < ksz; ki++, yi++) {
-          int64_t xoff;
-          window_unflatten(ki, c.k, c.nsp, t);
-          double v = conv_source(&c, o, t, &xoff) ? el_get_f(dt, in[0].data, (nb * c.cin + ci) * isz + xoff) : 0;
-          el_set_f(dt, out[0].data, yi, v);
-        }
+      for (int64_t i = 0; i < c.cin * ksz; i++, yi++) {
+        int64_t ci = last ? i % c.cin : i / ksz, ki = last ? i / c.cin : i % ksz, xoff;
+        window_unflatten(ki, c.k, c.nsp, t);
+        double v = 0;
+        if (conv_source(&c, o, t, &xoff))
+          v = el_get_f(dt, in[0].data, last ? (nb * isz + xoff) * c.cin + ci : (nb * c.cin + ci) * isz + xoff);
+        el_set_f(dt, out[0].data, yi, v);
+      }
     }
   return true;
 }
@@ -186,6 +200,52 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
   }
 }
 
+/* channels_last: X [N, in..., C]; per window and tap one copy of the C
+ * channels at the landing (or C zeros where it falls outside x). */
+static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
+  Arena *a = e->g->arena;
+  int ns = c->nsp;
+  int64_t ksz = window_prod(c->k, ns), isz = window_prod(c->in, ns), kcols = c->cin * ksz;
+  const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  e->indent++;
+  for (int j = 0; j < ns; j++) {
+    const char *sx = window_dim_sfx(a, ns, j);
+    ov[j] = arena_printf(a, "o%s", sx);
+    kv[j] = arena_printf(a, "k%s", sx);
+    emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
+    e->indent++;
+  }
+  emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
+            (long long)window_prod(c->out, ns), window_flat(a, ns, ov, c->out, false), (long long)kcols);
+  emit_line(e, "const %s *xn = %s + n * %lld;", T, x, (long long)(isz * c->cin));
+  for (int j = 0; j < ns; j++) {
+    emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
+    e->indent++;
+    land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
+    emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
+    if (overhangs(c, j)) {
+      const char *t = arena_printf(a, "(unsigned)%s < %lldu", land[j], (long long)c->in[j]);
+      inside = inside ? arena_printf(a, "%s && %s", inside, t) : t;
+    }
+  }
+  emit_line(e, "%s *dst = r + (%s) * %lld;", T, window_flat(a, ns, kv, c->k, false), (long long)c->cin);
+  const char *copy = arena_printf(a, "memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);",
+                                  window_flat(a, ns, land, c->in, false), (long long)c->cin, T, (long long)c->cin);
+  if (inside) {
+    emit_line(e, "if (%s)", inside);
+    emit_line(e, "  %s", copy);
+    emit_line(e, "else /* in the pads */");
+    emit_line(e, "  memset(dst, 0, sizeof(%s) * %lld);", T, (long long)c->cin);
+  } else {
+    emit_line(e, "%s", copy);
+  }
+  for (int i = 0; i < 2 * ns + 1; i++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 bool im2row_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Value *x = node_in(g, n, 0);
@@ -200,10 +260,16 @@ bool im2row_emit(Emit *e, const Node *n) {
   for (int j = 0; j < c.nsp; j++)
     plain = plain && c.k[j] == 1 && c.stride[j] == 1 && c.pad[j] == 0 && c.out[j] == c.in[j];
   char ts[128], ys[128];
-  emit_line(e, "/* the windows of x %s as rows of y %s: y[n][p][c·K + t] = x[n][c][o·s + t·d - pad], 0 in the pads */",
-            type_str(&x->type, ts, sizeof ts), type_str(&node_out(g, n, 0)->type, ys, sizeof ys));
+  if (attr_int(n, "channels_last", 0))
+    emit_line(e, "/* the windows of x %s (channels last) as rows of y %s: y[n][p][t·C + c] = x[n][o·s + t·d - pad][c], 0 in "
+              "the pads */", type_str(&x->type, ts, sizeof ts), type_str(&node_out(g, n, 0)->type, ys, sizeof ys));
+  else
+    emit_line(e, "/* the windows of x %s as rows of y %s: y[n][p][c·K + t] = x[n][c][o·s + t·d - pad], 0 in the pads */",
+              type_str(&x->type, ts, sizeof ts), type_str(&node_out(g, n, 0)->type, ys, sizeof ys));
   const char *xr = emit_ref(e, n->in[0]), *yr = emit_ref(e, n->out[0]);
-  if (plain)
+  if (attr_int(n, "channels_last", 0))
+    emit_windows_last(e, &c, xr, yr, T);
+  else if (plain)
     emit_transpose(e, &c, xr, yr, T);
   else
     emit_windows(e, &c, xr, yr, T, dt);

@@ -104,10 +104,13 @@ bool softmax_emit(Emit *e, const Node *n) {
   const char *base = row_base_c(g->arena, &r);
   k = r.inner == 1 ? "k" : arena_printf(g->arena, "k * %lld", (long long)r.inner);
   const char *name = n->op == OP_SOFTMAX ? "softmax" : n->op == OP_LOGSOFTMAX ? "softmax_log" : "softmax_hard";
+  /* contiguous rows of at least 16: the max and the sum in 16 lanes */
+  if (n->op == OP_SOFTMAX && r.inner == 1 && r.len >= 16)
+    name = "softmax_lanes";
   /* --threads: rows split among the threads (the template starts with its
    * loop over rows); a max, an exp, a sum and a division per element */
   emit_parallel_for(e, r.outer * r.inner, 6.0 * (double)type_numel(&x->type));
-  emit_tmpl(e, name, "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len),
+  emit_tmpl(e, name, "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len), "BODY", emit_int(e, r.len / 16 * 16),
             "XR", base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
             base ? arena_printf(g->arena, "%s + %s", Y, base) : Y, "K", k, "ZERO",
             emit_double_literal(e, dt, 0), "ONE", emit_double_literal(e, dt, 1), "EXP",
@@ -337,7 +340,7 @@ bool layernorm_emit(Emit *e, const Node *n) {
    * loop over rows); two sums along each row, then the normalisation */
   emit_parallel_for(e, r.outer, 2.5 * (double)(r.outer * r.len));
   emit_tmpl(e, n->nout > 1 ? "layernorm_stats" : "layernorm", "T", r.T, "U", r.U, "ROWS", emit_int(e, r.outer),
-            "LEN", emit_int(e, r.len), "L", emit_int(e, row_sum_lanes(r.len)), "XR", r.XR, "YR", r.YR,
+            "LEN", emit_int(e, r.len), "BODY", emit_int(e, r.len / 16 * 16), "L", emit_int(e, row_sum_lanes(r.len)), "XR", r.XR, "YR", r.YR,
             "ZERO", emit_double_literal(e, r.ut, 0), "N", emit_double_literal(e, r.ut, (double)r.len), "ONE",
             emit_double_literal(e, r.ut, 1), "EPS", emit_double_literal(e, r.ut, attr_float(n, "epsilon", 1e-5)),
             "SQRT", emit_mathfn(e, r.ut, "sqrt"), "Y_K", r.cast ? arena_printf(ar, "(%s)(%s)", r.T, term) : term,
@@ -398,7 +401,7 @@ bool rmsnorm_emit(Emit *e, const Node *n) {
   Arena *ar = g->arena;
   const char *term = arena_printf(ar, "xr[k] * inv_rms * %s%s", r.up, param_elem(e, emit_ref(e, n->in[1]), st, xt, r.a));
   emit_parallel_for(e, r.outer, 1.5 * (double)(r.outer * r.len));
-  emit_tmpl(e, "rmsnorm", "T", r.T, "U", r.U, "ROWS", emit_int(e, r.outer), "LEN", emit_int(e, r.len), "L",
+  emit_tmpl(e, "rmsnorm", "T", r.T, "U", r.U, "ROWS", emit_int(e, r.outer), "LEN", emit_int(e, r.len), "BODY", emit_int(e, r.len / 16 * 16), "L",
             emit_int(e, row_sum_lanes(r.len)), "XR", r.XR, "YR", r.YR, "ZERO", emit_double_literal(e, r.ut, 0), "N",
             emit_double_literal(e, r.ut, (double)r.len), "ONE", emit_double_literal(e, r.ut, 1), "EPS",
             emit_double_literal(e, r.ut, attr_float(n, "epsilon", 1e-5)), "SQRT", emit_mathfn(e, r.ut, "sqrt"),
@@ -457,7 +460,7 @@ bool lpnorm_emit(Emit *e, const Node *n) {
   bool l1 = attr_int(n, "p", 2) == 1;
   const char *xk = arena_printf(ar, "xr[%s]", k);
   emit_parallel_for(e, r.outer * r.inner, 3.0 * (double)type_numel(&x->type));
-  emit_tmpl(e, "lpnorm", "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len),
+  emit_tmpl(e, "lpnorm", "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len), "BODY", emit_int(e, r.len / 16 * 16),
             "XR", base ? arena_printf(ar, "%s + %s", X, base) : X, "YR", base ? arena_printf(ar, "%s + %s", Y, base) : Y,
             "K", k, "ZERO", emit_double_literal(e, dt, 0), "P", l1 ? "1" : "2",
             "TERM", l1 ? arena_printf(ar, "%s(%s)", emit_mathfn(e, dt, "fabs"), xk) : arena_printf(ar, "%s * %s", xk, xk),

@@ -405,6 +405,65 @@ static const char *lowest(DType dt) {
   }
 }
 
+/* emit_max_rows's geometry: a row of y padded to OWP (a multiple of 16)
+ * and x's row split by phase of the stride into S rows of LS elements,
+ * xs[(j + pad) % S][(j + pad) / S] = x[..][j], -INFINITY elsewhere. */
+static void max_rows_geom(const Window *w, int64_t *owp, int64_t *ls) {
+  int64_t s = w->stride[1], reach, row;
+  *owp = (w->out[1] + 15) / 16 * 16;
+  reach = *owp + (w->k[1] - 1) * w->dil[1] / s + 1;
+  row = (w->pad[1] + w->in[1] - 1) / s + 1;
+  *ls = reach > row ? reach : row;
+}
+
+/* f32 2-D MaxPool without indices: each row of x that a window row
+ * reaches is copied, split by the phase of the stride, between -INFINITY
+ * pads, so that tap kw of every window of a row of y is one contiguous
+ * run of that copy; the loop over the row (padded to a multiple of 16) has
+ * constant bounds and no tests, and vectorises. The max is x's over the
+ * taps inside x (a pad never wins: -INFINITY, as the reference starts
+ * from). */
+static void emit_max_rows(Emit *e, const Node *n, const Window *w) {
+  int64_t owp, ls, s = w->stride[1], ih = w->in[0], iw = w->in[1], oh = w->out[0], ow = w->out[1];
+  max_rows_geom(w, &owp, &ls);
+  emit_line(e, "/* y[p][oh][ow] = the max of x[p][oh * %lld + kh * %lld - %lld][ow * %lld + kw * %lld - %lld] over "
+               "the taps kh < %lld, kw < %lld inside x,", (long long)w->stride[0], (long long)w->dil[0],
+            (long long)w->pad[0], (long long)s, (long long)w->dil[1], (long long)w->pad[1],
+            (long long)w->k[0], (long long)w->k[1]);
+  emit_line(e, " * p over the %lld (image, channel) planes; x's rows read between -INFINITY pads, split by the", 
+            (long long)w->planes);
+  emit_line(e, " * phase of the stride: xs[(iw + %lld) %% %lld][(iw + %lld) / %lld] = x[p][ih][iw] */",
+            (long long)w->pad[1], (long long)s, (long long)w->pad[1], (long long)s);
+  emit_line(e, "float xs[%lld][%lld], yb[%lld]; /* yb: a row of y, padded to %lld */", (long long)s, (long long)ls,
+            (long long)owp, (long long)owp);
+  emit_line(e, "for (int j = 0; j < %lld; j++)", (long long)(s * ls));
+  emit_line(e, "  xs[j / %lld][j %% %lld] = -INFINITY;", (long long)ls, (long long)ls);
+  emit_line(e, "for (int p = 0; p < %lld; p++) {", (long long)w->planes);
+  emit_line(e, "  const float *xp = %s + p * %lld;", emit_ref(e, n->in[0]), (long long)(ih * iw));
+  emit_line(e, "  for (int oh = 0; oh < %lld; oh++) {", (long long)oh);
+  emit_line(e, "    for (int ow = 0; ow < %lld; ow++)", (long long)owp);
+  emit_line(e, "      yb[ow] = -INFINITY;");
+  emit_line(e, "    for (int kh = 0; kh < %lld; kh++) {", (long long)w->k[0]);
+  emit_line(e, "      const int ih = oh * %lld + kh * %lld - %lld;", (long long)w->stride[0], (long long)w->dil[0],
+            (long long)w->pad[0]);
+  emit_line(e, "      if ((unsigned)ih >= %lldu)", (long long)ih);
+  emit_line(e, "        continue;");
+  emit_line(e, "      for (int j = 0; j < %lld; j++)", (long long)iw);
+  emit_line(e, "        xs[(j + %lld) %% %lld][(j + %lld) / %lld] = xp[ih * %lld + j];", (long long)w->pad[1],
+            (long long)s, (long long)w->pad[1], (long long)s, (long long)iw);
+  emit_line(e, "      for (int kw = 0; kw < %lld; kw++) {", (long long)w->k[1]);
+  emit_line(e, "        const float *xk = xs[kw * %lld %% %lld] + kw * %lld / %lld;", (long long)w->dil[1],
+            (long long)s, (long long)w->dil[1], (long long)s);
+  emit_line(e, "        for (int ow = 0; ow < %lld; ow++)", (long long)owp);
+  emit_line(e, "          yb[ow] = xk[ow] > yb[ow] ? xk[ow] : yb[ow];");
+  emit_line(e, "      }");
+  emit_line(e, "    }");
+  emit_line(e, "    memcpy(%s + (p * %lld + oh) * %lld, yb, sizeof(float) * %lld);", emit_ref(e, n->out[0]),
+            (long long)oh, (long long)ow, (long long)ow);
+  emit_line(e, "  }");
+  emit_line(e, "}");
+}
+
 static bool emit_window_pool(Emit *e, const Node *n) {
   Graph *g = e->g;
   Arena *a = g->arena;
@@ -422,6 +481,14 @@ static bool emit_window_pool(Emit *e, const Node *n) {
   if (w.planes * osz == 0) {
     emit_line(e, "/* empty output: nothing to compute */");
     return true;
+  }
+  if (maxp && !indices && dt == DT_F32 && ns == 2 && isz > 0) {
+    int64_t owp, ls;
+    max_rows_geom(&w, &owp, &ls);
+    if (ls * w.stride[1] <= 8192) { /* at most 32 KiB of stack */
+      emit_max_rows(e, n, &w);
+      return true;
+    }
   }
   DimC dc[MAX_RANK];
   const char *ov[MAX_RANK], *land[MAX_RANK], *first[MAX_RANK];
