@@ -35,7 +35,8 @@
 # skipped), an oversubscribed --threads 8 where nproc < 8, and 1 and 2
 # threads beside a pinned busy loop, all with -DKILN_ADAPT_PROBE=0
 # (bench/threads.py; README "Thread sweep"), into $KILN_BENCH_DIR/threads.md.
-# Exits 77 (ctest's skip) with a message when torch or the venv is missing.
+# Exits 77 (ctest's skip) with a message when torch or the venv (not needed
+# by --threads-sweep) is missing.
 # Environment: KILN (the kiln binary; default build/kiln), KILN_BENCH_DIR
 # (outputs; default build/bench), KILN_BENCH_VENV (default $KILN_VENV or build/venv, made by tools/venv.sh).
 set -euo pipefail
@@ -74,7 +75,10 @@ kiln=$(cd "$(dirname "$kiln")" && pwd)/$(basename "$kiln")
   skip "Debian's python3-torch / python3-onnx are not installed (tools/setup-debian.sh installs them)"
 [ -x /usr/bin/time ] || skip "/usr/bin/time is missing (Debian package time)"
 mkdir -p "$out"
-py=$(KILN_VENV=$venv bash "$root/tools/venv.sh") || skip "no venv with onnxruntime (see the message above)"
+# the thread sweep times kiln alone: no peers, no venv
+if [ -z "$sweep" ]; then
+  py=$(KILN_VENV=$venv bash "$root/tools/venv.sh") || skip "no venv with onnxruntime (see the message above)"
+fi
 [ ${#contended[@]} = 0 ] || command -v taskset >/dev/null ||
   { echo "bench: --contended needs taskset (Debian package util-linux)" >&2; exit 1; }
 
@@ -95,7 +99,7 @@ peer_install() {
   # shellcheck disable=SC2086 # pkgs is a list
   "$py" -m pip install -q $pkgs || echo "bench: could not install $pkgs; $1 will be skipped"
 }
-for p in ${peers//,/ }; do peer_install "$p"; done
+[ -n "$sweep" ] || for p in ${peers//,/ }; do peer_install "$p"; done
 
 if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
