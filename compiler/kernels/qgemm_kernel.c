@@ -279,15 +279,6 @@ static const char *dot_expr(Emit *e, int vw, const char *u, const char *x, int n
   return r;
 }
 
-/* Q4_K/Q5_K's scale (or min, when min) of sub-block j as a C expression
- * of the 12 packed bytes kk (j a constant: one or two byte reads). */
-static const char *k_scale_expr(Emit *e, int j, bool min) {
-  if (j < 4)
-    return arena_printf(e->g->arena, "(kk[%d] & 63)", min ? j + 4 : j);
-  return min ? arena_printf(e->g->arena, "((kk[%d] >> 4) | (kk[%d] >> 6) << 4)", j + 4, j)
-             : arena_printf(e->g->arena, "((kk[%d] & 15) | (kk[%d] >> 6) << 4)", j + 4, j - 4);
-}
-
 /* One super-block (at q0.. for each row, its scales d0.. and m0..) by
  * X's 256 values at xc, into acc0..: the sub-blocks that share their
  * bytes together, all unrolled here so that the scales' byte offsets and
@@ -302,12 +293,12 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
       int j0 = 2 * jp, j1 = j0 + 1;
       emit_line(e, "{ /* sub-blocks %d and %d */", j0, j1);
       e->indent++;
-      emit_x_vectors(e, vw, "xa", 64 * jp, 32, "xsa");
-      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, "xsb");
+      emit_x_vectors(e, vw, "xa", 64 * jp, 32, NULL);
+      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, NULL);
       for (int r = 0; r < nrows; r++) {
         emit_line(e, "{ /* row %d */", r);
         e->indent++;
-        emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d;", r, r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
+        emit_line(e, "const uint8_t *qq = q%d + %d;", r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
         if (f == BQ_Q5_K)
           emit_line(e, "const uint8_t *qh = q%d + 16;", r);
         for (int h = 0; h < nv; h++) {
@@ -320,12 +311,8 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
             emit_line(e, "const v%di ua%d = b%d & 15, ub%d = b%d >> 4;", vw, h, h, h, h);
           }
         }
-        emit_line(e, "const float da = d%d * (float)%s, db = d%d * (float)%s;", r, k_scale_expr(e, j0, false), r,
-                  k_scale_expr(e, j1, false));
-        emit_line(e, "const float ma = m%d * (float)%s, mb = m%d * (float)%s;", r, k_scale_expr(e, j0, true), r,
-                  k_scale_expr(e, j1, true));
-        emit_line(e, "acc%d += (%s) * da + (%s) * db - (xsa * ma + xsb * mb);", r, dot_expr(e, vw, "ua", "xa", nv),
-                  dot_expr(e, vw, "ub", "xb", nv));
+        emit_line(e, "acc%d += (%s) * sc%d[%d];", r, dot_expr(e, vw, "ua", "xa", nv), r, j0);
+        emit_line(e, "acb%d += (%s) * sc%d[%d];", r, dot_expr(e, vw, "ub", "xb", nv), r, j1);
         e->indent--;
         emit_line(e, "}");
       }
@@ -347,7 +334,6 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
           emit_line(e, "{ /* row %d */", r);
           e->indent++;
           emit_line(e, "const uint8_t *qh = q%d + %d;", r, 128 + 32 * hh + 16 * lh);
-          const char *sum = "";
           for (int kk = 0; kk < 2; kk++)
             emit_line(e, "const uint8_t *ql%d = q%d + %d;", kk, r, 64 * hh + 32 * kk + 16 * lh);
           for (int h = 0; h < nv; h++) {
@@ -360,11 +346,10 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
             }
           }
           for (int k = 0; k < 4; k++) {
-            sum = arena_printf(e->g->arena, "%s%s(%s) * (d%d * (float)(int8_t)q%d[%d])", sum, k ? " + " : "",
-                               dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
-                               r, r, 192 + 8 * hh + 2 * k + lh);
+            emit_line(e, "%s%d += (%s) * sc%d[%d];", k & 1 ? "acb" : "acc", r,
+                      dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
+                      r, 8 * hh + 2 * k + lh);
           }
-          emit_line(e, "acc%d += %s;", r, sum);
           e->indent--;
           emit_line(e, "}");
         }
@@ -393,15 +378,73 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
   }
 }
 
+/* "(kq8i){p<r>[off], .., p<r>[off + 7]}": one vpmovzxbd (vpmovsxbd when
+ * p is int8_t), as bytes_expr */
+static const char *bytes8(Emit *e, const char *p, int r, int off) {
+  Buf b = {0};
+  buf_puts(&b, "(kq8i){");
+  for (int l = 0; l < 8; l++)
+    buf_printf(&b, "%s%s%d[%d]", l ? ", " : "", p, r, off + l);
+  buf_puts(&b, "}");
+  const char *res = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return res;
+}
+
+/* Row r's scales of the super-block at q<r> as floats, sc<r>[j] = d·sc_j
+ * (the reference's d1), unpacked in vectors once a super-block and row;
+ * Q4_K/Q5_K's minima go straight into mn<r> += (dmin·mn_j)·xs_j, the
+ * sub-blocks' sums of X from kxs. The 12 bytes of 6-bit scales and minima
+ * are unpacked four at a time in 32-bit words: every mask and shift stays
+ * within each byte, so the words' byte order does not matter. */
+static void emit_k_scales(Emit *e, BqFormat f, int r) {
+  if (f == BQ_Q6_K) {
+    emit_line(e, "float sc%d[16]; /* d times the 16 int8 scales */", r);
+    emit_line(e, "{");
+    e->indent++;
+    emit_line(e, "const int8_t *ks%d = (const int8_t *)q%d + 192;", r, r);
+    emit_line(e, "const kq8f klo = __builtin_convertvector(%s, kq8f) * d%d;", bytes8(e, "ks", r, 0), r);
+    emit_line(e, "const kq8f khi = __builtin_convertvector(%s, kq8f) * d%d;", bytes8(e, "ks", r, 8), r);
+    emit_line(e, "memcpy(sc%d, &klo, sizeof klo);", r);
+    emit_line(e, "memcpy(sc%d + 8, &khi, sizeof khi);", r);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
+  emit_line(e, "float sc%d[8]; /* d times the 8 six-bit scales */", r);
+  emit_line(e, "{");
+  e->indent++;
+  /* kbN's lane j is the super-block's byte N + j: the 12 bytes of scales
+   * and minima start at 4, so lane j of kb4 is packed byte j, of kb8 byte
+   * j + 4 and of kb0 byte j - 4 */
+  emit_line(e, "const kq8i kb0 = %s, kb4 = %s, kb8 = %s;", bytes8(e, "q", r, 0), bytes8(e, "q", r, 4), bytes8(e, "q", r, 8));
+  emit_line(e, "const kq8i klo = {63, 63, 63, 63, 0, 0, 0, 0}, khi = {0, 0, 0, 0, 15, 15, 15, 15}, "
+               "ktop = {0, 0, 0, 0, 48, 48, 48, 48};");
+  emit_line(e, "const kq8i ksc = (kb4 & klo) | (kb8 & khi) | (kb0 >> 2 & ktop); /* scale j: j < 4 byte j's low 6 bits, "
+               "else byte j + 4's low nibble and byte j - 4's top bits */");
+  emit_line(e, "const kq8i kmn = (kb8 & klo) | (kb8 >> 4 & khi) | (kb4 >> 2 & ktop); /* minimum j: bytes j + 4, j + 4 "
+               "and j */");
+  emit_line(e, "const kq8f ksv = __builtin_convertvector(ksc, kq8f) * d%d;", r);
+  emit_line(e, "memcpy(sc%d, &ksv, sizeof ksv);", r);
+  emit_line(e, "mn%d += __builtin_convertvector(kmn, kq8f) * (kxv * m%d);", r, r);
+  e->indent--;
+  emit_line(e, "}");
+}
+
 /* The K-quants' decode (rows base .. base + nrows - 1 of W by every row
  * of X): a super-block a step, its sub-blocks in turn (Q4_K/Q5_K/Q8_K 8 of
  * 32 values, Q6_K 16 of 16): X's vectors of the sub-block are loaded once
  * for the nrows rows; for each row the sub-block's quants are unpacked in
- * registers, multiplied by them and summed into p, then acc += p·(d·sc)
- * (Q4_K/Q5_K − xs·(dmin·mn), xs the sub-block's sum of X). The 6-bit
- * scales and mins are unpacked in scalar code, once a sub-block and row. */
+ * registers, multiplied by them and summed, then acc += that·(d·sc_j)
+ * (acc and acb take alternate sub-blocks: two chains of fmas). The scales
+ * are unpacked in vectors once a super-block and row (emit_k_scales) and
+ * read back as scalars, which a C compiler folds into the fma (a
+ * broadcast memory operand); Q4_K/Q5_K's minima, Σ_j (dmin·mn_j)·xs_j,
+ * are summed apart in mn, xs_j being the sub-block's sum of X, computed
+ * once for all rows of W (kxs, emit_decode_tiles). */
 static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
   BqFormat f = s->fmt;
+  bool mins = f == BQ_Q4_K || f == BQ_Q5_K;
   int vw = g->vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
@@ -411,13 +454,20 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
   emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent++;
   emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
-  for (int r = 0; r < nrows; r++)
-    emit_line(e, "v%df acc%d = {0};", vw, r);
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "v%df acc%d = {0}, acb%d = {0};", vw, r, r);
+    if (mins)
+      emit_line(e, "kq8f mn%d = {0};", r);
+  }
   emit_line(e, "for (int c = 0; c < %s; c++) { /* super-block c of each row */", ll(e, g->nb));
   e->indent++;
   for (int off = 0; prefetch && off < step; off += 64)
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   emit_line(e, "const float *xc = x + c * 256;");
+  if (mins) {
+    emit_line(e, "kq8f kxv; /* the 8 sub-blocks' sums of X */");
+    emit_line(e, "memcpy(&kxv, kxs + (int64_t)i * %s + c * 8, sizeof kxv);", ll(e, g->nb * 8));
+  }
   for (int r = 0; r < nrows; r++) {
     emit_line(e, "const uint8_t *q%d = w%d + c * %d;", r, r, g->bb);
     if (f == BQ_Q8_K)
@@ -425,8 +475,10 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
     else
       emit_line(e, "const float d%d = kiln_f16_to_f32_fast((uint16_t)(q%d[%d] | q%d[%d] << 8));", r, r,
                 f == BQ_Q6_K ? 208 : 0, r, f == BQ_Q6_K ? 209 : 1);
-    if (f == BQ_Q4_K || f == BQ_Q5_K)
+    if (mins)
       emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
+    if (f != BQ_Q8_K)
+      emit_k_scales(e, f, r);
   }
   emit_k_super_block(e, f, vw, nrows);
   e->indent--;
@@ -434,7 +486,11 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
   for (int r = 0; r < nrows; r++) {
     emit_line(e, "float s%d = 0;", r);
     emit_line(e, "for (int l = 0; l < %d; l++)", vw);
-    emit_line(e, "  s%d += acc%d[l];", r, r);
+    emit_line(e, "  s%d += acc%d[l] + acb%d[l];", r, r, r);
+    if (mins) {
+      emit_line(e, "for (int l = 0; l < 8; l++)");
+      emit_line(e, "  s%d -= mn%d[l];", r, r);
+    }
     emit_line(e, "y[(int64_t)i * %s + %s + %d] = s%d%s;", ll(e, s->n), base, r, r,
               s->bias ? arena_printf(e->g->arena, " + bias[%s + %d]", base, r) : "");
   }
@@ -629,6 +685,10 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K && (s->m < QG_PREFILL_MIN_ROWS || s->rows)) { /* a super-block's scales */
+    emit_line(e, "typedef float kq8f __attribute__((vector_size(32)));");
+    emit_line(e, "typedef int kq8i __attribute__((vector_size(32)));");
+  }
   if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
     /* a prefill chunk holding few real tokens: dequantizing all of W into
      * panels would cost more than reading it once per row */
@@ -652,6 +712,18 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
 
 /* Decode: W's rows QG_R at a time (split among threads), then the rest. */
 static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
+  if (s->fmt == BQ_Q4_K || s->fmt == BQ_Q5_K) { /* the minima's Σx, once for all rows of W */
+    int64_t rows = s->m < QG_PREFILL_MIN_ROWS ? s->m : QG_PREFILL_MIN_ROWS - 1, nsb = s->k / 32;
+    emit_line(e, "float kxs[%s]; /* [%s][%s]: each 32-value sub-block's sum of X */", ll(e, rows * nsb), ll(e, rows),
+              ll(e, nsb));
+    emit_line(e, "for (int i = 0; i < %s; i++)", rows_bound(e, s));
+    emit_line(e, "  for (int j = 0; j < %s; j++) {", ll(e, nsb));
+    emit_line(e, "    float xsj = 0;");
+    emit_line(e, "    for (int l = 0; l < 32; l++)");
+    emit_line(e, "      xsj += a[(int64_t)i * %s + j * 32 + l];", ll(e, s->k));
+    emit_line(e, "    kxs[(int64_t)i * %s + j] = xsj;", ll(e, nsb));
+    emit_line(e, "  }");
+  }
   if (g->nt > 0) {
     emit_parallel_for(e, g->nt, g->ns);
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
