@@ -49,7 +49,15 @@
  * file is compiled. The plain C loops over the reference block
  * dequantization run under -DKILN_GEMM_SCALAR, a compiler without
  * __builtin_convertvector, or one not targeting avx2/avx512's width.
- * --isa does not change the layout or the arithmetic of a width.
+ * --isa does not change the layout or the arithmetic of a width. gcc
+ * tuned for recent Intel CPUs would split the 16-wide vectors (256-bit
+ * preference, 3-9x slower): the generated file asks for 512 (emit_file.c,
+ * DESIGN.md "Vector width under gcc").
+ *
+ * K-quants (decode). A super-block a step; its scales unpacked in vectors
+ * once per row of W (emit_k_scales) and read back as scalars by the fmas;
+ * Q4_K/Q5_K's minima as Σ_j (dmin·mn_j)·xs_j against the sub-blocks' sums
+ * of X, computed once per call (kxs).
  *
  * Threads. The tiles of W's rows (output columns) are independent: one
  * loop over them, split among the threads by emit_parallel_for; each
@@ -180,7 +188,7 @@ static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
 static int qs_offset(BqFormat fmt) { return fmt == BQ_Q4_0 ? 2 : fmt == BQ_Q4_1 ? 4 : fmt == BQ_Q5_0 ? 6 : 8; }
 
 /* A Q4/Q5 block at q (32 values, the nibbles of 16 bytes): declares the
- * int vectors q0.. of its bytes (and Q5's fifth bits hl0.., hh0..) and
+ * int vectors q0.. of its bytes (and Q5's fifth bits h5_0.., bit 4 of each lane) and
  * sets lo[h], hi[h] to the expressions of the quants of values h·vw.. and
  * 16 + h·vw.. (minus 8 or 16 for Q4_0 and Q5_0). */
 static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const char **hi) {
@@ -190,19 +198,21 @@ static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const c
     int o = off - 4;
     emit_line(e, "const uint32_t qh = (uint32_t)q[%d] | (uint32_t)q[%d] << 8 | (uint32_t)q[%d] << 16 | "
                  "(uint32_t)q[%d] << 24;", o, o + 1, o + 2, o + 3);
-    Buf b = {0};
-    for (int l = 0; l < vw; l++)
-      buf_printf(&b, "%s%d", l ? ", " : "", l);
-    emit_line(e, "const v%di sl = {%s}; /* each lane's bit of qh */", vw, b.s);
-    buf_free(&b);
+    emit_line(e, "const v%du qhv = (v%du){0} + qh;", vw, vw);
+    for (int h = 0; h < 32 / vw; h++) { /* bit j of qh to bit 4 of lane j - h·vw: to the top, then down 27 (bits
+                                            j - 4 .. j - 1 land below it: masked off where it is used) */
+      Buf b = {0};
+      for (int l = 0; l < vw; l++)
+        buf_printf(&b, "%s%d", l ? ", " : "", 31 - h * vw - l);
+      emit_line(e, "const v%di h5_%d = (v%di)((qhv << (v%du){%s}) >> 27);", vw, h, vw, vw, b.s);
+      buf_free(&b);
+    }
   }
   for (int h = 0; h < 16 / vw; h++) {
     emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
     if (bq_is_q5(fmt)) {
-      emit_line(e, "const v%di hl%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, h * vw);
-      emit_line(e, "const v%di hh%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, 16 + h * vw);
-      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | hl%d)%s)", h, h, sub);
-      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | hh%d)%s)", h, h, sub);
+      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | (h5_%d & 16))%s)", h, h, sub);
+      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | (h5_%d & 16))%s)", h, h + 16 / vw, sub);
     } else {
       lo[h] = arena_printf(e->g->arena, "((q%d & 15)%s)", h, sub);
       hi[h] = arena_printf(e->g->arena, "((q%d >> 4)%s)", h, sub);
@@ -340,9 +350,11 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
             emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
             for (int kk = 0; kk < 2; kk++) {
               emit_line(e, "const v%di l%d_%d = %s;", vw, kk, h, bytes_expr(e, vw, arena_printf(e->g->arena, "ql%d", kk), h * vw));
-              emit_line(e, "const v%di u%d_%d = ((l%d_%d & 15) | (c%d >> %d & 3) << 4) - 32;", vw, kk, h, kk, h, h, 2 * kk);
-              emit_line(e, "const v%di u%d_%d = ((l%d_%d >> 4) | (c%d >> %d & 3) << 4) - 32;", vw, kk + 2, h, kk, h, h,
-                        2 * (kk + 2));
+              /* ql's nibble and qh's two bits (2k, 2k + 1) as bits 4 and 5; the
+               * offset 32 is taken off in the sum (emit_k_scales) */
+              emit_line(e, "const v%di u%d_%d = (l%d_%d & 15) | (c%d << %d & 48);", vw, kk, h, kk, h, h, 4 - 2 * kk);
+              emit_line(e, "const v%di u%d_%d = (l%d_%d >> 4) | (c%d%s & 48);", vw, kk + 2, h, kk, h, h,
+                        kk ? " >> 2" : "");
             }
           }
           for (int k = 0; k < 4; k++) {
@@ -407,6 +419,7 @@ static void emit_k_scales(Emit *e, BqFormat f, int r) {
     emit_line(e, "const kq8f khi = __builtin_convertvector(%s, kq8f) * d%d;", bytes8(e, "ks", r, 8), r);
     emit_line(e, "memcpy(sc%d, &klo, sizeof klo);", r);
     emit_line(e, "memcpy(sc%d + 8, &khi, sizeof khi);", r);
+    emit_line(e, "mn%d += klo * kxv + khi * kxw; /* the quants' offset 32 times Σx, by scale */", r);
     e->indent--;
     emit_line(e, "}");
     return;
@@ -444,7 +457,7 @@ static void emit_k_scales(Emit *e, BqFormat f, int r) {
  * once for all rows of W (kxs, emit_decode_tiles). */
 static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
   BqFormat f = s->fmt;
-  bool mins = f == BQ_Q4_K || f == BQ_Q5_K;
+  bool mins = f != BQ_Q8_K; /* Q4_K/Q5_K's minima, Q6_K's offset 32 */
   int vw = g->vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
@@ -465,8 +478,11 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   emit_line(e, "const float *xc = x + c * 256;");
   if (mins) {
-    emit_line(e, "kq8f kxv; /* the 8 sub-blocks' sums of X */");
-    emit_line(e, "memcpy(&kxv, kxs + (int64_t)i * %s + c * 8, sizeof kxv);", ll(e, g->nb * 8));
+    int nsub = f == BQ_Q6_K ? 16 : 8;
+    emit_line(e, "kq8f kxv%s; /* the %d sub-blocks' sums of X */", f == BQ_Q6_K ? ", kxw" : "", nsub);
+    emit_line(e, "memcpy(&kxv, kxs + (int64_t)i * %s + c * %d, sizeof kxv);", ll(e, g->nb * nsub), nsub);
+    if (f == BQ_Q6_K)
+      emit_line(e, "memcpy(&kxw, kxs + (int64_t)i * %s + c * 16 + 8, sizeof kxw);", ll(e, g->nb * nsub));
   }
   for (int r = 0; r < nrows; r++) {
     emit_line(e, "const uint8_t *q%d = w%d + c * %d;", r, r, g->bb);
@@ -475,7 +491,7 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
     else
       emit_line(e, "const float d%d = kiln_f16_to_f32_fast((uint16_t)(q%d[%d] | q%d[%d] << 8));", r, r,
                 f == BQ_Q6_K ? 208 : 0, r, f == BQ_Q6_K ? 209 : 1);
-    if (mins)
+    if (f == BQ_Q4_K || f == BQ_Q5_K)
       emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
     if (f != BQ_Q8_K)
       emit_k_scales(e, f, r);
@@ -489,7 +505,7 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
     emit_line(e, "  s%d += acc%d[l] + acb%d[l];", r, r, r);
     if (mins) {
       emit_line(e, "for (int l = 0; l < 8; l++)");
-      emit_line(e, "  s%d -= mn%d[l];", r, r);
+      emit_line(e, "  s%d -= %smn%d[l];", r, f == BQ_Q6_K ? "32 * " : "", r);
     }
     emit_line(e, "y[(int64_t)i * %s + %s + %d] = s%d%s;", ll(e, s->n), base, r, r,
               s->bias ? arena_printf(e->g->arena, " + bias[%s + %d]", base, r) : "");
@@ -685,6 +701,8 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (bq_is_q5(s->fmt)) /* the fifth bits */
+    emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K && (s->m < QG_PREFILL_MIN_ROWS || s->rows)) { /* a super-block's scales */
     emit_line(e, "typedef float kq8f __attribute__((vector_size(32)));");
     emit_line(e, "typedef int kq8i __attribute__((vector_size(32)));");
@@ -712,15 +730,16 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
 
 /* Decode: W's rows QG_R at a time (split among threads), then the rest. */
 static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
-  if (s->fmt == BQ_Q4_K || s->fmt == BQ_Q5_K) { /* the minima's Σx, once for all rows of W */
-    int64_t rows = s->m < QG_PREFILL_MIN_ROWS ? s->m : QG_PREFILL_MIN_ROWS - 1, nsb = s->k / 32;
-    emit_line(e, "float kxs[%s]; /* [%s][%s]: each 32-value sub-block's sum of X */", ll(e, rows * nsb), ll(e, rows),
-              ll(e, nsb));
+  if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K) { /* the minima's (Q6_K: the offset's) Σx, once for all rows of W */
+    int sub = s->fmt == BQ_Q6_K ? 16 : 32;
+    int64_t rows = s->m < QG_PREFILL_MIN_ROWS ? s->m : QG_PREFILL_MIN_ROWS - 1, nsb = s->k / sub;
+    emit_line(e, "float kxs[%s]; /* [%s][%s]: each %d-value sub-block's sum of X */", ll(e, rows * nsb), ll(e, rows),
+              ll(e, nsb), sub);
     emit_line(e, "for (int i = 0; i < %s; i++)", rows_bound(e, s));
     emit_line(e, "  for (int j = 0; j < %s; j++) {", ll(e, nsb));
     emit_line(e, "    float xsj = 0;");
-    emit_line(e, "    for (int l = 0; l < 32; l++)");
-    emit_line(e, "      xsj += a[(int64_t)i * %s + j * 32 + l];", ll(e, s->k));
+    emit_line(e, "    for (int l = 0; l < %d; l++)", sub);
+    emit_line(e, "      xsj += a[(int64_t)i * %s + j * %d + l];", ll(e, s->k), sub);
     emit_line(e, "    kxs[(int64_t)i * %s + j] = xsj;", ll(e, nsb));
     emit_line(e, "  }");
   }
