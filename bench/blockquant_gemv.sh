@@ -5,9 +5,9 @@
 # of SmolLM2-135M's shapes, 576 -> 1536 and 1536 -> 576 (its FFN, Q4_1)
 # and 576 -> 49152 (the tied output projection, Q8_0); then decode's GEMV
 # of Gemma 3 270M's largest matrix, its tied output projection 640 ->
-# 262144, in the file's Q8_0 and in Q5_0, and in each K-quant (Q4_K, Q5_K,
-# Q6_K) with K = 768, the nearest whole number of 256-value super-blocks
-# (640 is none: llama.cpp writes Q5_0/Q8_0 there). Each row is one
+# 262144, in the file's Q8_0 and in Q5_0 and Q5_1, and in each K-quant
+# (Q4_K, Q5_K, Q6_K, Q8_K) with K = 768, the nearest whole number of
+# 256-value super-blocks (640 is none: llama.cpp writes Q5_0/Q8_0 there). Each row is one
 # model compiled by kiln (further arguments go to kiln compile: --threads
 # N) and built -O2 -march=native -ffp-contract=fast; a harness times its
 # run function, the best of 30 batches (the weight as warm as the caches
@@ -21,9 +21,11 @@
 #
 #   bash bench/blockquant_gemv.sh [KILN [--threads N]]
 #   BQ_ROWS=gemma bash bench/blockquant_gemv.sh    (only the Gemma 3 rows)
-#   BQ_CFLAGS="-O2 -march=native -mprefer-vector-width=512 -ffp-contract=fast" bash ...
-#       (gcc's flags; on Intel CPUs whose -march=native prefers 256-bit
-#       vectors, the 16-wide kernels are several times faster with this)
+#   BQ_CFLAGS="-O2 -march=native -DKILN_PREFER_256 -ffp-contract=fast" bash ...
+#       (the C compiler's flags; the generated C asks gcc for 512-bit
+#       vectors where it targets AVX-512, -DKILN_PREFER_256 leaves gcc's
+#       own choice, 256 on recent Intel CPUs: the 16-wide kernels run
+#       several times slower)
 #
 # Needs numpy (build/venv or $PYTHON) to write the models.
 set -eu
@@ -39,22 +41,26 @@ import os, sys
 import numpy as np
 out = sys.argv[1]
 rng = np.random.default_rng(1)
-BB = {"q8_0": 34, "q4_1": 20, "q5_0": 22, "q4_k": 144, "q5_k": 176, "q6_k": 210}
+BB = {"q8_0": 34, "q4_1": 20, "q5_0": 22, "q5_1": 24, "q4_k": 144, "q5_k": 176, "q6_k": 210, "q8_k": 292}
 def blocks(fmt, n, k):
     bv = 256 if fmt.endswith("_k") else 32
     nb = k // bv
     raw = rng.integers(0, 256, (n, nb, BB[fmt]), dtype=np.uint8)
     dpos = 208 if fmt == "q6_k" else 0
     raw[:, :, dpos:dpos + 2] = np.full((n, nb), 0.001, np.float16).view(np.uint8).reshape(n, nb, 2)
-    if fmt in ("q4_1", "q4_k", "q5_k"):
-        raw[:, :, 2:4] = np.full((n, nb), -0.05 if fmt == "q4_1" else 0.001, np.float16).view(np.uint8).reshape(n, nb, 2)
+    if fmt in ("q4_1", "q5_1", "q4_k", "q5_k"):
+        raw[:, :, 2:4] = np.full((n, nb), -0.05 if fmt.endswith("_1") else 0.001, np.float16).view(np.uint8).reshape(n, nb, 2)
+    if fmt == "q8_k":  # an f32 d
+        raw[:, :, 0:4] = np.full((n, nb), 0.001, np.float32).view(np.uint8).reshape(n, nb, 4)
     return raw.reshape(n, nb * BB[fmt])
 rows = [(m, fmt, k, n) for m in (1, 64)
         for fmt, k, n in (("q4_1", 576, 1536), ("q4_1", 1536, 576), ("q8_0", 576, 1536), ("q8_0", 576, 49152),
                           ("f32", 576, 1536), ("f32", 1536, 576), ("f32", 576, 49152))]
-rows += [(1, fmt, k, 262144) for fmt, k in (("q8_0", 640), ("q5_0", 640), ("q4_k", 768), ("q5_k", 768), ("q6_k", 768))]
+gemma = [(1, fmt, k, 262144) for fmt, k in (("q8_0", 640), ("q5_0", 640), ("q5_1", 640), ("q4_k", 768),
+                                             ("q5_k", 768), ("q6_k", 768), ("q8_k", 768))]
+rows += gemma
 if os.environ.get("BQ_ROWS") == "gemma":  # only Gemma 3's output projection
-    rows = rows[-5:]
+    rows = gemma
 for m, fmt, k, n in rows:
     name = f"{fmt}_{k}x{n}_m{m}"
     if fmt == "f32":

@@ -107,7 +107,8 @@ def kiln_round(prog, res, log):
 
 def llama_bench(lb, gguf, threads, args, log):
     """llama-bench's jsonl records for one invocation, and its peak RSS."""
-    out, _, kib = run_timed([lb, "-m", gguf, "-t", str(threads), "-o", "jsonl"] + args, log)
+    extra = os.environ.get("KILN_LLAMA_ARGS", "").split()  # e.g. --repack 0 (bench/decode.sh)
+    out, _, kib = run_timed([lb, "-m", gguf, "-t", str(threads), "-o", "jsonl"] + args + extra, log)
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")], kib
 
 

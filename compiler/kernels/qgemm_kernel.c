@@ -49,7 +49,15 @@
  * file is compiled. The plain C loops over the reference block
  * dequantization run under -DKILN_GEMM_SCALAR, a compiler without
  * __builtin_convertvector, or one not targeting avx2/avx512's width.
- * --isa does not change the layout or the arithmetic of a width.
+ * --isa does not change the layout or the arithmetic of a width. gcc
+ * tuned for recent Intel CPUs would split the 16-wide vectors (256-bit
+ * preference, 3-9x slower): the generated file asks for 512 (emit_file.c,
+ * DESIGN.md "Vector width under gcc").
+ *
+ * K-quants (decode). A super-block a step; its scales unpacked in vectors
+ * once per row of W (emit_k_scales) and read back as scalars by the fmas;
+ * Q4_K/Q5_K's minima as Σ_j (dmin·mn_j)·xs_j against the sub-blocks' sums
+ * of X, computed once per call (kxs).
  *
  * Threads. The tiles of W's rows (output columns) are independent: one
  * loop over them, split among the threads by emit_parallel_for; each
@@ -180,7 +188,7 @@ static const char *bytes_expr(Emit *e, int vw, const char *p, int off) {
 static int qs_offset(BqFormat fmt) { return fmt == BQ_Q4_0 ? 2 : fmt == BQ_Q4_1 ? 4 : fmt == BQ_Q5_0 ? 6 : 8; }
 
 /* A Q4/Q5 block at q (32 values, the nibbles of 16 bytes): declares the
- * int vectors q0.. of its bytes (and Q5's fifth bits hl0.., hh0..) and
+ * int vectors q0.. of its bytes (and Q5's fifth bits h5_0.., bit 4 of each lane) and
  * sets lo[h], hi[h] to the expressions of the quants of values h·vw.. and
  * 16 + h·vw.. (minus 8 or 16 for Q4_0 and Q5_0). */
 static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const char **hi) {
@@ -190,19 +198,21 @@ static void emit_nibbles(Emit *e, BqFormat fmt, int vw, const char **lo, const c
     int o = off - 4;
     emit_line(e, "const uint32_t qh = (uint32_t)q[%d] | (uint32_t)q[%d] << 8 | (uint32_t)q[%d] << 16 | "
                  "(uint32_t)q[%d] << 24;", o, o + 1, o + 2, o + 3);
-    Buf b = {0};
-    for (int l = 0; l < vw; l++)
-      buf_printf(&b, "%s%d", l ? ", " : "", l);
-    emit_line(e, "const v%di sl = {%s}; /* each lane's bit of qh */", vw, b.s);
-    buf_free(&b);
+    emit_line(e, "const v%du qhv = (v%du){0} + qh;", vw, vw);
+    for (int h = 0; h < 32 / vw; h++) { /* bit j of qh to bit 4 of lane j - h·vw: to the top, then down 27 (bits
+                                            j - 4 .. j - 1 land below it: masked off where it is used) */
+      Buf b = {0};
+      for (int l = 0; l < vw; l++)
+        buf_printf(&b, "%s%d", l ? ", " : "", 31 - h * vw - l);
+      emit_line(e, "const v%di h5_%d = (v%di)((qhv << (v%du){%s}) >> 27);", vw, h, vw, vw, b.s);
+      buf_free(&b);
+    }
   }
   for (int h = 0; h < 16 / vw; h++) {
     emit_line(e, "const v%di q%d = %s;", vw, h, bytes_expr(e, vw, "q", off + h * vw));
     if (bq_is_q5(fmt)) {
-      emit_line(e, "const v%di hl%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, h * vw);
-      emit_line(e, "const v%di hh%d = (((v%di){0} + (int)(qh >> %d)) >> sl & 1) << 4;", vw, h, vw, 16 + h * vw);
-      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | hl%d)%s)", h, h, sub);
-      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | hh%d)%s)", h, h, sub);
+      lo[h] = arena_printf(e->g->arena, "(((q%d & 15) | (h5_%d & 16))%s)", h, h, sub);
+      hi[h] = arena_printf(e->g->arena, "(((q%d >> 4) | (h5_%d & 16))%s)", h, h + 16 / vw, sub);
     } else {
       lo[h] = arena_printf(e->g->arena, "((q%d & 15)%s)", h, sub);
       hi[h] = arena_printf(e->g->arena, "((q%d >> 4)%s)", h, sub);
@@ -279,15 +289,6 @@ static const char *dot_expr(Emit *e, int vw, const char *u, const char *x, int n
   return r;
 }
 
-/* Q4_K/Q5_K's scale (or min, when min) of sub-block j as a C expression
- * of the 12 packed bytes kk (j a constant: one or two byte reads). */
-static const char *k_scale_expr(Emit *e, int j, bool min) {
-  if (j < 4)
-    return arena_printf(e->g->arena, "(kk[%d] & 63)", min ? j + 4 : j);
-  return min ? arena_printf(e->g->arena, "((kk[%d] >> 4) | (kk[%d] >> 6) << 4)", j + 4, j)
-             : arena_printf(e->g->arena, "((kk[%d] & 15) | (kk[%d] >> 6) << 4)", j + 4, j - 4);
-}
-
 /* One super-block (at q0.. for each row, its scales d0.. and m0..) by
  * X's 256 values at xc, into acc0..: the sub-blocks that share their
  * bytes together, all unrolled here so that the scales' byte offsets and
@@ -302,12 +303,12 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
       int j0 = 2 * jp, j1 = j0 + 1;
       emit_line(e, "{ /* sub-blocks %d and %d */", j0, j1);
       e->indent++;
-      emit_x_vectors(e, vw, "xa", 64 * jp, 32, "xsa");
-      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, "xsb");
+      emit_x_vectors(e, vw, "xa", 64 * jp, 32, NULL);
+      emit_x_vectors(e, vw, "xb", 64 * jp + 32, 32, NULL);
       for (int r = 0; r < nrows; r++) {
         emit_line(e, "{ /* row %d */", r);
         e->indent++;
-        emit_line(e, "const uint8_t *kk = q%d + 4, *qq = q%d + %d;", r, r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
+        emit_line(e, "const uint8_t *qq = q%d + %d;", r, (f == BQ_Q5_K ? 48 : 16) + 32 * jp);
         if (f == BQ_Q5_K)
           emit_line(e, "const uint8_t *qh = q%d + 16;", r);
         for (int h = 0; h < nv; h++) {
@@ -320,12 +321,8 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
             emit_line(e, "const v%di ua%d = b%d & 15, ub%d = b%d >> 4;", vw, h, h, h, h);
           }
         }
-        emit_line(e, "const float da = d%d * (float)%s, db = d%d * (float)%s;", r, k_scale_expr(e, j0, false), r,
-                  k_scale_expr(e, j1, false));
-        emit_line(e, "const float ma = m%d * (float)%s, mb = m%d * (float)%s;", r, k_scale_expr(e, j0, true), r,
-                  k_scale_expr(e, j1, true));
-        emit_line(e, "acc%d += (%s) * da + (%s) * db - (xsa * ma + xsb * mb);", r, dot_expr(e, vw, "ua", "xa", nv),
-                  dot_expr(e, vw, "ub", "xb", nv));
+        emit_line(e, "acc%d += (%s) * sc%d[%d];", r, dot_expr(e, vw, "ua", "xa", nv), r, j0);
+        emit_line(e, "acb%d += (%s) * sc%d[%d];", r, dot_expr(e, vw, "ub", "xb", nv), r, j1);
         e->indent--;
         emit_line(e, "}");
       }
@@ -347,24 +344,24 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
           emit_line(e, "{ /* row %d */", r);
           e->indent++;
           emit_line(e, "const uint8_t *qh = q%d + %d;", r, 128 + 32 * hh + 16 * lh);
-          const char *sum = "";
           for (int kk = 0; kk < 2; kk++)
             emit_line(e, "const uint8_t *ql%d = q%d + %d;", kk, r, 64 * hh + 32 * kk + 16 * lh);
           for (int h = 0; h < nv; h++) {
             emit_line(e, "const v%di c%d = %s;", vw, h, bytes_expr(e, vw, "qh", h * vw));
             for (int kk = 0; kk < 2; kk++) {
               emit_line(e, "const v%di l%d_%d = %s;", vw, kk, h, bytes_expr(e, vw, arena_printf(e->g->arena, "ql%d", kk), h * vw));
-              emit_line(e, "const v%di u%d_%d = ((l%d_%d & 15) | (c%d >> %d & 3) << 4) - 32;", vw, kk, h, kk, h, h, 2 * kk);
-              emit_line(e, "const v%di u%d_%d = ((l%d_%d >> 4) | (c%d >> %d & 3) << 4) - 32;", vw, kk + 2, h, kk, h, h,
-                        2 * (kk + 2));
+              /* ql's nibble and qh's two bits (2k, 2k + 1) as bits 4 and 5; the
+               * offset 32 is taken off in the sum (emit_k_scales) */
+              emit_line(e, "const v%di u%d_%d = (l%d_%d & 15) | (c%d << %d & 48);", vw, kk, h, kk, h, h, 4 - 2 * kk);
+              emit_line(e, "const v%di u%d_%d = (l%d_%d >> 4) | (c%d%s & 48);", vw, kk + 2, h, kk, h, h,
+                        kk ? " >> 2" : "");
             }
           }
           for (int k = 0; k < 4; k++) {
-            sum = arena_printf(e->g->arena, "%s%s(%s) * (d%d * (float)(int8_t)q%d[%d])", sum, k ? " + " : "",
-                               dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
-                               r, r, 192 + 8 * hh + 2 * k + lh);
+            emit_line(e, "%s%d += (%s) * sc%d[%d];", k & 1 ? "acb" : "acc", r,
+                      dot_expr(e, vw, arena_printf(e->g->arena, "u%d_", k), arena_printf(e->g->arena, "x%d_", k), nv),
+                      r, 8 * hh + 2 * k + lh);
           }
-          emit_line(e, "acc%d += %s;", r, sum);
           e->indent--;
           emit_line(e, "}");
         }
@@ -393,15 +390,74 @@ static void emit_k_super_block(Emit *e, BqFormat f, int vw, int nrows) {
   }
 }
 
+/* "(kq8i){p<r>[off], .., p<r>[off + 7]}": one vpmovzxbd (vpmovsxbd when
+ * p is int8_t), as bytes_expr */
+static const char *bytes8(Emit *e, const char *p, int r, int off) {
+  Buf b = {0};
+  buf_puts(&b, "(kq8i){");
+  for (int l = 0; l < 8; l++)
+    buf_printf(&b, "%s%s%d[%d]", l ? ", " : "", p, r, off + l);
+  buf_puts(&b, "}");
+  const char *res = arena_strdup(e->g->arena, b.s);
+  buf_free(&b);
+  return res;
+}
+
+/* Row r's scales of the super-block at q<r> as floats, sc<r>[j] = d·sc_j
+ * (the reference's d1), unpacked in vectors once a super-block and row;
+ * Q4_K/Q5_K's minima go straight into mn<r> += (dmin·mn_j)·xs_j, the
+ * sub-blocks' sums of X from kxs. The 12 bytes of 6-bit scales and minima
+ * are unpacked four at a time in 32-bit words: every mask and shift stays
+ * within each byte, so the words' byte order does not matter. */
+static void emit_k_scales(Emit *e, BqFormat f, int r) {
+  if (f == BQ_Q6_K) {
+    emit_line(e, "float sc%d[16]; /* d times the 16 int8 scales */", r);
+    emit_line(e, "{");
+    e->indent++;
+    emit_line(e, "const int8_t *ks%d = (const int8_t *)q%d + 192;", r, r);
+    emit_line(e, "const kq8f klo = __builtin_convertvector(%s, kq8f) * d%d;", bytes8(e, "ks", r, 0), r);
+    emit_line(e, "const kq8f khi = __builtin_convertvector(%s, kq8f) * d%d;", bytes8(e, "ks", r, 8), r);
+    emit_line(e, "memcpy(sc%d, &klo, sizeof klo);", r);
+    emit_line(e, "memcpy(sc%d + 8, &khi, sizeof khi);", r);
+    emit_line(e, "mn%d += klo * kxv + khi * kxw; /* the quants' offset 32 times Σx, by scale */", r);
+    e->indent--;
+    emit_line(e, "}");
+    return;
+  }
+  emit_line(e, "float sc%d[8]; /* d times the 8 six-bit scales */", r);
+  emit_line(e, "{");
+  e->indent++;
+  /* kbN's lane j is the super-block's byte N + j: the 12 bytes of scales
+   * and minima start at 4, so lane j of kb4 is packed byte j, of kb8 byte
+   * j + 4 and of kb0 byte j - 4 */
+  emit_line(e, "const kq8i kb0 = %s, kb4 = %s, kb8 = %s;", bytes8(e, "q", r, 0), bytes8(e, "q", r, 4), bytes8(e, "q", r, 8));
+  emit_line(e, "const kq8i klo = {63, 63, 63, 63, 0, 0, 0, 0}, khi = {0, 0, 0, 0, 15, 15, 15, 15}, "
+               "ktop = {0, 0, 0, 0, 48, 48, 48, 48};");
+  emit_line(e, "const kq8i ksc = (kb4 & klo) | (kb8 & khi) | (kb0 >> 2 & ktop); /* scale j: j < 4 byte j's low 6 bits, "
+               "else byte j + 4's low nibble and byte j - 4's top bits */");
+  emit_line(e, "const kq8i kmn = (kb8 & klo) | (kb8 >> 4 & khi) | (kb4 >> 2 & ktop); /* minimum j: bytes j + 4, j + 4 "
+               "and j */");
+  emit_line(e, "const kq8f ksv = __builtin_convertvector(ksc, kq8f) * d%d;", r);
+  emit_line(e, "memcpy(sc%d, &ksv, sizeof ksv);", r);
+  emit_line(e, "mn%d += __builtin_convertvector(kmn, kq8f) * (kxv * m%d);", r, r);
+  e->indent--;
+  emit_line(e, "}");
+}
+
 /* The K-quants' decode (rows base .. base + nrows - 1 of W by every row
  * of X): a super-block a step, its sub-blocks in turn (Q4_K/Q5_K/Q8_K 8 of
  * 32 values, Q6_K 16 of 16): X's vectors of the sub-block are loaded once
  * for the nrows rows; for each row the sub-block's quants are unpacked in
- * registers, multiplied by them and summed into p, then acc += p·(d·sc)
- * (Q4_K/Q5_K − xs·(dmin·mn), xs the sub-block's sum of X). The 6-bit
- * scales and mins are unpacked in scalar code, once a sub-block and row. */
+ * registers, multiplied by them and summed, then acc += that·(d·sc_j)
+ * (acc and acb take alternate sub-blocks: two chains of fmas). The scales
+ * are unpacked in vectors once a super-block and row (emit_k_scales) and
+ * read back as scalars, which a C compiler folds into the fma (a
+ * broadcast memory operand); Q4_K/Q5_K's minima, Σ_j (dmin·mn_j)·xs_j,
+ * are summed apart in mn, xs_j being the sub-block's sum of X, computed
+ * once for all rows of W (kxs, emit_decode_tiles). */
 static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrows, const char *base, bool prefetch) {
   BqFormat f = s->fmt;
+  bool mins = f != BQ_Q8_K; /* Q4_K/Q5_K's minima, Q6_K's offset 32 */
   int vw = g->vw, step = QG_R * g->bb;
   for (int r = 0; r < nrows; r++)
     emit_line(e, "const uint8_t *w%d = w + (int64_t)(%s + %d) * %s;", r, base, r, ll(e, g->rb));
@@ -411,13 +467,23 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
   emit_line(e, "for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent++;
   emit_line(e, "const float *x = a + (int64_t)i * %s;", ll(e, s->k));
-  for (int r = 0; r < nrows; r++)
-    emit_line(e, "v%df acc%d = {0};", vw, r);
+  for (int r = 0; r < nrows; r++) {
+    emit_line(e, "v%df acc%d = {0}, acb%d = {0};", vw, r, r);
+    if (mins)
+      emit_line(e, "kq8f mn%d = {0};", r);
+  }
   emit_line(e, "for (int c = 0; c < %s; c++) { /* super-block c of each row */", ll(e, g->nb));
   e->indent++;
   for (int off = 0; prefetch && off < step; off += 64)
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", step, off);
   emit_line(e, "const float *xc = x + c * 256;");
+  if (mins) {
+    int nsub = f == BQ_Q6_K ? 16 : 8;
+    emit_line(e, "kq8f kxv%s; /* the %d sub-blocks' sums of X */", f == BQ_Q6_K ? ", kxw" : "", nsub);
+    emit_line(e, "memcpy(&kxv, kxs + (int64_t)i * %s + c * %d, sizeof kxv);", ll(e, g->nb * nsub), nsub);
+    if (f == BQ_Q6_K)
+      emit_line(e, "memcpy(&kxw, kxs + (int64_t)i * %s + c * 16 + 8, sizeof kxw);", ll(e, g->nb * nsub));
+  }
   for (int r = 0; r < nrows; r++) {
     emit_line(e, "const uint8_t *q%d = w%d + c * %d;", r, r, g->bb);
     if (f == BQ_Q8_K)
@@ -427,6 +493,8 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
                 f == BQ_Q6_K ? 208 : 0, r, f == BQ_Q6_K ? 209 : 1);
     if (f == BQ_Q4_K || f == BQ_Q5_K)
       emit_line(e, "const float m%d = kiln_f16_to_f32_fast((uint16_t)(q%d[2] | q%d[3] << 8));", r, r, r);
+    if (f != BQ_Q8_K)
+      emit_k_scales(e, f, r);
   }
   emit_k_super_block(e, f, vw, nrows);
   e->indent--;
@@ -434,7 +502,11 @@ static void emit_k_reg_tile(Emit *e, const QGemmSpec *s, const QGeo *g, int nrow
   for (int r = 0; r < nrows; r++) {
     emit_line(e, "float s%d = 0;", r);
     emit_line(e, "for (int l = 0; l < %d; l++)", vw);
-    emit_line(e, "  s%d += acc%d[l];", r, r);
+    emit_line(e, "  s%d += acc%d[l] + acb%d[l];", r, r, r);
+    if (mins) {
+      emit_line(e, "for (int l = 0; l < 8; l++)");
+      emit_line(e, "  s%d -= %smn%d[l];", r, f == BQ_Q6_K ? "32 * " : "", r);
+    }
     emit_line(e, "y[(int64_t)i * %s + %s + %d] = s%d%s;", ll(e, s->n), base, r, r,
               s->bias ? arena_printf(e->g->arena, " + bias[%s + %d]", base, r) : "");
   }
@@ -629,6 +701,12 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
     emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  if (bq_is_q5(s->fmt)) /* the fifth bits */
+    emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);
+  if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K && (s->m < QG_PREFILL_MIN_ROWS || s->rows)) { /* a super-block's scales */
+    emit_line(e, "typedef float kq8f __attribute__((vector_size(32)));");
+    emit_line(e, "typedef int kq8i __attribute__((vector_size(32)));");
+  }
   if (s->m >= QG_PREFILL_MIN_ROWS && s->rows) {
     /* a prefill chunk holding few real tokens: dequantizing all of W into
      * panels would cost more than reading it once per row */
@@ -652,6 +730,19 @@ static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v
 
 /* Decode: W's rows QG_R at a time (split among threads), then the rest. */
 static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
+  if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K) { /* the minima's (Q6_K: the offset's) Σx, once for all rows of W */
+    int sub = s->fmt == BQ_Q6_K ? 16 : 32;
+    int64_t rows = s->m < QG_PREFILL_MIN_ROWS ? s->m : QG_PREFILL_MIN_ROWS - 1, nsb = s->k / sub;
+    emit_line(e, "float kxs[%s]; /* [%s][%s]: each %d-value sub-block's sum of X */", ll(e, rows * nsb), ll(e, rows),
+              ll(e, nsb), sub);
+    emit_line(e, "for (int i = 0; i < %s; i++)", rows_bound(e, s));
+    emit_line(e, "  for (int j = 0; j < %s; j++) {", ll(e, nsb));
+    emit_line(e, "    float xsj = 0;");
+    emit_line(e, "    for (int l = 0; l < %d; l++)", sub);
+    emit_line(e, "      xsj += a[(int64_t)i * %s + j * %d + l];", ll(e, s->k), sub);
+    emit_line(e, "    kxs[(int64_t)i * %s + j] = xsj;", ll(e, nsb));
+    emit_line(e, "  }");
+  }
   if (g->nt > 0) {
     emit_parallel_for(e, g->nt, g->ns);
     emit_line(e, "for (int t = 0; t < %s; t++) { /* rows %d t .. %d t + %d of W */", ll(e, g->nt), QG_R, QG_R,
