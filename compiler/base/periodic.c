@@ -4,8 +4,8 @@
 #include "periodic.h"
 
 PeriodicRun *periodic_runs(Arena *a, int n, RepeatsFn repeats, void *ctx, int *count) {
-  PeriodicRun *runs = NULL;
-  int nruns = 0, cap = 0;
+  int nruns = 0, cap = 1;
+  PeriodicRun *runs = arena_alloc(a, sizeof *runs); /* never NULL: callers may qsort none */
   for (int p = 2; p <= n / 2; p++)
     for (int s = 0; s + p < n;) {
       int len = 0;

@@ -18,7 +18,7 @@ typedef struct PeriodicRun {
 typedef bool (*RepeatsFn)(void *ctx, int i, int j);
 
 /* Every maximal stretch of each period 2 .. n/2 over elements 0 .. n-1,
- * by period, then start (arena memory; *count of them). O(n^2) calls of
+ * by period, then start (arena memory, never NULL; *count of them). O(n^2) calls of
  * `repeats`: sequences are a graph's nodes or an entry's calls. */
 PeriodicRun *periodic_runs(Arena *a, int n, RepeatsFn repeats, void *ctx, int *count);
 
