@@ -59,6 +59,13 @@
  * Q4_K/Q5_K's minima as Σ_j (dmin·mn_j)·xs_j against the sub-blocks' sums
  * of X, computed once per call (kxs).
  *
+ * K-quants (prefill). A super-block at a time dequantized in vectors into
+ * the panel's block buffer (emit_k_block_store: the sub-blocks' scales as
+ * the reference's scalars, the quants unpacked as in decode), then
+ * scattered into its column like the 32-value blocks. The reference's
+ * scalar loop (qgemm_emit_block) took 3x as long on Gemma 3's Q6_K
+ * 64 x 640 x 2048 product, twice as long on its Q4_K ones.
+ *
  * Threads. The tiles of W's rows (output columns) are independent: one
  * loop over them, split among the threads by emit_parallel_for; each
  * thread streams its share of the weight; the rows left over (N % QG_R)
@@ -263,6 +270,71 @@ static void emit_block_store(Emit *e, BqFormat fmt, int vw) {
     emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, h * vw, lo[h], vw, add);
     emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d%s;", vw, 16 + h * vw, hi[h], vw, add);
   }
+}
+
+/* The K-quant super-block at q dequantized into the 256 floats at wb
+ * (64-byte aligned), in vectors: prefill's panel. Each sub-block's scale
+ * (and minimum) as the reference computes it, d1 = d·sc (m1 = dmin·mn),
+ * then d1·q − m1 a vector at a time (a C compiler may contract it into an
+ * fma). The quants are unpacked as in decode (emit_k_super_block). */
+static void emit_k_block_store(Emit *e, BqFormat f, int vw) {
+  if (f == BQ_Q8_K) {
+    emit_line(e, "float d;");
+    emit_line(e, "memcpy(&d, q, sizeof d);");
+    emit_line(e, "const int8_t *qi = (const int8_t *)q + 4;");
+    for (int h = 0; h < 256 / vw; h++)
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(%s, v%df) * d;", vw, h * vw,
+                bytes_expr(e, vw, "qi", h * vw), vw);
+    return;
+  }
+  if (f == BQ_Q6_K) { /* value v = 128 hh + 32 k + l: ql's nibble (byte 64 hh + 32 (k & 1) + l, high for k >= 2),
+                         qh's bits 2k, 2k + 1 (byte 128 + 32 hh + l), scale byte 192 + v / 16 */
+    emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[208] | q[209] << 8));");
+    for (int hh = 0; hh < 2; hh++)
+      for (int h = 0; h < 32 / vw; h++) {
+        emit_line(e, "{");
+        e->indent++;
+        emit_line(e, "const v%di c = %s;", vw, bytes_expr(e, vw, "q", 128 + 32 * hh + h * vw));
+        for (int kk = 0; kk < 2; kk++)
+          emit_line(e, "const v%di l%d = %s;", vw, kk, bytes_expr(e, vw, "q", 64 * hh + 32 * kk + h * vw));
+        for (int k = 0; k < 4; k++) {
+          int v = 128 * hh + 32 * k + h * vw;
+          emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector(((l%d %s) | (c >> %d & 3) << 4) - 32, v%df) * "
+                       "(d * (float)(int8_t)q[%d]);",
+                    vw, v, k & 1, k < 2 ? "& 15" : ">> 4", 2 * k, vw, 192 + v / 16);
+        }
+        e->indent--;
+        emit_line(e, "}");
+      }
+    return;
+  }
+  /* Q4_K / Q5_K: sub-blocks 2jp (low nibbles) and 2jp + 1 (high) share qs's 32 bytes at 16 (Q5_K 48) + 32 jp;
+   * Q5_K's fifth bit of sub-block j is bit j of qh's byte 16 + l */
+  emit_line(e, "const float d = kiln_f16_to_f32_fast((uint16_t)(q[0] | q[1] << 8));");
+  emit_line(e, "const float dmin = kiln_f16_to_f32_fast((uint16_t)(q[2] | q[3] << 8));");
+  emit_line(e, "const uint8_t *kp = q + 4;");
+  emit_line(e, "float d1[8], m1[8];");
+  emit_line(e, "for (int sb = 0; sb < 8; sb++) {");
+  emit_line(e, "  const int sc = sb < 4 ? kp[sb] & 63 : (kp[sb + 4] & 15) | (kp[sb - 4] >> 6) << 4;");
+  emit_line(e, "  const int mn = sb < 4 ? kp[sb + 4] & 63 : (kp[sb + 4] >> 4) | (kp[sb] >> 6) << 4;");
+  emit_line(e, "  d1[sb] = d * (float)sc, m1[sb] = dmin * (float)mn;");
+  emit_line(e, "}");
+  bool q5 = f == BQ_Q5_K;
+  for (int jp = 0; jp < 4; jp++)
+    for (int h = 0; h < 32 / vw; h++) {
+      int j0 = 2 * jp, j1 = j0 + 1;
+      emit_line(e, "{");
+      e->indent++;
+      emit_line(e, "const v%di b = %s;", vw, bytes_expr(e, vw, "q", (q5 ? 48 : 16) + 32 * jp + h * vw));
+      if (q5)
+        emit_line(e, "const v%di c = %s;", vw, bytes_expr(e, vw, "q", 16 + h * vw));
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((b & 15)%s, v%df) * d1[%d] - m1[%d];", vw,
+                32 * j0 + h * vw, q5 ? arena_printf(e->g->arena, " | (c >> %d & 1) << 4", j0) : "", vw, j0, j0);
+      emit_line(e, "*(v%df *)(wb + %d) = __builtin_convertvector((b >> 4)%s, v%df) * d1[%d] - m1[%d];", vw,
+                32 * j1 + h * vw, q5 ? arena_printf(e->g->arena, " | (c >> %d & 1) << 4", j1) : "", vw, j1, j1);
+      e->indent--;
+      emit_line(e, "}");
+    }
 }
 
 /* "x" vectors of X's n floats at xc + off: xN0.. (n/vw of them), and their
@@ -596,7 +668,8 @@ static Panel panel_of(const QGemmSpec *s, const View *v) {
 
 /* mr rows of X from row `i` by the panel: acc += x[k] (broadcast) · the
  * panel's two vectors at k; then Y's columns base .. base + valid - 1
- * get the sums (plus the bias in the first chunk, plus Y in the others). */
+ * get the sums (plus the bias in the first chunk, plus Y in the others),
+ * as two vectors where the panel is full. */
 static void emit_panel_rows(Emit *e, const QGemmSpec *s, const Panel *p, int vw, int mr, const char *base,
                             int valid) {
   for (int r = 0; r < mr; r++) {
@@ -615,6 +688,23 @@ static void emit_panel_rows(Emit *e, const QGemmSpec *s, const Panel *p, int vw,
     emit_line(e, "{");
     e->indent++;
     emit_line(e, "float *yr = y + (int64_t)(i + %d) * %s + %s;", r, ll(e, s->n), base);
+    if (valid == p->nr) { /* a full panel: Y's two vectors (a scalar loop here cost a third of Gemma's Q5_0 products) */
+      emit_line(e, "v%df y0, y1;", vw);
+      emit_line(e, "if (k0)");
+      emit_line(e, "  memcpy(&y0, yr, sizeof y0), memcpy(&y1, yr + %d, sizeof y1);", vw);
+      if (s->bias) {
+        emit_line(e, "else");
+        emit_line(e, "  memcpy(&y0, bias + %s, sizeof y0), memcpy(&y1, bias + %s + %d, sizeof y1);", base, base, vw);
+      } else {
+        emit_line(e, "else");
+        emit_line(e, "  y0 = y1 = (v%df){0};", vw);
+      }
+      emit_line(e, "y0 += acc%d_0, y1 += acc%d_1;", r, r);
+      emit_line(e, "memcpy(yr, &y0, sizeof y0), memcpy(yr + %d, &y1, sizeof y1);", vw);
+      e->indent--;
+      emit_line(e, "}");
+      continue;
+    }
     emit_line(e, "float o[%d] __attribute__((aligned(64)));", p->nr);
     emit_line(e, "*(v%df *)o = acc%d_0, *(v%df *)(o + %d) = acc%d_1;", vw, r, vw, vw, r);
     emit_line(e, "for (int j = 0; j < %d; j++)", valid);
@@ -639,11 +729,11 @@ static void emit_panel_tile(Emit *e, const QGemmSpec *s, const Panel *p, int vw,
   emit_line(e, "for (int j = 0; j < %d; j++)", valid);
   emit_line(e, "  for (int c = 0; c < %s; c++) {", ll(e, p->kc / bv));
   e->indent += 2;
-  emit_line(e, "const uint8_t *%s = w + (int64_t)(%s + j) * %s + (k0 / %d + c) * %d;", bq_is_k(s->fmt) ? "blk" : "q",
-            base, ll(e, s->k / bv * bb), bv, bb);
+  emit_line(e, "const uint8_t *q = w + (int64_t)(%s + j) * %s + (k0 / %d + c) * %d;", base, ll(e, s->k / bv * bb), bv,
+            bb);
   emit_line(e, "float wb[%d] __attribute__((aligned(64)));", bv);
-  if (bq_is_k(s->fmt)) /* the reference's scalar code, which the C compiler may vectorise */
-    qgemm_emit_block(e, s->fmt, "blk", "wb");
+  if (bq_is_k(s->fmt))
+    emit_k_block_store(e, s->fmt, vw);
   else
     emit_block_store(e, s->fmt, vw);
   emit_line(e, "for (int l = 0; l < %d; l++)", bv);
@@ -699,8 +789,7 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g);
 static void emit_vector_path(Emit *e, const QGemmSpec *s, QGeo *g, const View *v) {
   int vw = g->vw = v->vw;
   emit_line(e, "typedef float v%df __attribute__((vector_size(%d)));", vw, 4 * vw);
-  if (!bq_is_k(s->fmt) || s->m < QG_PREFILL_MIN_ROWS || s->rows) /* K-quant panels are filled by scalar code */
-    emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
+  emit_line(e, "typedef int v%di __attribute__((vector_size(%d)));", vw, 4 * vw); /* the quants, widened */
   if (bq_is_q5(s->fmt)) /* the fifth bits */
     emit_line(e, "typedef unsigned v%du __attribute__((vector_size(%d)));", vw, 4 * vw);
   if (bq_is_k(s->fmt) && s->fmt != BQ_Q8_K && (s->m < QG_PREFILL_MIN_ROWS || s->rows)) { /* a super-block's scales */
