@@ -152,11 +152,11 @@ if example build_tree -DCMAKE_PREFIX_PATH="$build"; then
 fi
 if example blob_threads2 -DEXAMPLE_WEIGHTS_MODE=blob -DEXAMPLE_THREADS=2; then
   out=$work/blob_threads2/kiln_models/encoder
-  [ -f "$out/encoder.weights.bin" ] && grep -q incbin "$out/encoder_weights.S" && grep -q 'num_threads(2)' "$out/encoder.c" &&
+  [ -f "$out/encoder.weights.bin" ] && grep -q incbin "$out/encoder_weights.S" && grep -q 'kiln_threads_n = 2;' "$out/encoder.c" &&
     nm "$work/blob_threads2/encoder_app" | grep -q ' encoder_weights_blob$' &&
     ldd "$work/blob_threads2/encoder_app" | grep -q 'libgomp\|libomp' &&
     ok "blob_threads2: the blob is linked in by encoder_weights.S, the app runs on OpenMP" ||
-    bad "blob_threads2: no blob, no .incbin, no num_threads(2) or no OpenMP in the app"
+    bad "blob_threads2: no blob, no .incbin, not 2 threads or no OpenMP in the app"
 fi
 
 # --- kiln_add_model's other keywords, and its errors -------------------------
@@ -194,7 +194,7 @@ EOF
 if cmake -S "$proj" -B "$proj/build" -DCMAKE_PREFIX_PATH="$prefix" >"$proj.log" 2>&1 &&
    cmake --build "$proj/build" >>"$proj.log" 2>&1 && "$proj/build/options_app" >>"$proj.log" 2>&1; then
   gen=$proj/build/kiln_models/bert_tiny
-  grep -q 'int8_t' "$gen/tiny.c" && grep -q 'num_threads(2)' "$gen/tiny.c" && grep -q '\[1\]\[8\]' "$gen/tiny.h" &&
+  grep -q 'int8_t' "$gen/tiny.c" && grep -q 'kiln_threads_n = 2;' "$gen/tiny.c" && grep -q '\[1\]\[8\]' "$gen/tiny.h" &&
     [ ! -e "$proj/build/kiln_models/enc/enc.weights.bin" ] &&
     ok "a .lua model with SET, QUANTIZE int8, ISA, THREADS 2, NAME, DEPENDS, OPTIONS and an .onnx with SHAPES link into one app ($(tail -1 "$proj.log"))" ||
     bad "options: the generated code does not show SET/QUANTIZE/THREADS/WEIGHTS_MODE inline"
