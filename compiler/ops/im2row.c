@@ -120,14 +120,13 @@ static bool overhangs(const ConvGeom *c, int j) {
   return first < 0 || last >= c->in[j];
 }
 
-/* Any window: a loop over output positions, channels and taps; a tap's
- * landing is tested only along the dims where a window overhangs. */
-static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T, DType dt) {
+/* Both layouts' start: loops over the batch and the output positions
+ * (ov[j]; kv[j] names each dim's tap counter for later), then r, this
+ * window's row of Y, and xn, this image of X. Leaves ns + 1 loops open. */
+static void open_window_rows(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T,
+                             const char **ov, const char **kv) {
   Arena *a = e->g->arena;
   int ns = c->nsp;
-  int64_t ksz = window_prod(c->k, ns), kcols = c->cin * ksz;
-  const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
-  int open = 0;
   emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
   e->indent++;
   for (int j = 0; j < ns; j++) {
@@ -136,12 +135,21 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
     kv[j] = arena_printf(a, "k%s", sx);
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
     e->indent++;
-    open++;
   }
-  const char *p = window_flat(a, ns, ov, c->out, false);
   emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
-            (long long)window_prod(c->out, ns), p, (long long)kcols);
+            (long long)window_prod(c->out, ns), window_flat(a, ns, ov, c->out, false),
+            (long long)(c->cin * window_prod(c->k, ns)));
   emit_line(e, "const %s *xn = %s + n * %lld;", T, x, (long long)(c->cin * window_prod(c->in, ns)));
+}
+
+/* Any window: a loop over output positions, channels and taps; a tap's
+ * landing is tested only along the dims where a window overhangs. */
+static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T, DType dt) {
+  Arena *a = e->g->arena;
+  int ns = c->nsp;
+  const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
+  open_window_rows(e, c, x, y, T, ov, kv);
+  int open = ns;
   emit_line(e, "for (int c = 0; c < %lld; c++) {", (long long)c->cin);
   e->indent++;
   open++;
@@ -205,20 +213,8 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
 static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
   Arena *a = e->g->arena;
   int ns = c->nsp;
-  int64_t ksz = window_prod(c->k, ns), isz = window_prod(c->in, ns), kcols = c->cin * ksz;
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
-  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
-  e->indent++;
-  for (int j = 0; j < ns; j++) {
-    const char *sx = window_dim_sfx(a, ns, j);
-    ov[j] = arena_printf(a, "o%s", sx);
-    kv[j] = arena_printf(a, "k%s", sx);
-    emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
-    e->indent++;
-  }
-  emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
-            (long long)window_prod(c->out, ns), window_flat(a, ns, ov, c->out, false), (long long)kcols);
-  emit_line(e, "const %s *xn = %s + n * %lld;", T, x, (long long)(isz * c->cin));
+  open_window_rows(e, c, x, y, T, ov, kv);
   for (int j = 0; j < ns; j++) {
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
     e->indent++;
