@@ -21,14 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_rows import params, run  # noqa: E402
-
-
-def prod(dims):
-    n = 1
-    for x in dims:
-        n *= x
-    return n
+from check_rows import input_fill, params, run  # noqa: E402
 
 
 def fill_lines(ps, listed, fills):
@@ -37,20 +30,8 @@ def fill_lines(ps, listed, fills):
     for const, ct, pn, dims in ps:
         if not const:
             continue
-        kind = fills.get(pn, "rand" if ct == "float" else "zero")
-        ax = int(kind.split(":")[1]) if kind.startswith("mask:") else listed.get(pn, -1)
-        inner = prod(dims[ax + 1:]) if ax >= 0 else 1
-        sdim = dims[ax] if ax >= 0 else 1
-        c.append(f"  for (long i = 0; i < {prod(dims)}; i++) {{")
-        c.append(f"    long t = {'(i / %d) %% %d' % (inner, sdim) if ax >= 0 else '0'}; (void)t;")
-        if kind.startswith("ids:"):
-            v = f"({ct})(1 + (long)(rnd() * ({int(kind[4:])} - 1)))"
-        elif kind.startswith("mask:"):
-            v = f"({ct})(t < n)"
-        elif kind == "zero":
-            v = f"({ct})0"
-        else:
-            v = f"({ct})(2 * rnd() - 1)"
+        head, v, _ = input_fill(ct, pn, dims, listed, fills)
+        c += head
         if pn in listed:
             v = f"t >= n ? ({ct})(7 + t % 5) : {v}"
         c.append(f"    (({ct} *){pn}[b])[i] = {v};")

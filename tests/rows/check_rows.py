@@ -33,6 +33,34 @@ def run(cmd, **kw):
     return r.stdout
 
 
+def prod(dims):
+    n = 1
+    for x in dims:
+        n *= x
+    return n
+
+
+def input_fill(ct, pn, dims, listed, fills):
+    """One input's fill for count n, as C: the loop head over its elements
+    (t: element i's token position, 0 without a token axis), the C value of
+    element i by its KIND (above), and its token axis (-1 none)."""
+    kind = fills.get(pn, "rand" if ct == "float" else "zero")
+    ax = int(kind.split(":")[1]) if kind.startswith("mask:") else listed.get(pn, -1)
+    inner = prod(dims[ax + 1:]) if ax >= 0 else 1
+    sdim = dims[ax] if ax >= 0 else 1
+    head = [f"  for (long i = 0; i < {prod(dims)}; i++) {{",
+            f"    long t = {'(i / %d) %% %d' % (inner, sdim) if ax >= 0 else '0'}; (void)t;"]
+    if kind.startswith("ids:"):
+        value = f"({ct})(1 + (long)(rnd() * ({int(kind[4:])} - 1)))"
+    elif kind.startswith("mask:"):
+        value = f"({ct})(t < n)"
+    elif kind == "zero":
+        value = f"({ct})0"
+    else:
+        value = f"({ct})(2 * rnd() - 1)"
+    return head, value, ax
+
+
 def params(header, name):
     """The parameters of NAME_run_rows: [(const, ctype, pname, dims)], the count last."""
     text = open(header, encoding="utf-8").read()
@@ -90,27 +118,9 @@ def main():
     for const, ct, pn, dims in ps:
         if not const:
             continue
-        total = 1
-        for x in dims:
-            total *= x
-        kind = fills.get(pn, "rand" if ct == "float" else "zero")
-        ax = listed.get(pn, -1)
-        if kind.startswith("mask:"):
-            ax = int(kind.split(":")[1])
-        inner = 1
-        for x in dims[ax + 1:] if ax >= 0 else []:
-            inner *= x
-        sdim = dims[ax] if ax >= 0 else 1
-        c.append(f"  for (long i = 0; i < {total}; i++) {{")
-        c.append(f"    long t = {'(i / %d) %% %d' % (inner, sdim) if ax >= 0 else '0'}; (void)t;")
-        if kind.startswith("ids:"):
-            c.append(f"    {ct} v = ({ct})(1 + (long)(rnd() * ({int(kind[4:])} - 1)));")
-        elif kind.startswith("mask:"):
-            c.append(f"    {ct} v = t < n;")
-        elif kind == "zero":
-            c.append(f"    {ct} v = 0;")
-        else:
-            c.append(f"    {ct} v = ({ct})(2 * rnd() - 1);")
+        head, value, ax = input_fill(ct, pn, dims, listed, fills)
+        c += head
+        c.append(f"    {ct} v = {value};")
         c.append(f"    ((({ct} *){pn}_a))[i] = v;")
         c.append(f"    ((({ct} *){pn}_b))[i] = v;")
         if ax >= 0 and pn in listed:
