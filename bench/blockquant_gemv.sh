@@ -137,7 +137,7 @@ while read -r name bytes; do
   k=${shape%x*} n=${shape#*x} m=${mm#m}
   reps=$(( bytes > 20000000 ? 3 : m > 1 ? 10 : 100 ))
   "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights-mode=blob "$@" >/dev/null &&
-    (cd "$b" && cc ${BQ_CFLAGS:--O2 -march=native -ffp-contract=fast} -fopenmp -I. m.c m_weights.S ../harness.c -o run -lm) &&
+    (cd "$b" && cc ${BQ_CFLAGS:--O2 -march=native -ffp-contract=fast} -pthread -I. m.c m_weights.S ../harness.c -o run -lm) &&
     read -r cpu wall < <("$b/run" "$m" "$k" "$n" "$reps") || { echo "$name: failed"; continue; }
   gbs=$(awk -v b="$bytes" -v t="$cpu" 'BEGIN { printf "%.1f", b / t / 1e6 }')
   bound=$(awk -v b="$bytes" -v bw="$bw" 'BEGIN { printf "%.3f", b / bw / 1e6 }')

@@ -10,7 +10,7 @@ Per model (a folder with model.onnx and test_data_set_0/input_K.pb):
    so the figure is the model's arithmetic, whatever kiln fuses.
 2. `kiln bench --keep` with the model's input files builds the timing
    program (-O2 -march=native), once with --threads 1 and once with
-   --threads 2 (-fopenmp); each is then rerun directly.
+   --threads 2 (-pthread: kiln's pool); each is then rerun directly.
 3. Agreement: each program writes its outputs; they must match ONNX Runtime's
    on the same input within rtol 1e-4 (atol 1e-5, numpy's allclose).
 4. Latency, interleaved: --rounds rounds, each runs kiln 1 thread, ORT 1
@@ -481,7 +481,7 @@ def notes(rows, a):
         f"(CPUExecutionProvider, all graph optimisations, timed around Python "
         f"`run_with_iobinding` with inputs and outputs bound once).",
         "- ratio = ORT ms / kiln ms: above 1 means kiln is faster.",
-        "- kiln 2T: the model compiled with --threads 2 (OpenMP loops, built with -fopenmp); "
+        "- kiln 2T: the model compiled with --threads 2 (kiln's thread pool, built with -pthread); "
         "agrees covers both kiln builds.",
         f"- peak: measured fp32 FMA throughput {a.peak:.1f} GFLOP/s on one core, {a.peak2:.1f} on "
         f"two (bench/peak_fma.c, -O2 -march=native); issue 5's reference machine: ~117 / ~233.",

@@ -15,7 +15,7 @@
 # kiln: `kiln compile examples/llama.lua --weights GGUF --set ctx=512
 # --threads N --set kv=KV` into $KILN_BENCH_DIR/decode-tN[-KV]/ (--kv: the
 # KV caches' dtype, default f32; llama.cpp's is f16), built with examples/generate.c
-# (-O2 -march=native -ffp-contract=fast, -fopenmp for N > 1, the weights
+# (-O2 -march=native -ffp-contract=fast, -pthread for N > 1, the weights
 # blob linked in, statically where libc allows, as `kiln bench` does),
 # rebuilt only when kiln, llama.lua, generate.c, the model or cc changed.
 # llama.cpp: llama-bench from bench/llamacpp.sh (built once into
@@ -85,7 +85,7 @@ kargs=()
 build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   local t=$1 dir=$out/$sub-t$1 cc=${CC:-cc} omp=
   [ "$kv" = f32 ] || dir=$dir-$kv
-  [ "$t" -gt 1 ] && omp=-fopenmp
+  [ "$t" -gt 1 ] && omp=-pthread
   mkdir -p "$dir"
   # reused when nothing it is built from changed (the two builds take minutes)
   local key; key=$( { sha256sum "$kiln" "$lua" "$root/examples/generate.c" \

@@ -16,7 +16,7 @@
 # file or the kiln binary changes, into BUILD/kiln_models/TARGET/ (cname.c,
 # cname.h, kiln_rt.h, and cname_weights.S + cname.weights.bin for a blob),
 # and builds the .c and the .S into the library. That folder is the
-# library's PUBLIC include folder; libm, and OpenMP for THREADS > 1 (and
+# library's PUBLIC include folder; libm, and Threads for THREADS > 1 (and
 # OpenBLAS for OPTIONS --gemm=openblas), are its PUBLIC link libraries.
 #
 # With WEIGHTS_MODE auto (kiln's default: a blob above 1 MiB of weights) or
@@ -177,9 +177,11 @@ function(kiln_add_model)
   if(UNIX)
     target_link_libraries(${K_TARGET} PUBLIC m)
   endif()
-  if(K_THREADS GREATER 1)   # KILN_PARALLEL_FOR is an OpenMP pragma
-    find_package(OpenMP REQUIRED COMPONENTS C)
-    target_link_libraries(${K_TARGET} PUBLIC OpenMP::OpenMP_C)
+  if(K_THREADS GREATER 1)   # KILN_PARALLEL_FOR splits loops among kiln_rt.h's pthreads
+    set(THREADS_PREFER_PTHREAD_FLAG ON)
+    find_package(Threads REQUIRED)
+    target_compile_definitions(${K_TARGET} PRIVATE KILN_THREADS)
+    target_link_libraries(${K_TARGET} PUBLIC Threads::Threads)
   endif()
   if(openblas)              # the .c includes <cblas.h> and calls cblas_sgemm
     find_path(KILN_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)

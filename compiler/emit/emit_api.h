@@ -52,7 +52,7 @@ typedef struct EmitOptions {
   const char *header;   /* file name of the header the .c includes */
   EmitIsa isa;          /* --isa */
   int threads;          /* --threads: 1 (or 0) emits no threading at all; N > 1
-                           marks the large loops for N OpenMP threads (emit.h) */
+                           marks the large loops for N threads of the pool (emit.h, kiln_rt.h) */
   EmitGemm gemm;        /* --gemm */
   EmitPrecision precision; /* --precision */
   EmitWeights weights;  /* --weights-mode=inline|blob */

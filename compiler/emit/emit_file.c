@@ -24,45 +24,41 @@
 #include "weights_blob.h"
 
 
-/* The .c file's threads block (--threads N > 1): see emit.h. Each entry
- * point times its calls and runs its loops on one thread when that is
- * faster (another process holding a core: kiln_rt.h, kiln_adapt), and
+/* The .c file's threads block (--threads N > 1): see emit.h and kiln_rt.h.
+ * Each entry point leads its run on the pool, with its loops on one thread
+ * when that is faster (another process holding a core: kiln_adapt), and
  * NAME_set_threads caps the count at run time. */
 static void put_parallel_macro(Buf *c, const Graph *g, const char *prefix, int threads) {
-  buf_printf(c, "/* --threads %d: built with -fopenmp, each loop marked KILN_PARALLEL_FOR runs\n"
-                " * on up to %d OpenMP threads (%s_set_threads lowers the count), its\n"
-                " * iterations split into equal chunks, or on one while that is faster\n"
+  buf_printf(c, "/* --threads %d: built with -pthread (or -fopenmp), the loops written\n"
+                " * KILN_PARALLEL_FOR run on up to %d threads of kiln's pool (kiln_rt.h;\n"
+                " * %s_set_threads lowers the count), or on one while that is faster\n"
                 " * (another process holding a core: each entry point times its calls,\n"
-                " * kiln_adapt in kiln_rt.h); built without it, the same code runs serially. */\n"
+                " * kiln_adapt); built without, the same code runs serially. */\n"
                 "static int kiln_threads_n = %d; /* %s_set_threads: 1..%d */\n"
                 "int %s_set_threads(int n) {\n"
                 "  if (n < 1 || n > %d)\n"
                 "    return KILN_E_ARG;\n"
-                "#ifdef _OPENMP\n"
-                "  _Pragma(\"omp atomic write\")\n"
-                "#endif\n"
+                "#if defined(KILN_POOL)\n"
+                "  __atomic_store_n(&kiln_threads_n, n, __ATOMIC_RELAXED);\n"
+                "#else\n"
                 "  kiln_threads_n = n;\n"
+                "#endif\n"
                 "  return KILN_OK;\n"
                 "}\n"
-                "#ifdef _OPENMP\n"
-                "static int kiln_threads_on = 1; /* the loops' `if`, set by each entry point */\n"
-                "static inline int kiln_threads_count(void) {\n"
-                "  int n;\n"
-                "  _Pragma(\"omp atomic read\")\n"
-                "  n = kiln_threads_n;\n"
-                "  return n;\n"
-                "}\n"
-                "#define KILN_PARALLEL_FOR \\\n"
-                "  _Pragma(\"omp parallel for num_threads(kiln_threads_count()) schedule(static) if(kiln_adapt_on(&kiln_threads_on))\")\n"
+                "#if defined(KILN_POOL)\n"
+                "KILN_POOL_DEFINE(kiln_threads_pool)\n"
                 "#define KILN_ADAPT_BEGIN(a) \\\n"
-                "  const int kiln_mode_ = kiln_adapt_begin(&(a), &kiln_threads_on); \\\n"
-                "  const double kiln_t0_ = omp_get_wtime()\n"
-                "#define KILN_ADAPT_END(a) kiln_adapt_end(&(a), &kiln_threads_on, kiln_mode_, omp_get_wtime() - kiln_t0_)\n",
-             threads, threads, prefix, threads, prefix, threads, prefix, threads);
+                "  const int kiln_mode_ = kiln_adapt_begin(&(a)); \\\n"
+                "  kiln_team_begin(&kiln_threads_pool, kiln_threads_pool_forked, \\\n"
+                "                  kiln_mode_ ? __atomic_load_n(&kiln_threads_n, __ATOMIC_RELAXED) : 1, %d); \\\n"
+                "  const unsigned long long kiln_t0_ = kiln_ticks()\n"
+                "#define KILN_ADAPT_END(a) \\\n"
+                "  kiln_team_end(&kiln_threads_pool); \\\n"
+                "  kiln_adapt_end(&(a), kiln_mode_, (double)(kiln_ticks() - kiln_t0_))\n",
+             threads, threads, prefix, threads, prefix, threads, prefix, threads, threads);
   for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)
     buf_printf(c, "static kiln_adapt %s;\n", emit_adapt_name(g, k));
-  buf_puts(c, "#else\n#define KILN_PARALLEL_FOR\n#define KILN_ADAPT_BEGIN(a) (void)0\n#define KILN_ADAPT_END(a) (void)0\n"
-              "#endif\n\n");
+  buf_puts(c, "#else\n#define KILN_ADAPT_BEGIN(a) (void)0\n#define KILN_ADAPT_END(a) (void)0\n#endif\n\n");
 }
 
 /* C identifier from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
@@ -573,7 +569,8 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   if (g->decoder) /* the entry points' shared workspace (put_decoder_entries) */
     nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
   if (e.threads > 1) { /* the threads block's names (put_parallel_macro) */
-    static const char *const reserved[] = {"kiln_threads_on", "kiln_threads_n", "kiln_threads_count", "kiln_mode_", "kiln_t0_"};
+    static const char *const reserved[] = {"kiln_threads_n", "kiln_threads_pool", "kiln_threads_pool_forked",
+                                           "kiln_mode_", "kiln_t0_"};
     for (int i = 0; i < KILN_COUNT(reserved); i++)
       nameset_add(e.names, reserved[i]);
     for (int k = 0; k < (g->decoder ? g->decoder->nentries : 1); k++)

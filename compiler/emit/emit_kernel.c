@@ -103,6 +103,73 @@ bool emit_has_token(const char *text, const char *name) {
   return false;
 }
 
+/* Threads (emit_parallel_for in emit.h): the line after each
+ * KILN_PARALLEL_FOR marker is a loop `for (T i = A; i < B; i++)` (or
+ * `i += C`); the pair becomes `KILN_PARALLEL_FOR(T, i, A, B, C)` and what
+ * followed the loop's `)`, the form kiln_rt.h splits into tiles. A kernel
+ * with more parameters than a pool job carries (EMIT_JOB_ARGS) keeps its
+ * loops serial. Returns the new text; *split: whether any loop is split. */
+static char *split_loops(Arena *a, const char *body, bool serial, bool *split) {
+  static const char marker[] = "KILN_PARALLEL_FOR\n";
+  Buf b = {0};
+  *split = false;
+  for (const char *p = body; *p;) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+    const char *q = p + strspn(p, " ");
+    if (strncmp(q, marker, sizeof marker - 1)) {
+      buf_put(&b, p, len);
+      p += len;
+      continue;
+    }
+    p += len; /* the marker; then the loop */
+    eol = strchr(p, '\n');
+    KILN_ASSERT(eol);
+    len = (size_t)(eol - p) + 1;
+    if (serial) {
+      buf_put(&b, p, len);
+      p += len;
+      continue;
+    }
+    size_t ind = strspn(p, " ");
+    char type[32], var[64];
+    int n = 0;
+    KILN_ASSERT(sscanf(p + ind, "for (%31[a-z0-9_] %63[A-Za-z0-9_] = %n", type, var, &n) == 2 && n > 0);
+    const char *lo = p + ind + n, *semi = strstr(lo, "; ");
+    KILN_ASSERT(semi && semi < eol);
+    const char *hi = semi + 2;
+    size_t vl = strlen(var);
+    KILN_ASSERT(!strncmp(hi, var, vl) && !strncmp(hi + vl, " < ", 3));
+    hi += vl + 3;
+    const char *semi2 = strstr(hi, "; ");
+    KILN_ASSERT(semi2 && semi2 < eol && !strncmp(semi2 + 2, var, vl));
+    const char *inc = semi2 + 2 + vl, *step, *rest;
+    size_t step_len;
+    if (!strncmp(inc, "++)", 3)) {
+      step = "1";
+      step_len = 1;
+      rest = inc + 3;
+    } else {
+      KILN_ASSERT(!strncmp(inc, " += ", 4));
+      step = inc + 4;
+      int depth = 0;
+      const char *r = step;
+      for (; r < eol && (depth > 0 || *r != ')'); r++)
+        depth += *r == '(' ? 1 : *r == ')' ? -1 : 0;
+      KILN_ASSERT(r < eol);
+      step_len = (size_t)(r - step);
+      rest = r + 1;
+    }
+    buf_printf(&b, "%.*sKILN_PARALLEL_FOR(%s, %s, %.*s, %.*s, %.*s)%.*s", (int)ind, p, type, var, (int)(semi - lo), lo,
+               (int)(semi2 - hi), hi, (int)step_len, step, (int)(eol + 1 - rest), rest);
+    *split = true;
+    p += len;
+  }
+  char *r = arena_strdup(a, b.s ? b.s : "");
+  buf_free(&b);
+  return r;
+}
+
 static uint64_t text_hash(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++)
@@ -152,7 +219,10 @@ void kernel_end(Emit *e) {
   ks->calls = arena_grow(a, ks->calls, &ks->capcalls, ks->ncalls + 1, sizeof(KCall));
   KCall *call = &ks->calls[ks->ncalls++];
   *call = (KCall){.node = n, .kernel = -1};
+  bool split = false;
   const char *body = ks->body.s ? ks->body.s : "";
+  if (strstr(body, "KILN_PARALLEL_FOR"))
+    body = split_loops(a, body, ks->nkp > EMIT_JOB_ARGS, &split);
   if (ks->nkp == 0) { /* nothing read or written: a comment ("no copy: a view") */
     call->text = arena_strdup(a, body);
     return;
@@ -186,8 +256,15 @@ void kernel_end(Emit *e) {
     for (int i = 0; i < ks->nkernels; i++)
       same += ks->kernels[i].op == n->op;
     const char *stem = arena_printf(a, "%s_%d", snake(a, node_op_name(n)), same);
-    ks->kernels[ks->nkernels++] = (Kernel){cname_unique(e->names, stem, "k"), kernel_comment(e, n, ks->kp, ks->nkp),
-                                           arena_strdup(a, t.s), h, 0, n->op};
+    ks->kernels[ks->nkernels++] = (Kernel){cname_unique(e->names, stem, "k"),
+                                           kernel_comment(e, n, ks->kp, ks->nkp),
+                                           arena_strdup(a, t.s),
+                                           h,
+                                           0,
+                                           n->op,
+                                           arena_dup(a, ks->kp, sizeof(KParam) * (size_t)ks->nkp),
+                                           ks->nkp,
+                                           split};
   }
   buf_free(&t);
   ks->kernels[k].calls++;
@@ -201,14 +278,46 @@ void kernel_abort(Emit *e) {
   e->out = NULL;
 }
 
+/* A kernel with split loops is a job for the thread pool (kiln_rt.h):
+ * its first statement hands its arguments to KILN_TEAM, and NAME_job, the
+ * kernel as a function of that array, is what the pool's workers run. */
+static void put_split_kernel(Buf *c, const Kernel *kn, const char *job) {
+  const char *open = strstr(kn->text, ") {\n");
+  KILN_ASSERT(open);
+  open += 4;
+  buf_printf(c, "static void %s%.*s  KILN_TEAM(%s", kn->name, (int)(open - kn->text), kn->text, job);
+  for (int i = 0; i < kn->nkp; i++)
+    buf_printf(c, ", %s", kn->kp[i].name);
+  buf_printf(c, ");\n%s", open);
+  buf_printf(c, "static void %s(const void *const *a) { /* %s on a thread of the pool */\n  %s(", job, kn->name,
+             kn->name);
+  for (int i = 0; i < kn->nkp; i++) {
+    const KParam *p = &kn->kp[i];
+    if (p->out_vid >= 0)
+      buf_printf(c, "%s(%s *)(uintptr_t)a[%d]", i ? ", " : "", dt_ctype(p->dt), i);
+    else
+      buf_printf(c, "%sa[%d]", i ? ", " : "", i);
+  }
+  buf_puts(c, ");\n}\n\n");
+}
+
 void kernels_put(Emit *e, Buf *c) {
   KernelSet *ks = e->ks;
   for (int k = 0; k < ks->nkernels; k++) {
     const Kernel *kn = &ks->kernels[k];
+    const char *job = NULL;
+    if (kn->split) {
+      job = cname_unique(e->names, arena_printf(e->g->arena, "%s_job", kn->name), "k");
+      buf_printf(c, "static void %s(const void *const *a);\n", job);
+    }
     buf_printf(c, "/* %s", kn->comment);
     if (kn->calls > 1)
       buf_printf(c, " (%d calls)", kn->calls);
-    buf_printf(c, " */\nstatic void %s%s\n", kn->name, kn->text);
+    buf_puts(c, " */\n");
+    if (kn->split)
+      put_split_kernel(c, kn, job);
+    else
+      buf_printf(c, "static void %s%s\n", kn->name, kn->text);
   }
   buf_free(&ks->body);
 }

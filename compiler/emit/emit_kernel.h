@@ -35,6 +35,9 @@ typedef struct Kernel {
   uint64_t hash;
   int calls;
   int op;              /* OpId of the node it was made for */
+  const KParam *kp;    /* its parameters, in order */
+  int nkp;
+  bool split;          /* has KILN_PARALLEL_FOR loops: a job for the thread pool (kiln_rt.h) */
 } Kernel;
 
 typedef struct KCall {

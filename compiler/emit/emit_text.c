@@ -48,13 +48,14 @@ void emit_header_end(Buf *h, const Buf *tok) {
 }
 
 void emit_threads_doc(Buf *h, const char *prefix, int threads) {
-  buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -fopenmp (and link\n"
-                " * with -fopenmp) to run its large loops on up to %d OpenMP threads; built\n"
-                " * without it, the same code runs on the calling thread alone.\n"
-                " * %s_set_threads(n) caps the count at n from the next loop on (process-wide:\n"
-                " * every workspace, every entry point), 1 <= n <= %d; it returns KILN_OK, or\n"
-                " * KILN_E_ARG for an n outside 1..%d (the count then stays as it was).\n"
-                " * The results are the same at every count.\n",
+  buf_printf(h, " *\n * Threads: compiled with --threads %d. Build %s.c with -pthread (or\n"
+                " * -fopenmp, which implies it) to run its large loops on up to %d threads of\n"
+                " * kiln's pool (kiln_rt.h: started on the first threaded call, kept until\n"
+                " * the process exits); built without, or with -DKILN_SERIAL, the same code\n"
+                " * runs on the calling thread alone. %s_set_threads(n) caps the count at n\n"
+                " * from the next call on (process-wide: every workspace, every entry point),\n"
+                " * 1 <= n <= %d; it returns KILN_OK, or KILN_E_ARG for an n outside 1..%d\n"
+                " * (the count then stays as it was). The results are the same at every count.\n",
              threads, prefix, threads, prefix, threads, threads);
 }
 

@@ -976,7 +976,7 @@ static void emit_rows_run(Emit *e, const GemmSpec *s) {
 static void emit_rows_zero(Emit *e, const GemmSpec *s) {
   if (!s->rows || s->rows_keep)
     return;
-  emit_line(e, "if (m_run < %lld)", (long long)s->m);
+  emit_line(e, "%sif (m_run < %lld)", emit_lead_only(e), (long long)s->m);
   emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,
             (long long)s->m, (long long)s->n);
 }

@@ -785,10 +785,12 @@ bool emit_igemm(Emit *e, const IGemmSpec *s) {
     emit_line(e, "const float *res = %s; /* the residual [%lld,%lld] */", s->residual, (long long)s->m,
               (long long)s->n);
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, (long long)s->m, (long long)s->n);
-  emit_line(e, "int32_t au[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: rows of A as u8, four a word */",
-            (long long)(mbp * g.kp > 0 ? mbp * g.kp : 1), (long long)mbp, (long long)g.kp);
-  emit_line(e, "float as[%lld]; /* [%lld]: each row's scale */", (long long)g.mb, (long long)g.mb);
-  emit_line(e, "int32_t az[%lld]; /* [%lld]: each row's zero point */", (long long)g.mb, (long long)g.mb);
+  emit_shared_array(e, "int32_t", "au", mbp * g.kp > 0 ? mbp * g.kp : 1,
+                    arena_printf(e->g->arena, "[%lld][%lld]: rows of A as u8, four a word", (long long)mbp,
+                                 (long long)g.kp));
+  emit_shared_array(e, "float", "as", g.mb, arena_printf(e->g->arena, "[%lld]: each row's scale", (long long)g.mb));
+  emit_shared_array(e, "int32_t", "az", g.mb,
+                    arena_printf(e->g->arena, "[%lld]: each row's zero point", (long long)g.mb));
   if (s->per_tensor)
     emit_tensor_params(e, s);
   int64_t mfull = s->m / g.mb * g.mb;

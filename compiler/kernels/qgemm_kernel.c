@@ -927,7 +927,7 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
     simd_paths_end(e, &paths);
   }
   if (s->rows) {
-    emit_line(e, "if (m_run < %lld)", (long long)s->m);
+    emit_line(e, "%sif (m_run < %lld)", emit_lead_only(e), (long long)s->m);
     emit_line(e, "  memset(y + m_run * %lld, 0, (size_t)(%lld - m_run) * %lld * sizeof *y);", (long long)s->n,
               (long long)s->m, (long long)s->n);
   }

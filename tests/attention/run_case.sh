@@ -15,7 +15,7 @@
 #      this CPU has them, else forced: wide GNU vectors lowered to the
 #      baseline ISA, slow but the same code; natively compiled, when the
 #      CPU lacks AVX-512), the plain C path, clang -Weverything, and
-#      --threads 2 (with -fopenmp, when the compiler has it).
+#      --threads 2 (with -pthread, when the compiler has it).
 # Prints one line per step; exit 0 when all pass.
 set -u
 kiln=$1 case=$2
@@ -78,7 +78,7 @@ if command -v clang > /dev/null; then
   step "C under clang -Weverything" "$kiln" check -q --cc=clang \
     "--cflags=-O1 -Weverything -Wno-padded -Wno-declaration-after-statement -Wno-unused-macros" "$tmp"
 fi
-if echo 'int main(void){return 0;}' | ${CC:-cc} -fopenmp -x c - -o "$tmp/omp" 2>/dev/null; then
+if echo 'int main(void){return 0;}' | ${CC:-cc} -pthread -x c - -o "$tmp/omp" 2>/dev/null; then
   step "C --isa=avx2 --threads=2 $v8" "$kiln" check -q --isa=avx2 --threads=2 "--cflags=$v8" "$tmp"
 fi
 exit $fail

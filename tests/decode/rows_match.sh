@@ -27,7 +27,7 @@ if grep -q "m_run = " "$dir/ref/ref.c"; then
   exit 1
 fi
 omp=""
-[ "$threads" -gt 1 ] && omp=-fopenmp
+[ "$threads" -gt 1 ] && omp=-pthread
 march=-march=native
 [ "$isa" = generic ] && march=""
 for m in dec ref; do

@@ -12,7 +12,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$kiln" compile "$model" -o "$dir/dec.c" --isa="$isa" --threads "$threads" "$@"
 omp=""
-[ "$threads" -gt 1 ] && omp=-fopenmp
+[ "$threads" -gt 1 ] && omp=-pthread
 march=-march=native
 [ "$isa" = generic ] && march=""
 cc -O2 $march -std=c11 -Wall -Wextra -Werror $omp -I"$dir" -DMODEL_H='"dec.h"' -DM=dec -DMU=DEC \

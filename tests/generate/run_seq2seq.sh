@@ -14,7 +14,7 @@ trap 'rm -rf "$dir"' EXIT
 "$kiln" compile "$model" --name full -o "$dir/full.c" --isa="$isa" --threads "$threads" "$@"
 "$kiln" compile "$model" --name cached --set cache=true -o "$dir/cached.c" --isa="$isa" --threads "$threads" "$@"
 omp=""
-[ "$threads" -gt 1 ] && omp=-fopenmp
+[ "$threads" -gt 1 ] && omp=-pthread
 march=-march=native
 [ "$isa" = generic ] && march=""
 cc -O2 $march -std=c11 -Wall -Wextra -Werror $omp -I"$dir" "$here/seq2seq_match.c" "$dir/full.c" "$dir/cached.c" \

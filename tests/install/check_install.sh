@@ -9,7 +9,7 @@
 #     (find_package(kiln), kiln_add_model), and its app's output on the
 #     fixture's input agrees with PyTorch's reference output; rebuilding
 #     runs kiln again only when the model or the kiln binary changed;
-#   - the same with WEIGHTS_MODE blob and THREADS 2 (a linked blob, OpenMP);
+#   - the same with WEIGHTS_MODE blob and THREADS 2 (a linked blob, the pool);
 #   - kiln_add_model's other keywords (a .lua model with SET, QUANTIZE,
 #     ISA, NAME, DEPENDS, OPTIONS) build and link, and bad arguments stop
 #     the configure with their kiln_add_model: message;
@@ -154,9 +154,9 @@ if example blob_threads2 -DEXAMPLE_WEIGHTS_MODE=blob -DEXAMPLE_THREADS=2; then
   out=$work/blob_threads2/kiln_models/encoder
   [ -f "$out/encoder.weights.bin" ] && grep -q incbin "$out/encoder_weights.S" && grep -q 'kiln_threads_n = 2;' "$out/encoder.c" &&
     nm "$work/blob_threads2/encoder_app" | grep -q ' encoder_weights_blob$' &&
-    ldd "$work/blob_threads2/encoder_app" | grep -q 'libgomp\|libomp' &&
-    ok "blob_threads2: the blob is linked in by encoder_weights.S, the app runs on OpenMP" ||
-    bad "blob_threads2: no blob, no .incbin, not 2 threads or no OpenMP in the app"
+    nm "$work/blob_threads2/encoder_app" | grep -q ' U pthread_create' &&
+    ok "blob_threads2: the blob is linked in by encoder_weights.S, the app starts kiln's thread pool" ||
+    bad "blob_threads2: no blob, no .incbin, not 2 threads or no thread pool in the app"
 fi
 
 # --- kiln_add_model's other keywords, and its errors -------------------------

@@ -18,7 +18,7 @@ for model in "$@"; do
       exit 1
     fi
   done
-  if grep -q 'KILN_PARALLEL_FOR\|_OPENMP\|cblas_' "$tmp/plain/model.c"; then
+  if grep -q 'KILN_PARALLEL_FOR\|KILN_TEAM\|KILN_LEAD_ONLY\|kiln_threads\|cblas_' "$tmp/plain/model.c"; then
     echo "FAIL $model: the serial C mentions threads or cblas"
     exit 1
   fi

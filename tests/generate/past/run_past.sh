@@ -17,7 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 "$kiln" compile "$here/$model" --kv-cache=32 ${prefill:+--prefill=$prefill} ${KILN_KV_DTYPE:+--kv-dtype=$KILN_KV_DTYPE} -o "$dir/dec.c" \
   --isa="$isa" --threads "$threads"
 omp=""
-[ "$threads" -gt 1 ] && omp=-fopenmp
+[ "$threads" -gt 1 ] && omp=-pthread
 march=-march=native
 [ "$isa" = generic ] && march=""
 for app in "$here/../cache_app.c" "$here/torch_match.c"; do
