@@ -16,11 +16,12 @@
 
 /* Before a loop whose iteration i reads and writes only element i of each
  * array (an output written over its input is fine): no iteration depends on
- * another. Row kernels need it under --threads: OpenMP moves a parallel
+ * another. Row kernels needed it under OpenMP, which moved a parallel
  * loop's body into a function of its own where the kernel's restrict
- * pointers are plain ones, and gcc then left AddLayerNorm's loops scalar
- * (one thread of a --threads 2 MiniLM build 9% slower than the serial
- * build, all of it there). */
+ * pointers were plain ones (gcc then left AddLayerNorm's loops scalar: one
+ * thread of a --threads 2 MiniLM build 9% slower than the serial build);
+ * kiln's pool keeps the loops in the kernel, and the pragma stays where
+ * the dependence analysis needs the help. */
 #if defined(__clang__)
 #define KILN_IVDEP _Pragma("clang loop vectorize(assume_safety)")
 #elif defined(__GNUC__)
@@ -645,6 +646,7 @@ static inline int kiln_amx_ready(void) {
     (defined(__unix__) || defined(__APPLE__))
 #define KILN_POOL 1
 #include <pthread.h>
+#include <unistd.h>
 
 #define KILN_JOB_ARGS 64  /* most parameters of a kernel with split loops (compiler/emit/emit_kernel.c) */
 #define KILN_JOB_SHARED 8 /* most KILN_SHARED arrays in one */
@@ -809,12 +811,17 @@ static void *kiln_pool_worker(void *arg) {
   return NULL;
 }
 
-/* Start the pool's workers once; a thread that finds them starting runs
- * its call alone (kiln_team_begin sees no workers). */
+/* Start the pool's workers once, never more than the online CPUs less
+ * the lead (more threads than cores only take turns: --threads 8 on 2
+ * cores runs on 2); a thread that finds them starting runs its call alone
+ * (kiln_team_begin sees no workers). */
 static inline void kiln_pool_start(kiln_pool *p, void (*forked)(void), int workers) {
   int s = 0;
   if (!__atomic_compare_exchange_n(&p->state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus >= 1 && workers > cpus - 1)
+    workers = (int)(cpus - 1);
   pthread_atfork(NULL, NULL, forked);
   int n = 0;
   for (; n < workers; n++) {

@@ -142,7 +142,7 @@ static int widest_view(int nr) {
  * (the conversion amortised over the tiles, the f32 tile unchanged); with
  * fewer (decoding, M = 1..4 rows), the int8 vectors are widened in
  * registers at every step of k. The local array is at most
- * GEMM_WIDEN_MAX_BYTES (on the stack, also of OpenMP threads). */
+ * GEMM_WIDEN_MAX_BYTES (on the stack, also of the pool's threads). */
 #ifndef GEMM_WIDEN_MIN_TILES /* -D for experiments */
 #define GEMM_WIDEN_MIN_TILES 4
 #endif

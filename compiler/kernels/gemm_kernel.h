@@ -12,7 +12,7 @@
  * is register-blocked GNU C vector code for each vector width that can
  * read the panels, picked by the C preprocessor (see gemm_kernel.c), with
  * every dim a constant and the edges handled by constant-bound remainder
- * code. With --threads N the panels are split among N OpenMP threads; with
+ * code. With --threads N the panels are split among N pool threads; with
  * --gemm=openblas a cblas_sgemm call replaces packing and kernel. */
 #ifndef KILN_GEMM_KERNEL_H
 #define KILN_GEMM_KERNEL_H
