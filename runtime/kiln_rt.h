@@ -700,7 +700,7 @@ typedef struct kiln_pool {
   unsigned seq;                     /* bumped by every event a thread may sleep for */
   int sleepers;                     /* threads asleep on cv, or about to be */
   int owner;                        /* 1 while a lead holds the pool */
-  int state;                        /* workers: 0 not started, 1 starting, 2 started */
+  int state;                        /* workers: 0 not started, 1 starting, 2 started, 3 none (a forked child) */
   int nworkers;                     /* workers started */
   int next_index;                   /* the index the next worker takes (the lead is 0) */
   pthread_mutex_t mu;
@@ -708,7 +708,8 @@ typedef struct kiln_pool {
 } kiln_pool;
 
 /* A generated file's pool, name, and name_forked, the fork handler that
- * resets it (a child has none of the workers). */
+ * leaves a child's pool without workers (it has none of the parent's, and
+ * starting threads after fork is not safe): the child runs alone. */
 #define KILN_POOL_DEFINE(name)                                                                              \
   static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};               \
   static void name##_forked(void) {                                                                          \
@@ -734,7 +735,8 @@ static __thread kiln_member kiln_me;
 static inline void kiln_pool_forked(kiln_pool *p) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  p->state = p->owner = p->sleepers = p->nworkers = p->next_index = 0;
+  p->owner = p->sleepers = p->nworkers = p->next_index = 0;
+  p->state = 3;
   kiln_me.role = 0;
 }
 

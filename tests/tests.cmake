@@ -377,6 +377,20 @@ if(Threads_FOUND)
                    "${KILN_SET_THREADS_FLAGS}")
   set_tests_properties(threads_set_threads PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0)
 endif()
+# the pool as an application uses it: two threads calling m_run_ws at once
+# (one leads, one runs alone), then a forked child (tests/threads/pool_app.sh)
+if(Threads_FOUND)
+  add_test(NAME threads_pool_app
+           COMMAND sh ${T}/threads/pool_app.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/threads-tests/pool_app
+                   "${KILN_SET_THREADS_FLAGS}")
+  set_tests_properties(threads_pool_app PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0)
+  if(CLANG AND NOT KILN_SANITIZE)
+    add_test(NAME threads_pool_app_tsan
+             COMMAND sh ${T}/threads/pool_app.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/threads-tests/pool_app_tsan
+                     "-fsanitize=thread -g")
+    set_tests_properties(threads_pool_app_tsan PROPERTIES ENVIRONMENT CC=${CLANG})
+  endif()
+endif()
 
 # ---- the Lua DSL core: every method and global vs ONNX Runtime (tests/dsl) ----
 add_test(NAME dsl_methods COMMAND ${T}/dsl/run_dsl_tests.sh ${KILN_BIN})
