@@ -843,14 +843,18 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
 
 /* --precision=bf16: A rounded to bf16 (nearest, ties to even) once per
  * product, into ab [M][ceil(K/2)], two k a word as the panels hold B; for
- * the AMX path [M rounded up to 16][Geo.kp], the rest zero. */
+ * the AMX path [M rounded up to 16][Geo.kp], the rest zero. With threads
+ * the rows are split and ab is the team's one array (KILN_SHARED): every
+ * thread reads every row. */
 static void emit_bf16_rows(Emit *e, const GemmSpec *s, const Geo *g) {
   long long m = (long long)s->m, k = (long long)s->k, k2 = (long long)g->krows, ka = (long long)g->kp;
   long long mp = g->amx ? (m + 15) / 16 * 16 : m;
-  emit_line(e, "uint32_t ab[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: A in bf16, A[i][2k] in the low "
-               "half of word k%s */", mp * ka, mp, ka, mp * ka > m * k2 ? "; the padding zero" : "");
+  emit_shared_array(e, "uint32_t", "ab", mp * ka,
+                    arena_printf(e->g->arena, "[%lld][%lld]: A in bf16, A[i][2k] in the low half of word k%s", mp,
+                                 ka, mp * ka > m * k2 ? "; the padding zero" : ""));
   if (mp * ka > m * k2)
-    emit_line(e, "memset(ab, 0, sizeof ab);");
+    emit_line(e, "%smemset(ab, 0, %lld * sizeof *ab);", emit_lead_only(e), mp * ka);
+  emit_parallel_for(e, m, 0.5 * (double)(m * k));
   emit_line(e, "for (int i = 0; i < %lld; i++) {", m);
   emit_line(e, "  const float *ai = a + i * %lld;", (long long)s->a_rs);
   emit_line(e, "  uint32_t *abi = ab + i * %lld;", ka);
