@@ -108,7 +108,9 @@ bool emit_has_token(const char *text, const char *name) {
  * `i += C`); the pair becomes `KILN_PARALLEL_FOR(T, i, A, B, C)` and what
  * followed the loop's `)`, the form kiln_rt.h splits into tiles. A kernel
  * with more parameters than a pool job carries (EMIT_JOB_ARGS) keeps its
- * loops serial. Returns the new text; *split: whether any loop is split. */
+ * loops serial. KILN_SHARED arrays must come before the first split loop:
+ * the lead publishes their addresses with the job there. Returns the new
+ * text; *split: whether any loop is split. */
 static char *split_loops(Arena *a, const char *body, bool serial, bool *split) {
   static const char marker[] = "KILN_PARALLEL_FOR\n";
   Buf b = {0};
@@ -118,6 +120,7 @@ static char *split_loops(Arena *a, const char *body, bool serial, bool *split) {
     size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
     const char *q = p + strspn(p, " ");
     if (strncmp(q, marker, sizeof marker - 1)) {
+      KILN_ASSERT(!*split || strncmp(q, "KILN_SHARED(", 12));
       buf_put(&b, p, len);
       p += len;
       continue;
