@@ -56,10 +56,17 @@ if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang" AND EXISTS /proc/cpuinfo)
   endif()
 endif()
 
-# ONNX backend node tests, against the committed pass lists
-add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
+# ONNX backend node tests, against the committed pass lists. Debian's set
+# (onnx 1.12) through the generated C in the sanitizer suite only: the
+# release suite runs onnx 1.20's set below, which holds the same tests
+# again at newer opsets (the CI's time goes to the 1,653, not twice to the
+# 932); through the interpreter in both.
+if(KILN_SANITIZE)
+  add_test(NAME node_c COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} c)
+  set_tests_properties(node_c PROPERTIES TIMEOUT 1200)
+endif()
 add_test(NAME node_interp COMMAND ${T}/node/run_node_tests.sh ${KILN_BIN} interp)
-set_tests_properties(node_c node_interp PROPERTIES TIMEOUT 1200)
+set_tests_properties(node_interp PROPERTIES TIMEOUT 1200)
 # onnx 1.20.0's node tests (1,653, opsets to 25), fetched once per build
 # folder from the onnx wheel on PyPI (tools/fetch_onnx_node_tests.py; a skip
 # offline). Release suite only: the sanitizer suite runs Debian's set above,
