@@ -269,6 +269,8 @@ static void plain_super_block(Emit *e, BqFormat f) {
 
 typedef enum { KP_512, KP_256, KP_C } KPath;
 
+#define QA_PREFETCH_ROWS 8 /* how many rows of W ahead the vector paths prefetch */
+
 /* One path: the loop over W's rows (split among the threads) and X's rows. */
 static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, double ns) {
   BqFormat f = s->fmt;
@@ -332,6 +334,9 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
   emit_line(e, "for (int j = 0; j < %s; j++) { /* row j of W */", ll_of(e, s->n));
   e->indent++;
   emit_line(e, "const uint8_t *wj = w + (int64_t)j * %s;", ll_of(e, nb * bb));
+  if (p != KP_C) /* the rows QA_PREFETCH_ROWS ahead, as the blocks go */
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(j + %d < %s ? j + %d : j) * %s;", QA_PREFETCH_ROWS, ll_of(e, s->n),
+              QA_PREFETCH_ROWS, ll_of(e, nb * bb));
   emit_line(e, "for (int i = 0; i < %s; i++) {", mrows);
   e->indent++;
   if (!(p == KP_512 && (f == BQ_Q4_K || f == BQ_Q5_K)))
@@ -354,6 +359,8 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
   emit_line(e, "for (int c = 0; c < %s; c++) { /* super-block c */", ll_of(e, nb));
   e->indent++;
   emit_line(e, "const uint8_t *q = wj + c * %d;", bb);
+  for (int off = 0; p != KP_C && off < bb; off += 64)
+    emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", bb, off);
   if (!(p == KP_512 && (f == BQ_Q4_K || f == BQ_Q5_K)))
     text(e, "const int8_t *xc = xi + c * 256;");
   emit_line(e, "const float *gdc = gd + c * %d%s;", 256 / gs, mins ? arena_printf(e->g->arena, ", *gmc = gm + c * %d", 256 / gs) : "");
@@ -367,16 +374,20 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
     plain_super_block(e, f);
   e->indent--;
   emit_line(e, "}");
-  if (p == KP_512) {
-    text(e, "float sv = _mm512_reduce_add_ps(_mm512_add_ps(acc, acb));");
+  if (p == KP_512) { /* the minima or offsets (8 lanes) taken off in the vector: one sum */
     if (f == BQ_Q6_K)
-      text(e, "sv -= 32 * _mm512_reduce_add_ps(offv);");
+      text(e, "const float sv = _mm512_reduce_add_ps(_mm512_sub_ps(_mm512_add_ps(acc, acb), _mm512_mul_ps(offv, "
+              "_mm512_set1_ps(32))));");
+    else
+      emit_line(e, "const float sv = _mm512_reduce_add_ps(_mm512_sub_ps(_mm512_add_ps(acc, acb), "
+                   "_mm512_maskz_mov_ps(0xff, _mm512_castps256_ps512((__m256)(mnv * %d)))));",
+                f == BQ_Q8_K ? 128 : 1);
   } else if (p == KP_256) {
     text(e, "float sv = 0;\n"
             "for (int l = 0; l < 8; l++)\n"
             "  sv += acc[l] + acb[l];");
   }
-  if (vec8 && mins) {
+  if (p == KP_256 && mins) {
     const char *k = f == BQ_Q8_K ? "128 * " : f == BQ_Q6_K ? "32 * " : "";
     emit_line(e, "for (int l = 0; l < 8; l++)");
     emit_line(e, "  sv -= %smnv[l];", k);
