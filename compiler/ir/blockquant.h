@@ -83,6 +83,9 @@ bool bq_format_from_name(const char *name, BqFormat *fmt);
 static inline bool bq_is_k(BqFormat fmt) { return fmt >= BQ_Q4_K; }
 /* Whether a 32-value block has a minimum m (Q4_1, Q5_1): x = d·q + m. */
 static inline bool bq_has_min(BqFormat fmt) { return fmt == BQ_Q4_1 || fmt == BQ_Q5_1; }
+/* The formats --kquant-act=q8 applies to: the K-quants, and Q5_0/Q5_1 (a
+ * K-quant file's rows that are no whole super-block, e.g. Gemma 3's 640). */
+static inline bool bq_act_q8_format(BqFormat fmt) { return fmt >= BQ_Q4_K || fmt == BQ_Q5_0 || fmt == BQ_Q5_1; }
 /* Whether a 32-value block has Q5's fifth bits qh (Q5_0, Q5_1). */
 static inline bool bq_is_q5(BqFormat fmt) { return fmt == BQ_Q5_0 || fmt == BQ_Q5_1; }
 /* Bytes of one row of `cols` values (cols a multiple of block_values). */

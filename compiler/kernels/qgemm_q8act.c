@@ -399,13 +399,118 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
   emit_line(e, "}");
 }
 
+/* Q5_0/Q5_1: one 32-value block at q (qh's 32 fifth bits at qo - 4, the
+ * 16 bytes of nibbles at qo: values 0..15 the low nibbles, 16..31 the
+ * high) by X's block at xc into the vector accumulator `acc` (vector
+ * paths) or sv (plain C); the offset 16 (Q5_0) or the minimum (Q5_1)
+ * times the block's Σx goes into the scalar `ofs`. */
+static void q5_block(Emit *e, BqFormat f, KPath p, const char *acc) {
+  int qo = f == BQ_Q5_1 ? 8 : 6;
+  emit_line(e, "const float d = kiln_f16_to_f32%s((uint16_t)(q[0] | q[1] << 8));", p == KP_C ? "" : "_fast");
+  if (f == BQ_Q5_1)
+    emit_line(e, "ofs += kiln_f16_to_f32%s((uint16_t)(q[2] | q[3] << 8)) * gmc[0];", p == KP_C ? "" : "_fast");
+  else
+    emit_line(e, "ofs += d * gmc[0];");
+  emit_line(e, "uint32_t qh;");
+  emit_line(e, "memcpy(&qh, q + %d, sizeof qh);", qo - 4);
+  if (p == KP_C) {
+    emit_line(e, "int dot = 0;");
+    emit_line(e, "for (int l = 0; l < 16; l++)");
+    emit_line(e, "  dot += ((q[%d + l] & 15) | (int)(qh >> l & 1) << 4) * xc[l] + ((q[%d + l] >> 4) | "
+                 "(int)(qh >> (l + 16) & 1) << 4) * xc[l + 16];", qo, qo);
+    emit_line(e, "sv += d * gdc[0] * (float)dot;");
+    return;
+  }
+  emit_line(e, "const __m128i b = _mm_loadu_si128((const void *)(q + %d));", qo);
+  emit_line(e, "const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4h), _mm_and_si128(b, m4h));");
+  if (p == KP_512) {
+    emit_line(e, "const __m256i h = _mm256_maskz_set1_epi8((__mmask32)qh, 16); /* bit l of qh: 16 in byte l */");
+    emit_line(e, "const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_or_si256(u, h), "
+                 "_mm256_loadu_si256((const void *)xc));");
+  } else {
+    emit_line(e, "/* bit l of qh as 16 in byte l: byte l of the word copy holds qh's byte l / 8, tested by a mask "
+                 "with every bit but l %% 8 set */");
+    emit_line(e, "const __m256i hb = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), hsel);");
+    emit_line(e, "const __m256i h = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(hb, hbit), "
+                 "_mm256_set1_epi8(-1)), _mm256_set1_epi8(16));");
+    emit_line(e, "const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_or_si256(u, h), "
+                 "_mm256_loadu_si256((const void *)xc)), ones);");
+  }
+  emit_line(e, "%s += (kq8f)_mm256_cvtepi32_ps(s) * (d * gdc[0]);", acc);
+}
+
+/* Q5_0/Q5_1's rows: blocks two at a time into acc and acb. */
+static void emit_rows_q5(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, double ns) {
+  BqFormat f = s->fmt;
+  int bb = bq_formats[f].block_bytes;
+  int64_t nb = s->k / 32;
+  if (p != KP_C)
+    text(e, "typedef float kq8f __attribute__((vector_size(32)));\n"
+            "const __m128i m4h = _mm_set1_epi8(15);");
+  if (p == KP_256)
+    text(e, "const __m256i ones = _mm256_set1_epi16(1);\n"
+            "const __m256i hsel = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);\n"
+            "const __m256i hbit = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);");
+  emit_parallel_for(e, s->n, ns);
+  emit_line(e, "for (int j = 0; j < %s; j++) { /* row j of W */", ll_of(e, s->n));
+  e->indent++;
+  emit_line(e, "const uint8_t *wj = w + (int64_t)j * %s;", ll_of(e, nb * bb));
+  if (p != KP_C)
+    emit_line(e, "const uint8_t *pf = w + (int64_t)(j + %d < %s ? j + %d : j) * %s;", QA_PREFETCH_ROWS, ll_of(e, s->n),
+              QA_PREFETCH_ROWS, ll_of(e, nb * bb));
+  emit_line(e, "for (int i = 0; i < %s; i++) {", mrows);
+  e->indent++;
+  emit_line(e, "const int8_t *xi = xq + (int64_t)i * %s;", ll_of(e, s->k));
+  emit_line(e, "const float *gd = xgd + (int64_t)i * %s, *gm = xgm + (int64_t)i * %s;", ll_of(e, nb), ll_of(e, nb));
+  text(e, p == KP_C ? "float sv = 0, ofs = 0;" : "kq8f acc = {0}, acb = {0};\nfloat ofs = 0;");
+  /* pairs of blocks, then the odd one */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0 && nb < 2)
+      continue;
+    if (pass == 1 && nb % 2 == 0)
+      break;
+    if (pass == 0)
+      emit_line(e, "for (int c = 0; c + 1 < %s; c += 2) { /* blocks c and c + 1 */", ll_of(e, nb));
+    else
+      emit_line(e, "{ /* the last block */");
+    e->indent++;
+    if (pass == 1)
+      emit_line(e, "const int c = %s;", ll_of(e, nb - 1));
+    for (int h = 0; h < (pass == 0 ? 2 : 1); h++) {
+      emit_line(e, "{");
+      e->indent++;
+      emit_line(e, "const uint8_t *q = wj + (c + %d) * %d;", h, bb);
+      if (p != KP_C && h == 0)
+        emit_line(e, "__builtin_prefetch(pf + c * %d);", bb);
+      emit_line(e, "const int8_t *xc = xi + (c + %d) * 32;", h);
+      emit_line(e, "const float *gdc = gd + c + %d, *gmc = gm + c + %d;", h, h);
+      q5_block(e, f, p, h ? "acb" : "acc");
+      e->indent--;
+      emit_line(e, "}");
+    }
+    e->indent--;
+    emit_line(e, "}");
+  }
+  if (p != KP_C)
+    text(e, "float sv = 0;\n"
+            "for (int l = 0; l < 8; l++)\n"
+            "  sv += acc[l] + acb[l];");
+  emit_line(e, "sv %s ofs;", f == BQ_Q5_1 ? "+=" : "-= 16 *");
+  emit_line(e, "y[(int64_t)i * %s + j] = sv%s;", ll_of(e, s->n), s->bias ? " + bias[j]" : "");
+  e->indent--;
+  emit_line(e, "}");
+  e->indent--;
+  emit_line(e, "}");
+}
+
 void emit_qgemm_q8act(Emit *e, const QGemmSpec *s) {
   BqFormat f = s->fmt;
   int gs = f == BQ_Q6_K ? 16 : 32;
+  void (*rows_of)(Emit *, const QGemmSpec *, KPath, const char *, double) = bq_is_q5(f) ? emit_rows_q5 : emit_rows;
   int64_t ng = s->k / gs, rows = s->m;
   const char *mrows = s->rows ? "m_run" : ll_of(e, s->m);
   /* about 10 GB/s of weight or 40 GOP/s, whichever is slower */
-  double wbytes = (double)s->n * (double)(s->k / 256 * bq_formats[f].block_bytes);
+  double wbytes = (double)s->n * (double)bq_row_bytes(f, s->k);
   double ops = 2.0 * (double)s->m * (double)s->n * (double)s->k, ns = wbytes / 10 > ops / 40 ? wbytes / 10 : ops / 40;
   e->uses_vnni = true; /* <immintrin.h> where the C compiler targets AVX2 or AVX-512 */
   emit_line(e, "/* --kquant-act=q8: X's rows as int8, %d values a scale (bq_quantize_act_q8), and per %d "
@@ -438,11 +543,12 @@ void emit_qgemm_q8act(Emit *e, const QGemmSpec *s) {
   bool w512 = e->isa != ISA_AVX2, w256 = true;
   bool first = true;
   if (w512) {
-    emit_line(e, "#if %s && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)", gnu);
+    emit_line(e, "#if %s && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && "
+                 "defined(__AVX512VNNI__)", gnu);
     emit_line(e, "/* AVX512-VNNI: 64 quants a vpdpbusd */");
     emit_line(e, "{");
     e->indent++;
-    emit_rows(e, s, KP_512, mrows, ns);
+    rows_of(e, s, KP_512, mrows, ns);
     e->indent--;
     emit_line(e, "}");
     first = false;
@@ -452,7 +558,7 @@ void emit_qgemm_q8act(Emit *e, const QGemmSpec *s) {
     emit_line(e, "/* AVX2: 32 quants a vpmaddubsw + vpmaddwd */");
     emit_line(e, "{");
     e->indent++;
-    emit_rows(e, s, KP_256, mrows, ns);
+    rows_of(e, s, KP_256, mrows, ns);
     e->indent--;
     emit_line(e, "}");
   }
@@ -460,7 +566,7 @@ void emit_qgemm_q8act(Emit *e, const QGemmSpec *s) {
   emit_line(e, "/* plain C: the integer dot of each sub-block */");
   emit_line(e, "{");
   e->indent++;
-  emit_rows(e, s, KP_C, mrows, ns);
+  rows_of(e, s, KP_C, mrows, ns);
   e->indent--;
   emit_line(e, "}");
   emit_line(e, "#endif");

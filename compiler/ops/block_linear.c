@@ -18,7 +18,7 @@
  * dequantizes exactly as DequantizeBlocks does, then multiplies in double
  * (as Linear's _eval) and rounds once.
  *
- * act="q8" (fuse_blocks under --kquant-act=q8, K-quant formats only): a
+ * act="q8" (fuse_blocks under --kquant-act=q8: the K-quants, Q5_0, Q5_1): a
  * product of fewer than QG_ACT_Q8_MAX_ROWS rows of X (static M: decode's
  * GEMVs) takes each row of X quantized to int8 by bq_quantize_act_q8, as
  * the kernel does, then multiplies exactly as above: the kernel's integer
@@ -63,7 +63,7 @@ static void weight_row(BqFormat fmt, const Tensor *wb, int64_t r, float *w, int6
 /* Does the product quantize X to int8 (act="q8", a K-quant, M rows of X
  * fewer than QG_ACT_Q8_MAX_ROWS)? */
 static bool block_act_q8(const Node *n, BqFormat fmt, int64_t m) {
-  return !strcmp(attr_str(n, "act", "f32"), "q8") && bq_is_k(fmt) && m < QG_ACT_Q8_MAX_ROWS;
+  return !strcmp(attr_str(n, "act", "f32"), "q8") && bq_act_q8_format(fmt) && m < QG_ACT_Q8_MAX_ROWS;
 }
 
 bool block_linear_infer(Graph *g, Node *n, Diag *d) {

@@ -17,7 +17,7 @@
  * and fuse_linear, which would otherwise see the Transpose and MatMul.
  *
  * With --kquant-act=q8 a product by K-quant blocks (Q4_K, Q5_K, Q6_K,
- * Q8_K) gets act="q8": its GEMVs (fewer than 4 rows of X) quantize X to
+ * Q8_K) or Q5_0/Q5_1 gets act="q8": its GEMVs (fewer than 4 rows of X) quantize X to
  * int8 and sum in integers (block_linear.c, qgemm_q8act.c). */
 #include <string.h>
 
@@ -118,7 +118,7 @@ bool pass_fuse_blocks(Graph *g, const PassOptions *o, Diag *d) {
   for (int i = 0; o->kquant_act_q8 && i < g->nnodes; i++) {
     Node *n = &g->nodes[i];
     BqFormat bf;
-    if (n->op == OP_BLOCKLINEAR && bq_format_from_name(attr_str(n, "format", ""), &bf) && bq_is_k(bf) &&
+    if (n->op == OP_BLOCKLINEAR && bq_format_from_name(attr_str(n, "format", ""), &bf) && bq_act_q8_format(bf) &&
         !attr_get(n, "act"))
       fm_set_str(g, n, "act", "q8");
   }

@@ -1,6 +1,6 @@
 #!/bin/sh
-# run_q8act.sh KILN CASE_DIR OUT_DIR [all|c] — --kquant-act=q8 on one K-quant
-# case of tests/generated/blockquant (tools/make_blockquant_cases.py):
+# run_q8act.sh KILN CASE_DIR OUT_DIR [all|c] — --kquant-act=q8 on one K-quant,
+# Q5_0 or Q5_1 case of tests/generated/blockquant (tools/make_blockquant_cases.py):
 #
 # 1. exact: the reference interpreter with the option (BlockLinear's _eval
 #    quantizes X's rows as the kernels do, bq_quantize_act_q8, then sums
@@ -10,10 +10,12 @@
 #    VNNI (when this CPU has it), AVX2 (vpmaddubsw), plain C, and native
 #    flags with 2 threads;
 # 2. against the f32 reference (the case's own outputs, weights dequantized
-#    exactly, X in f32), native flags: within 0.05 absolute plus 1%, cosine
-#    at least 0.999 (measured at most 0.038 absolute on |y| up to 5.4 with
-#    K 2304, cosine 0.9998 or more: 6 outputs of a K = 512 product); the interpreter likewise. Products of
-#    64 rows (prefill) keep f32 X: their outputs stay within the usual 1e-4.
+#    exactly, X in f32), native flags: within 0.1 absolute plus 1%, cosine
+#    at least 0.999 (measured: at most 0.038 absolute for the K-quants, |y|
+#    up to 5.4, K up to 2304; 0.07 for Q5_1, |y| up to 15; cosine 0.9998
+#    or more, the least on 6 outputs of a K = 512 product); the
+#    interpreter likewise. Products of 64 rows (prefill) keep f32 X: their
+#    outputs stay within the usual 1e-4.
 # `c`: only the AVX2 and plain C paths of 1 (the sanitizer suite).
 set -eu
 kiln=$1 case=$2 out=$3 which=${4:-all}
@@ -60,7 +62,7 @@ check "plain C against the int8-activation reference" $exact "--cflags=-O1 -DKIL
 if [ "$which" = all ]; then
   check "native flags, 2 threads, against the int8-activation reference" $exact --threads 2 \
     "--cflags=-O2 -march=native -ffp-contract=fast" "$out/ref"
-  loose="--rtol=1e-2 --atol=5e-2 --min-cosine=0.999"
+  loose="--rtol=1e-2 --atol=0.1 --min-cosine=0.999"
   check "native flags against the f32 reference" $loose "--cflags=-O2 -march=native -ffp-contract=fast" "$case"
   check "the interpreter against the f32 reference" $loose --interp "$case"
 fi
