@@ -17,7 +17,7 @@
 # summing a 512 MB array (out of cache, 64-bit loads, -O2 -march=native)
 # gives the read bandwidth this thread gets; bound_ms is the weight's bytes
 # at that rate, and %bound the bound over the time (100%: as fast as
-# memory). Each K-quant row is timed twice, the second time compiled
+# memory). Each K-quant, Q5_0 and Q5_1 row is timed twice, the second time compiled
 # with --kquant-act=q8 (row name +q8: X quantized to int8, integer dot
 # products, compiler/kernels/qgemm_q8act.c); BQ_ACT=f32 or q8 only the one.
 # Not a test: prints a table, commits nothing.
@@ -134,7 +134,7 @@ echo "read bandwidth, one thread: $bw GB/s"
 printf '%-25s %12s %10s %10s %8s %9s %7s\n' model weight_bytes cpu_ms wall_ms GB/s bound_ms %bound
 while read -r name bytes; do
   acts=f32
-  case $name in *_k_*) acts="${BQ_ACT:-f32 q8}" ;; esac
+  case $name in *_k_* | q5_[01]_*) acts="${BQ_ACT:-f32 q8}" ;; esac
   for act in $acts; do
   b="$dir/$name"
   mkdir -p "$b"
