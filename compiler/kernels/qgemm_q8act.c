@@ -403,14 +403,14 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
  * 16 bytes of nibbles at qo: values 0..15 the low nibbles, 16..31 the
  * high) by X's block at xc into the vector accumulator `acc` (vector
  * paths) or sv (plain C); the offset 16 (Q5_0) or the minimum (Q5_1)
- * times the block's Σx goes into the scalar `ofs`. */
-static void q5_block(Emit *e, BqFormat f, KPath p, const char *acc) {
+ * times the block's Σx goes into the scalar `ofs` (two chains: ofs, ofb). */
+static void q5_block(Emit *e, BqFormat f, KPath p, const char *acc, const char *ofs) {
   int qo = f == BQ_Q5_1 ? 8 : 6;
   emit_line(e, "const float d = kiln_f16_to_f32%s((uint16_t)(q[0] | q[1] << 8));", p == KP_C ? "" : "_fast");
   if (f == BQ_Q5_1)
-    emit_line(e, "ofs += kiln_f16_to_f32%s((uint16_t)(q[2] | q[3] << 8)) * gmc[0];", p == KP_C ? "" : "_fast");
+    emit_line(e, "%s += kiln_f16_to_f32%s((uint16_t)(q[2] | q[3] << 8)) * gmc[0];", ofs, p == KP_C ? "" : "_fast");
   else
-    emit_line(e, "ofs += d * gmc[0];");
+    emit_line(e, "%s += d * gmc[0];", ofs);
   emit_line(e, "uint32_t qh;");
   emit_line(e, "memcpy(&qh, q + %d, sizeof qh);", qo - 4);
   if (p == KP_C) {
@@ -462,7 +462,7 @@ static void emit_rows_q5(Emit *e, const QGemmSpec *s, KPath p, const char *mrows
   e->indent++;
   emit_line(e, "const int8_t *xi = xq + (int64_t)i * %s;", ll_of(e, s->k));
   emit_line(e, "const float *gd = xgd + (int64_t)i * %s, *gm = xgm + (int64_t)i * %s;", ll_of(e, nb), ll_of(e, nb));
-  text(e, p == KP_C ? "float sv = 0, ofs = 0;" : "kq8f acc = {0}, acb = {0};\nfloat ofs = 0;");
+  text(e, p == KP_C ? "float sv = 0, ofs = 0, ofb = 0;" : "kq8f acc = {0}, acb = {0};\nfloat ofs = 0, ofb = 0;");
   /* pairs of blocks, then the odd one */
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 0 && nb < 2)
@@ -484,7 +484,7 @@ static void emit_rows_q5(Emit *e, const QGemmSpec *s, KPath p, const char *mrows
         emit_line(e, "__builtin_prefetch(pf + c * %d);", bb);
       emit_line(e, "const int8_t *xc = xi + (c + %d) * 32;", h);
       emit_line(e, "const float *gdc = gd + c + %d, *gmc = gm + c + %d;", h, h);
-      q5_block(e, f, p, h ? "acb" : "acc");
+      q5_block(e, f, p, h ? "acb" : "acc", h ? "ofb" : "ofs");
       e->indent--;
       emit_line(e, "}");
     }
@@ -495,7 +495,7 @@ static void emit_rows_q5(Emit *e, const QGemmSpec *s, KPath p, const char *mrows
     text(e, "float sv = 0;\n"
             "for (int l = 0; l < 8; l++)\n"
             "  sv += acc[l] + acb[l];");
-  emit_line(e, "sv %s ofs;", f == BQ_Q5_1 ? "+=" : "-= 16 *");
+  emit_line(e, "sv %s (ofs + ofb);", f == BQ_Q5_1 ? "+=" : "-= 16 *");
   emit_line(e, "y[(int64_t)i * %s + j] = sv%s;", ll_of(e, s->n), s->bias ? " + bias[j]" : "");
   e->indent--;
   emit_line(e, "}");
