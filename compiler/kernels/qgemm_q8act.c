@@ -1,6 +1,6 @@
-/* qgemm_q8act.c — the K-quant GEMVs of --kquant-act=q8 (BlockLinear's
- * act="q8", fewer than QG_ACT_Q8_MAX_ROWS rows of X): X's rows quantized
- * to int8 once a call, the weight's quants multiplied by them in integers,
+/* qgemm_q8act.c — the K-quant (and Q5_0/Q5_1) GEMVs of --kquant-act=q8
+ * (BlockLinear's act="q8", fewer than QG_ACT_Q8_MAX_ROWS rows of X): X's
+ * rows quantized to int8 once a call, the weight's quants multiplied by them in integers,
  * as llama.cpp does (its Q8_K activations), so that a 4-6 bit weight costs
  * a few integer instructions per 64 values instead of a widening, a
  * conversion and an f32 FMA per 16 (the f32 kernels of qgemm_kernel.c were
@@ -21,12 +21,15 @@
  *   y += d·sc_j·dx_j · dot_j − dmin·mn_j · dx_j·Σq_j     (Q4_K, Q5_K)
  *   y += d·sc_j · (dx_j·dot_j − 32 · dx_j·Σq_j)          (Q6_K)
  *   y += d·dx_j · dot_j                                   (Q8_K)
+ *   y += d·dx · dot − 16·d · dx·Σq,  d·dx · dot + m · dx·Σq (Q5_0, Q5_1: a
+ *        32-value block a step, two blocks an iteration on two chains)
  * so the paths differ from the exact reference (and from each other) only
  * in the f32 rounding of these few terms a super-block.
  *
  * Paths, picked when the generated C is compiled (--isa=avx512 writes the
  * first two, avx2 the second, portable both; plain C always):
- *   AVX512-VNNI + BW   64 quants a vpdpbusd (u8 quants x s8 activations,
+ *   AVX512-VNNI/BW/VL  64 quants a vpdpbusd (Q5_0/Q5_1: 32, a block, the
+ *                      fifth bits spread by vpmovm2b-style masked sets); (u8 quants x s8 activations,
  *                      two sub-blocks: the int32 lanes scaled by a
  *                      vpermps of the sub-blocks' factors, one FMA);
  *                      Q4_K/Q5_K's nibble halves pair sub-blocks 2jp and
@@ -37,8 +40,12 @@
  *                      Q6_K's two int16 scales: both sub-blocks share one
  *                      activation block), Q8_K by |q| and X's sign flipped
  *                      (vpsignb); no product saturates int16: 2·63·127,
- *                      2·128·127 at most
+ *                      2·128·127 at most; Q5's fifth bits by a byte
+ *                      shuffle of qh and a compare
  *   plain C            the reference's loops over the same integers
+ *
+ * The vector paths prefetch the row of W QA_PREFETCH_ROWS ahead as they go
+ * (without it they ran at 60-70% of the bandwidth bound).
  *
  * Threads: the rows of W are split among the threads (emit_parallel_for);
  * the pre-pass runs before them. */
@@ -296,8 +303,8 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
       for (int hh = 0; hh < 2; hh++)
         for (int ab = 0; ab < 2; ab++) {
           int s0 = 8 * hh + 4 * ab;
-          emit_line(e, "const __m512i i6%d%c = (__m512i)(kz16i){%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, "
-                       "%d, %d}; /* lanes 4g .. 4g + 3: sub-block %d + g */",
+          emit_line(e, "const __m512i i6%d%c = (__m512i)(kz16i){%d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, "
+                       "%d, %d, %d}; /* lanes 4g .. 4g + 3: sub-block %d + g */",
                     hh, "ab"[ab], s0, s0, s0, s0, s0 + 1, s0 + 1, s0 + 1, s0 + 1, s0 + 2, s0 + 2, s0 + 2, s0 + 2,
                     s0 + 3, s0 + 3, s0 + 3, s0 + 3, s0);
         }
@@ -363,7 +370,8 @@ static void emit_rows(Emit *e, const QGemmSpec *s, KPath p, const char *mrows, d
     emit_line(e, "__builtin_prefetch(pf + c * %d + %d);", bb, off);
   if (!(p == KP_512 && (f == BQ_Q4_K || f == BQ_Q5_K)))
     text(e, "const int8_t *xc = xi + c * 256;");
-  emit_line(e, "const float *gdc = gd + c * %d%s;", 256 / gs, mins ? arena_printf(e->g->arena, ", *gmc = gm + c * %d", 256 / gs) : "");
+  emit_line(e, "const float *gdc = gd + c * %d%s;", 256 / gs,
+            mins ? arena_printf(e->g->arena, ", *gmc = gm + c * %d", 256 / gs) : "");
   if (p == KP_512 && (f == BQ_Q4_K || f == BQ_Q5_K))
     text(e, "const int8_t *xpc = xpi + c * 256;");
   if (p == KP_512)
