@@ -28,14 +28,15 @@
  *
  * Paths, picked when the generated C is compiled (--isa=avx512 writes the
  * first two, avx2 the second, portable both; plain C always):
- *   AVX512-VNNI/BW/VL  64 quants a vpdpbusd (Q5_0/Q5_1: 32, a block, the
- *                      fifth bits spread by vpmovm2b-style masked sets); (u8 quants x s8 activations,
+ *   AVX512-VNNI/BW/VL  64 quants a vpdpbusd (u8 quants x s8 activations,
  *                      two sub-blocks: the int32 lanes scaled by a
  *                      vpermps of the sub-blocks' factors, one FMA);
  *                      Q4_K/Q5_K's nibble halves pair sub-blocks 2jp and
  *                      2jp + 2, so their X is copied once a call in that
  *                      order (xp); Q8_K's signed quants go in as q + 128,
- *                      the 128·Σq taken off in f32
+ *                      the 128·Σq taken off in f32; Q5_0/Q5_1 32 a
+ *                      256-bit vpdpbusd, a block, the fifth bits spread
+ *                      to bytes by a masked set (vpmovm2b-like)
  *   AVX2               32 quants a vpmaddubsw + vpmaddwd (by ones, or by
  *                      Q6_K's two int16 scales: both sub-blocks share one
  *                      activation block), Q8_K by |q| and X's sign flipped
