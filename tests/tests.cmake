@@ -926,6 +926,29 @@ add_test(NAME gguf_kquant_c COMMAND ${KILN_BIN} check -q ${T}/gguf/kquant --weig
 add_test(NAME gguf_kquant_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/kquant
          --weights ${T}/gguf/kquant.gguf)
 
+# ---- --kquant-act=q8 (issue 23's kernel target; compiler/kernels/qgemm_q8act.c) ----
+# The GEMVs by K-quant, Q5_0 and Q5_1 blocks with X quantized to int8 (32
+# values a scale) and integer dots, on every such case above
+# (tests/blockquant/run_q8act.sh): each path (AVX512-VNNI where the CPU has
+# it, AVX2, plain C, 2 threads) within 1e-4 of the interpreter's exact sums
+# on the same int8 X; against the f32 reference within 0.1 + 1% and cosine
+# 0.999 (measured 0.07 at most, on Q5_1's |y| up to 15); the 64-row cases
+# (prefill keeps f32 X) unchanged at 1e-4. The sanitizer suite: the M = 3
+# cases, AVX2 and plain C.
+file(GLOB KILN_KQ8_CASES LIST_DIRECTORIES true ${T}/generated/blockquant/q[4568]_k_m* ${T}/generated/blockquant/q5_[01]_m*)
+foreach(dir ${KILN_KQ8_CASES})
+  get_filename_component(name ${dir} NAME)
+  if(NOT KILN_SANITIZE)
+    add_test(NAME kquant_act_q8_${name}
+             COMMAND sh ${T}/blockquant/run_q8act.sh ${KILN_BIN} ${dir} ${CMAKE_BINARY_DIR}/kq8-tests/${name})
+  elseif(name MATCHES "_m3$")
+    add_test(NAME kquant_act_q8_${name}
+             COMMAND sh ${T}/blockquant/run_q8act.sh ${KILN_BIN} ${dir} ${CMAKE_BINARY_DIR}/kq8-tests/${name} c)
+  endif()
+endforeach()
+# a bad act attribute and a bad --kquant-act value: one line each
+add_test(NAME kquant_act_bad COMMAND sh ${T}/blockquant/bad_act.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/kq8-tests/bad)
+
 # ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
 # part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)
 # as a decoder graph — prefill + steps == prefill bit for bit, and torch's
