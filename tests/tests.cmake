@@ -310,7 +310,7 @@ set_tests_properties(export PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 # cblas kernel agrees with the reference data, as the serial one does.
 # tests/threads/cases/ (tests/threads/make_cases.py) are big enough that
 # their loops are split among threads, and check_threaded.sh also checks
-# that they are and that the file builds without -fopenmp; the model
+# that they are and that the file builds without -pthread; the model
 # fixtures and the GEMM shapes run through --threads 2 and --gemm=openblas;
 # --threads 1 gives the default C byte for byte.
 find_path(KILN_CBLAS_H cblas.h PATH_SUFFIXES openblas)
