@@ -63,8 +63,9 @@ typedef struct Emit {
   EmitPrecision precision; /* --precision: bf16 weight GEMMs (gemm_kernel.c) */
   bool profile;       /* EmitOptions.profile: a PREFIX_profile_mark call after each kernel call */
   bool uses_bf16_dp;  /* a kernel calls vdpbf16ps: the file includes <immintrin.h> */
-  bool uses_vnni;     /* a w8a8 kernel (igemm_kernel.c) calls x86 intrinsics: the file
-                         includes <immintrin.h> where the C compiler targets them */
+  bool uses_vnni;     /* an int8 dot kernel (igemm_kernel.c for w8a8, qgemm_q8act.c for
+                         --kquant-act=q8) calls x86 intrinsics: the file includes
+                         <immintrin.h> where the C compiler targets them */
   struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
   int tmp;            /* counter for unique local names (per kernel) */

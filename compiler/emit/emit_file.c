@@ -656,7 +656,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 "#include <immintrin.h> /* --precision=bf16: vdpbf16ps (_mm512_dpbf16_ps) */\n#endif\n\n");
   if (e.uses_vnni)
     buf_puts(c, "#if defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__AVX2__) || defined(__AVX512F__))\n"
-                "#include <immintrin.h> /* --quantize=w8a8: vpdpbusd, vpmaddwd */\n#endif\n\n");
+                "#include <immintrin.h> /* --quantize=w8a8, --kquant-act=q8: vpdpbusd, vpmaddwd */\n#endif\n\n");
   if (e.threads > 1)
     put_parallel_macro(c, g, o->prefix, e.threads);
   if (e.profile)
