@@ -130,23 +130,7 @@ static bool include_pad(const Node *n) {
 /* MaxPool {channels_last}: X [N, spatial..., C]. */
 static bool pool_last(const Node *n) { return n->op == OP_MAXPOOL && attr_int(n, "channels_last", 0); }
 
-/* [N, spatial..., C] -> [N, C, spatial...] (to_last false), or back. */
-static Type permute_last(const Type *x, bool to_last) {
-  Type t = *x;
-  int r = x->rank;
-  if (r < 3)
-    return t;
-  if (to_last) {
-    for (int j = 1; j < r - 1; j++)
-      t.dims[j] = x->dims[j + 1];
-    t.dims[r - 1] = x->dims[1];
-  } else {
-    t.dims[1] = x->dims[r - 1];
-    for (int j = 2; j < r; j++)
-      t.dims[j] = x->dims[j - 1];
-  }
-  return t;
-}
+#define permute_last window_permute_last
 
 /* ---- infer ------------------------------------------------------------------- */
 

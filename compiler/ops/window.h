@@ -26,4 +26,9 @@ const char *window_dim_sfx(Arena *a, int ns, int j);
 /* static const int NAME[n] = {...}; 16 values a line. */
 void window_emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what);
 
+/* The channels-last forms of conv_gemm's layout (MaxPool and a depthwise
+ * Conv {channels_last=1}): [N, spatial..., C] -> [N, C, spatial...]
+ * (to_last false), or back (to_last true). */
+Type window_permute_last(const Type *x, bool to_last);
+
 #endif

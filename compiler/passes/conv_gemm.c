@@ -28,13 +28,14 @@
  * (Add, Mul, Relu, HardSwish, ...; layout_node) whose operands of its own
  * shape all have a channels-last form, the others scalars or one value a
  * channel ([1, C, 1, ...], read as [1, 1, C]), is computed on those forms,
- * and an f32 MaxPool reading one runs as MaxPool {channels_last=1}
- * (compiler/ops/pool.c); their results are channels-last forms in turn,
+ * an f32 MaxPool reading one runs as MaxPool {channels_last=1}
+ * (compiler/ops/pool.c) and a depthwise conv by a constant W as Conv
+ * {channels_last=1} (compiler/ops/conv.c); their results are channels-last forms in turn,
  * with a Transpose back to NCHW for other readers, as a conv's. So a
  * ResNet block's residual Add and Relu, and the max pool after a stem,
  * read and write [N, P, C] and the convs after them read it with no
- * transpose; what is left of the Transposes (a reader that is not a conv,
- * an elementwise op or a MaxPool: a depthwise conv, a global pool) is
+ * transpose; what is left of the Transposes (a reader that is none of
+ * these: a global or average pool, a Reshape to a sequence) is
  * computed once, where that reader is. dce runs at the end, so
  * fuse_residual then finds a conv's GEMM result read by the Add alone.
  *
@@ -265,9 +266,17 @@ static bool layout_node(const Graph *g, const Node *n, const int *chlast, int nv
   const Type *yt = &g->vals[n->out[0]].type;
   if (yt->dt != DT_F32 || yt->rank < 3 || type_numel(yt) <= 0)
     return false;
-  if (n->op == OP_MAXPOOL) {
+  if (n->op == OP_MAXPOOL || n->op == OP_CONV) {
     int x = n->in[0];
-    return x < nv0 && chlast[x] >= 0 && g->vals[x].type.dt == DT_F32;
+    if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32)
+      return false;
+    if (n->op == OP_MAXPOOL)
+      return true;
+    /* a depthwise conv: group = C = M, W [C, 1, k...] constant */
+    const Value *w = &g->vals[n->in[1]];
+    int64_t c = g->vals[x].type.dims[1];
+    return w->data && w->type.dt == DT_F32 && attr_int(n, "group", 1) == c && w->type.dims[0] == c &&
+           w->type.dims[1] == 1 && yt->dims[1] == c && (!node_has_in(n, 2) || g->vals[n->in[2]].data);
   }
   if (!layout_elementwise(n))
     return false;
@@ -294,8 +303,10 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
     return diag_node(d, g, &g->nodes[i], "has %d inputs; expected at most 8", nin);
   for (int j = 0; j < nin; j++) {
     int v = g->nodes[i].in[j];
-    if (v < 0 || op == OP_MAXPOOL) {
-      in[j] = v < 0 ? -1 : last_view(&l, v, chlast[v]);
+    if (v < 0 || op == OP_MAXPOOL || op == OP_CONV) { /* x, then a conv's W and B as they are */
+      in[j] = v < 0 || j > 0 ? v : last_view(&l, v, chlast[v]);
+      if (j == 0 && in[j] < 0)
+        return false;
       continue;
     }
     int k = operand_kind(g, v, &yt, chlast, nv0);
@@ -332,12 +343,12 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
     }
   }
   g->nodes[idx].opset = g->nodes[i].opset;
-  if (op == OP_MAXPOOL)
+  if (op == OP_MAXPOOL || op == OP_CONV)
     ir_attr_int(g, idx, "channels_last", 1);
   int t = lw_finish(&l, idx);
   if (t < 0)
     return false;
-  if (op == OP_MAXPOOL) { /* [N, out..., C] viewed as [N, P, C] */
+  if (op == OP_MAXPOOL || op == OP_CONV) { /* [N, out..., C] viewed as [N, P, C] */
     const Type *tt = &g->vals[t].type;
     int64_t dims[3] = {tt->dims[0], type_numel(tt) / (tt->dims[0] * tt->dims[tt->rank - 1]), tt->dims[tt->rank - 1]};
     int r = lw_reshape(&l, t, dims, 3);
