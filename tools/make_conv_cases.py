@@ -15,8 +15,8 @@ a chain of convs reading convs (their rows channels last); a 5x5 conv
 whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
 3-D conv over 8 channels (x transposed to channels last first); a
 residual block whose activations stay channels last through MaxPool, a
-residual Add, Relu, a depthwise conv, HardSwish and a per-channel Mul
-(conv_gemm's layout).
+residual Add, Relu, a depthwise conv, HardSwish, a per-channel Mul and a
+squeeze-and-excitation block (conv_gemm's layout).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -137,8 +137,10 @@ def main():
          [const("w", [5, 8, 2, 3, 3], -0.2, 0.2), const("b", [5])], [1, 8, 3, 5, 4], ["y"])
     # conv_gemm's layout: conv + Relu -> MaxPool 3x3/2 pad 1 -> conv -> Add
     # (the pool's output) -> Relu (also an output: its transpose back kept)
-    # -> depthwise 3x3/2 -> HardSwish -> Mul [1,C,1,1] -> 1x1 conv, all
-    # channels last; 19 channels (off the vector width), batch 2
+    # -> depthwise 3x3/2 -> HardSwish -> Mul [1,C,1,1] -> squeeze-and-
+    # excitation (ReduceMean over H, W -> 1x1 conv -> HardSigmoid -> Mul)
+    # -> 1x1 conv, all channels last; 19 channels (off the vector width),
+    # batch 2
     save(out, "conv_layout_residual",
          [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
           helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
@@ -151,9 +153,14 @@ def main():
                            pads=[1, 0, 1, 1], group=19),
           helper.make_node("HardSwish", ["d"], ["h"], name="hswish"),
           helper.make_node("Mul", ["h", "c"], ["m"], name="mul"),
-          helper.make_node("Conv", ["m", "w3"], ["y"], name="c3")],
+          helper.make_node("ReduceMean", ["m"], ["q"], name="squeeze", axes=[2, 3], keepdims=1),
+          helper.make_node("Conv", ["q", "wq", "bq"], ["e"], name="excite"),
+          helper.make_node("HardSigmoid", ["e"], ["g"], name="gate", alpha=0.2, beta=0.5),
+          helper.make_node("Mul", ["m", "g"], ["u"], name="scale"),
+          helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
          [const("w1", [19, 5, 3, 3], -0.3, 0.3), const("b1", [19]), const("w2", [19, 19, 3, 3], -0.2, 0.2),
           const("b2", [19]), const("wd", [19, 1, 3, 3], -0.5, 0.5), const("bd", [19]), const("c", [1, 19, 1, 1]),
+          const("wq", [19, 19, 1, 1], -0.5, 0.5), const("bq", [19]),
           const("w3", [6, 19, 1, 1], -0.4, 0.4)], [2, 5, 11, 13], ["y", "z"])
 
 

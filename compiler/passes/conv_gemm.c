@@ -28,7 +28,8 @@
  * (Add, Mul, Relu, HardSwish, ...; layout_node) whose operands of its own
  * shape all have a channels-last form, the others scalars or one value a
  * channel ([1, C, 1, ...], read as [1, 1, C]), is computed on those forms,
- * an f32 MaxPool reading one runs as MaxPool {channels_last=1}
+ * a ReduceMean/Sum/Max over the spatial dims (kept) is one over P, an
+ * f32 MaxPool reading one runs as MaxPool {channels_last=1}
  * (compiler/ops/pool.c) and a depthwise conv by a constant W as Conv
  * {channels_last=1} (compiler/ops/conv.c); their results are channels-last forms in turn,
  * with a Transpose back to NCHW for other readers, as a conv's. So a
@@ -237,14 +238,18 @@ static bool layout_elementwise(const Node *n) {
 
 /* How operand v of an elementwise node with NCHW output type yt is read
  * channels last: 1 its form chlast[v], 2 as it is (one element), 3 as
- * [1, 1, C] (one value a channel: [1, C, 1, ...] or fewer leading dims);
- * 0 not. */
+ * [1, 1, C] (one value a channel: [1, C, 1, ...] or fewer leading dims),
+ * 4 one value a channel with a form [N, 1, C] (a squeeze-and-excitation
+ * scale), read as that; 0 not. */
 static int operand_kind(const Graph *g, int v, const Type *yt, const int *chlast, int nv0) {
   const Type *t = &g->vals[v].type;
   if (t->dt != DT_F32)
     return 0;
   if (v < nv0 && chlast[v] >= 0 && type_equal(t, yt))
     return 1;
+  if (v < nv0 && chlast[v] >= 0 && t->rank == yt->rank && (t->dims[0] == 1 || t->dims[0] == yt->dims[0]) &&
+      t->dims[1] == yt->dims[1] && type_numel(t) == t->dims[0] * t->dims[1])
+    return 4; /* [N, C, 1...] channels last: [N, 1, C], which broadcasts as it is */
   if (type_numel(t) == 1)
     return 2;
   int off = yt->rank - t->rank; /* numpy alignment: t's dim j is yt's j + off */
@@ -254,6 +259,46 @@ static int operand_kind(const Graph *g, int v, const Type *yt, const int *chlast
     if (t->dims[j] != 1 && !(j + off == 1 && t->dims[j] == yt->dims[1]))
       return 0;
   return 3;
+}
+
+/* A reduction the layout follows (ReduceMean/Sum/Max). */
+static bool layout_reduce(const Node *n) {
+  return n->op == OP_REDUCEMEAN || n->op == OP_REDUCESUM || n->op == OP_REDUCEMAX;
+}
+
+/* Its axes are its second input (reduce.c: ReduceSum from opset 13, the
+ * others from 18), else the attribute. */
+static bool axes_input(const Node *n) { return n->opset >= (n->op == OP_REDUCESUM ? 13 : 18); }
+
+/* Reduction n reads a channels-last form, f32, keeps its dims and reduces
+ * exactly the spatial dims (a squeeze-and-excitation block's mean). */
+static bool reduce_spatial(const Graph *g, const Node *n, const int *chlast, int nv0) {
+  int x = n->in[0];
+  if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32 || attr_int(n, "keepdims", 1) != 1)
+    return false;
+  int r = g->vals[x].type.rank, na = 0;
+  const int64_t *axes = NULL;
+  if (axes_input(n)) {
+    const Value *a = node_has_in(n, 1) ? &g->vals[n->in[1]] : NULL;
+    if (!a || !a->data || a->type.dt != DT_I64)
+      return false;
+    axes = a->data;
+    na = (int)type_numel(&a->type);
+  } else {
+    const Attr *a = attr_get(n, "axes");
+    if (!a || a->kind != ATTR_INTS)
+      return false;
+    axes = a->ints;
+    na = a->n;
+  }
+  bool seen[MAX_RANK] = {false};
+  for (int k = 0; k < na; k++) {
+    int64_t ax = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (ax < 2 || ax >= r || seen[ax])
+      return false;
+    seen[ax] = true;
+  }
+  return na == r - 2;
 }
 
 /* Node n can run channels last: an f32 elementwise op with one operand
@@ -266,6 +311,8 @@ static bool layout_node(const Graph *g, const Node *n, const int *chlast, int nv
   const Type *yt = &g->vals[n->out[0]].type;
   if (yt->dt != DT_F32 || yt->rank < 3 || type_numel(yt) <= 0)
     return false;
+  if (layout_reduce(n)) /* over every spatial dim, kept: over P of [N, P, C], the form of [N, C, 1...] */
+    return reduce_spatial(g, n, chlast, nv0);
   if (n->op == OP_MAXPOOL || n->op == OP_CONV) {
     int x = n->in[0];
     if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32)
@@ -303,6 +350,12 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
     return diag_node(d, g, &g->nodes[i], "has %d inputs; expected at most 8", nin);
   for (int j = 0; j < nin; j++) {
     int v = g->nodes[i].in[j];
+    if (layout_reduce(&g->nodes[i])) { /* x's form [N, P, C], axes [1] */
+      in[j] = j == 0 ? chlast[v] : lw_i64(&l, "axes", 1);
+      if (in[j] < 0)
+        return false;
+      continue;
+    }
     if (v < 0 || op == OP_MAXPOOL || op == OP_CONV) { /* x, then a conv's W and B as they are */
       in[j] = v < 0 || j > 0 ? v : last_view(&l, v, chlast[v]);
       if (j == 0 && in[j] < 0)
@@ -310,7 +363,7 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
       continue;
     }
     int k = operand_kind(g, v, &yt, chlast, nv0);
-    if (k == 1) {
+    if (k == 1 || k == 4) {
       in[j] = chlast[v];
     } else if (k == 2) {
       in[j] = v;
@@ -331,8 +384,13 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
   if (idx < 0)
     return false;
   const Node *src = &g->nodes[i];
+  bool red = layout_reduce(src);
+  if (red && !axes_input(src))
+    ir_attr_ints(g, idx, "axes", (const int64_t[]){1}, 1);
   for (int a = 0; a < src->nattr; a++) {
     const Attr *at = &g->nodes[i].attrs[a];
+    if (red && !strcmp(at->name, "axes"))
+      continue;
     switch (at->kind) {
     case ATTR_INT: ir_attr_int(g, idx, at->name, at->i); break;
     case ATTR_FLOAT: ir_attr_float(g, idx, at->name, at->f); break;
