@@ -645,6 +645,8 @@ static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
   e->indent++;
   const char *pos = "o0", *ipos = "i0", *tap = "k0";
   for (int j = 0; j < ns; j++) {
+    if (j == 0) /* --threads: the outer output dim split (an FMA: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * ch * ksz));
     emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)c->out[j], j);
     e->indent++;
     if (j)

@@ -523,6 +523,8 @@ static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, i
   e->indent++;
   const char *pos = "o0", *ipos = "i0";
   for (int j = 0; j < ns; j++) {
+    if (j == 0) /* --threads: the outer output dim split (a max: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, w->out[0], 0.25 * (double)(window_prod(w->out, ns) * c * window_prod(w->k, ns)));
     emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)w->out[j], j);
     e->indent++;
     if (j)
