@@ -654,11 +654,7 @@ static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
   }
   emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
             (long long)window_prod(c->out, ns), pos, (long long)ch);
-  emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)ch);
-  if (node_has_in(n, 2))
-    emit_line(e, "  yp[c] = %s[c];", emit_ref(e, n->in[2]));
-  else
-    emit_line(e, "  yp[c] = 0.0f;");
+  window_channel_loop(e, ch, node_has_in(n, 2) ? arena_printf(a, "yp[c] = %s[c];", emit_ref(e, n->in[2])) : "yp[c] = 0.0f;");
   for (int j = 0; j < ns; j++) {
     emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)c->k[j], j);
     e->indent++;
@@ -674,8 +670,7 @@ static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
   emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld, *wp = %s + (%s) * %lld;",
             emit_ref(e, n->in[0]), (long long)window_prod(c->in, ns), ipos, (long long)ch, W, tap,
             (long long)ch);
-  emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)ch);
-  emit_line(e, "  yp[c] += xp[c] * wp[c];");
+  window_channel_loop(e, ch, "yp[c] += xp[c] * wp[c];");
   for (int j = 0; j < 2 * ns + 1; j++) {
     e->indent--;
     emit_line(e, "}");

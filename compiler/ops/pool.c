@@ -532,8 +532,7 @@ static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, i
   }
   emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
             (long long)window_prod(w->out, ns), pos, (long long)c);
-  emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)c);
-  emit_line(e, "  yp[c] = -INFINITY;");
+  window_channel_loop(e, c, "yp[c] = -INFINITY;");
   for (int j = 0; j < ns; j++) {
     emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)w->k[j], j);
     e->indent++;
@@ -546,8 +545,7 @@ static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, i
   }
   emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
             (long long)window_prod(w->in, ns), ipos, (long long)c);
-  emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)c);
-  emit_line(e, "  yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
+  window_channel_loop(e, c, "yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
   for (int j = 0; j < 2 * ns + 1; j++) {
     e->indent--;
     emit_line(e, "}");

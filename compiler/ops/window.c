@@ -107,3 +107,15 @@ Type window_permute_last(const Type *x, bool to_last) {
   }
   return t;
 }
+
+void window_channel_loop(Emit *e, int64_t ch, const char *stmt) {
+  int64_t body = ch / 16 * 16;
+  if (body > 0) {
+    emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)body);
+    emit_line(e, "  %s", stmt);
+  }
+  if (body < ch) {
+    emit_line(e, "for (int c = %lld; c < %lld; c++)", (long long)body, (long long)ch);
+    emit_line(e, "  %s", stmt);
+  }
+}
