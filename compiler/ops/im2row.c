@@ -211,15 +211,16 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
 }
 
 /* channels_last: X [N, in..., C]; per window and tap one copy of the C
- * channels at the landing (or C zeros where it falls outside x). With no
- * dilation along the last dim its taps land on consecutive positions of
- * x, K·C contiguous floats, as they are in the row: one copy of those
- * inside x and zeros around (a 3-channel 7x7 stem: 7 copies of 21 floats
- * a window instead of 49 of 3). */
+ * channels at the landing (or C zeros where it falls outside x). With
+ * fewer than 16 channels and no dilation along the last dim, its taps land
+ * on consecutive positions of x, K·C contiguous floats, as they are in the
+ * row: one copy of those (of constant size away from the edges) and zeros
+ * around (a 3-channel 7x7 stem: 7 copies of 21 floats a window instead of
+ * 49 of 3); more channels keep a copy a tap, each of constant size. */
 static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
   Arena *a = e->g->arena;
   int ns = c->nsp, lj = ns - 1;
-  bool run = c->dil[lj] == 1 && c->k[lj] > 1;
+  bool run = c->dil[lj] == 1 && c->k[lj] > 1 && c->cin < 16;
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
   open_window_rows(e, c, x, y, T, ov, kv);
   int loops = run ? ns - 1 : ns;
@@ -252,6 +253,11 @@ static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const c
       const char *iw = land[lj];
       emit_line(e, "const int lo = %s < 0 ? -%s : 0, end = %lld - %s, hi = end < %lld ? (end > lo ? end : lo) : %lld;",
                 iw, iw, (long long)c->in[lj], iw, (long long)k, (long long)k);
+      emit_line(e, "if (lo == 0 && hi == %lld) { /* all inside: a copy of constant size */", (long long)k);
+      emit_line(e, "  memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);", window_flat(a, ns, land, c->in, false),
+                (long long)ch, T, (long long)(k * ch));
+      emit_line(e, "  continue;");
+      emit_line(e, "}");
       land[lj] = arena_printf(a, "(%s + lo)", iw);
       emit_line(e, "memset(dst, 0, sizeof(%s) * %lld * lo);", T, (long long)ch);
       emit_line(e, "memcpy(dst + %lld * lo, xn + (%s) * %lld, sizeof(%s) * %lld * (hi - lo));", (long long)ch,
