@@ -1381,6 +1381,8 @@ foreach(mode c interp threads)
     set(args --threads 2)
   endif()
   add_test(NAME conv_layout_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_layout_residual)
+  # batch 1: the SE block's ReduceMean/ReduceMax fold rows of [1, P, C] (reduce.c)
+  add_test(NAME conv_se_batch1_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_se_batch1)
 endforeach()
 add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_layout_residual/model.onnx
          -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)

@@ -16,7 +16,8 @@ whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
 3-D conv over 8 channels (x transposed to channels last first); a
 residual block whose activations stay channels last through MaxPool, a
 residual Add, Relu, a depthwise conv, HardSwish, a per-channel Mul and a
-squeeze-and-excitation block (conv_gemm's layout).
+squeeze-and-excitation block (conv_gemm's layout); an SE block at batch 1
+(ReduceMean and ReduceMax over the positions of channels-last [1, P, C]).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -162,6 +163,21 @@ def main():
           const("b2", [19]), const("wd", [19, 1, 3, 3], -0.5, 0.5), const("bd", [19]), const("c", [1, 19, 1, 1]),
           const("wq", [19, 19, 1, 1], -0.5, 0.5), const("bq", [19]),
           const("w3", [6, 19, 1, 1], -0.4, 0.4)], [2, 5, 11, 13], ["y", "z"])
+    # a squeeze-and-excitation block at batch 1: ReduceMean and ReduceMax
+    # over H, W of channels-last [1, P, C] (reduce.c's loop over the rows
+    # of x), their sum -> 1x1 conv -> Sigmoid -> Mul; 21 channels
+    save(out, "conv_se_batch1",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+          helper.make_node("ReduceMean", ["ar"], ["q"], name="mean", axes=[2, 3], keepdims=1),
+          helper.make_node("ReduceMax", ["ar"], ["qm"], name="max", axes=[-1, -2], keepdims=1),
+          helper.make_node("Add", ["q", "qm"], ["qs"], name="both"),
+          helper.make_node("Conv", ["qs", "wq", "bq"], ["e"], name="excite"),
+          helper.make_node("Sigmoid", ["e"], ["gt"], name="gate"),
+          helper.make_node("Mul", ["ar", "gt"], ["u"], name="scale"),
+          helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
+         [const("w1", [21, 4, 3, 3], -0.3, 0.3), const("b1", [21]), const("wq", [21, 21, 1, 1], -0.5, 0.5),
+          const("bq", [21]), const("w3", [5, 21, 1, 1], -0.4, 0.4)], [1, 4, 9, 10], ["y", "qs"])
 
 
 if __name__ == "__main__":
