@@ -259,11 +259,11 @@ static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const c
       emit_line(e, "  continue;");
       emit_line(e, "}");
       land[lj] = arena_printf(a, "(%s + lo)", iw);
-      emit_line(e, "memset(dst, 0, sizeof(%s) * %lld * lo);", T, (long long)ch);
-      emit_line(e, "memcpy(dst + %lld * lo, xn + (%s) * %lld, sizeof(%s) * %lld * (hi - lo));", (long long)ch,
+      emit_line(e, "memset(dst, 0, sizeof(%s) * %lld * (size_t)lo);", T, (long long)ch);
+      emit_line(e, "memcpy(dst + %lld * lo, xn + (%s) * %lld, sizeof(%s) * %lld * (size_t)(hi - lo));", (long long)ch,
                 window_flat(a, ns, land, c->in, false), (long long)ch, T, (long long)ch);
-      emit_line(e, "memset(dst + %lld * hi, 0, sizeof(%s) * %lld * (%lld - hi));", (long long)ch, T, (long long)ch,
-                (long long)k);
+      emit_line(e, "memset(dst + %lld * hi, 0, sizeof(%s) * %lld * (size_t)(%lld - hi));", (long long)ch, T,
+                (long long)ch, (long long)k);
     }
   } else {
     emit_line(e, "%s *dst = r + (%s) * %lld;", T, window_flat(a, ns, kv, c->k, false), (long long)c->cin);
