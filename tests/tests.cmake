@@ -1428,6 +1428,27 @@ add_test(NAME bench_profile_conv COMMAND ${KILN_BIN} bench ${T}/conv/cases/conv_
          --runs 5 --profile)
 set_tests_properties(bench_profile_conv PROPERTIES PASS_REGULAR_EXPRESSION
   "profile: 11 kernel calls' nodes, [0-9.]+ ms a run; FMA peak [0-9.]+ GFLOP/s \\(1 thread\\).*[0-9.]+% +c2/Linear \\(Linear\\).*median_ms=")
+# ---- conv_gemm's layout: channels last past the convs (issue 24, item 2) -----
+# conv + Relu -> MaxPool -> conv -> residual Add -> Relu -> depthwise conv ->
+# HardSwish -> per-channel Mul -> squeeze-and-excitation (ReduceMean over
+# H, W, 1x1 conv, HardSigmoid, Mul) -> 1x1 conv on channels-last forms
+# (MaxPool and Conv {channels_last}): generated C, the interpreter (their _eval) and
+# 2 threads against ONNX Runtime, and -v naming every node the layout moved
+foreach(mode c interp threads)
+  set(args "")
+  if(mode STREQUAL "interp")
+    set(args --interp)
+  elseif(mode STREQUAL "threads")
+    set(args --threads 2)
+  endif()
+  add_test(NAME conv_layout_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_layout_residual)
+  # batch 1: the SE block's ReduceMean/ReduceMax fold rows of [1, P, C] (reduce.c)
+  add_test(NAME conv_se_batch1_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_se_batch1)
+endforeach()
+add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_layout_residual/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)
+set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "pool channels last\nconv_gemm: c2 <- c2\nconv_gemm: add channels last\nconv_gemm: relu2 channels last\nconv_gemm: dw channels last\nconv_gemm: hswish channels last\nconv_gemm: mul channels last\nconv_gemm: squeeze channels last\nconv_gemm: excite <- excite\nconv_gemm: gate channels last\nconv_gemm: scale channels last")
 # the real ones (tests/conv/check_real.sh; release only, skipped offline):
 # PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
 if(NOT KILN_SANITIZE)
