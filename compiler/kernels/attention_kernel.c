@@ -569,7 +569,7 @@ static void vec_scores(Emit *e, const Plan *p, const View *v, Buf *b) {
       buf_printf(b, "  if (%s + %d <= tw)\n  ", cj, vw);
     buf_printf(b, "  memcpy(&mk%d, mh + j0 + %s, sizeof mk%d); /* the padding mask's keys */\n", j, cj, j);
     if (p->sp.rows)
-      buf_printf(b, "  else\n    for (int l = 0; l < %d; l++)\n      mk%d[l] = %s + l < tw ? mh[j0 + %s + l] : 0.0f;\n",
+      buf_printf(b, "  else\n    for (int lane = 0; lane < %d; lane++)\n      mk%d[lane] = %s + lane < tw ? mh[j0 + %s + lane] : 0.0f;\n",
                  vw, j, cj, cj);
   }
   for (int r = 0; r < p->mr; r++)
