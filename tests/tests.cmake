@@ -586,13 +586,16 @@ if(NOT KILN_SANITIZE)
   set_tests_properties(rows_minilm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
 # ---- batched entry points (issue 24 item 3; tests/rows/run_batch.sh) ----
-# batch_tiny: NAME_run_batch on six sentences of bert.lua's tiny preset, each
-# bit-identical to its own NAME_run_rows run (NaN workspace, 0x7f outputs
-# before), bad batches (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG
-# with every output byte untouched, an input named batch and an output named
-# rows (renamed batch_, rows_); the harness is built with the sanitizers
-# in that suite. batch_minilm: the real MiniLM ONNX, release only, skipped
-# (77) without the file.
+# batch_tiny: NAME_run_batch on twelve sentences of bert.lua's tiny preset,
+# alone and in packs (compiler/emit/emit_pack.h), each bit-identical to its
+# own NAME_run_rows run (NaN workspace, 0x7f outputs before); again with two
+# masks 1 past the count (those sentences run alone) and in bf16; two graphs
+# with a per-sentence sum, one that packs and one that must not; bad batches
+# (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG with every output
+# byte untouched, an input named batch and an output named rows (renamed
+# batch_, rows_); the harness is built with the sanitizers in that suite.
+# batch_minilm: the real MiniLM ONNX (two packs, a mask 1 past its count),
+# release only, skipped (77) without the file.
 add_test(NAME batch_tiny
          COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
                  ${T}/rows/run_batch.sh ${KILN_BIN} tiny ${CMAKE_BINARY_DIR}/rows-tests/batch-tiny)

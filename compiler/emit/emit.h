@@ -75,6 +75,8 @@ typedef struct Emit {
   LayerGroup *groups;       /* the layer groups (emit_forward.c makes them) */
   int ngroups, capgroups;
   struct LoopPlan *loops;   /* the layer loops (emit_forward.h) */
+  struct PackPlan *pack;    /* NAME_run_batch's packs (emit_pack.h), or NULL */
+  const char *pack_why;     /* with a token count and no packs: why not */
 } Emit;
 
 /* C expression of value vid's pointer (typed: `const float *` etc.). Inside
