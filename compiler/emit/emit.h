@@ -168,7 +168,9 @@ void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide
  * With threads > 1, and when the loop is worth it (at least `threads`
  * iterations and an estimated serial time of EMIT_PARALLEL_MIN_NS or
  * more), it writes the line KILN_PARALLEL_FOR and returns true; otherwise
- * nothing, and false. With --threads 1 it never writes anything, so serial
+ * `KILN_LEAD_ONLY` (the loop, which writes outputs, may share its kernel
+ * with a split loop: then the lead thread alone runs it), and false. With
+ * --threads 1 it never writes anything, so serial
  * output is byte-identical to a kiln without threads. kernel_end
  * (emit_kernel.c) turns the marker and its loop into
  * `KILN_PARALLEL_FOR(int, i, A, B, C) {` and the kernel into a job of
