@@ -370,11 +370,12 @@ if(NOT KILN_SANITIZE)
            COMMAND sh ${T}/threads/tsan.sh ${KILN_BIN} ${KILN_THREAD_CASES} ${KILN_CONV_CASE_DIRS}
                    ${T}/models/transformer_ed)
   set_tests_properties(threads_tsan PROPERTIES SKIP_RETURN_CODE 77)
-  # KILN_SHARED scratch: w8a8's quantized rows, bf16's rounded A
+  # KILN_SHARED scratch: w8a8's quantized rows, bf16's rounded A; an int8
+  # GEMM whose remainder row tiles follow its split ones (KILN_LEAD_ONLY)
   add_test(NAME threads_tsan_quant
-           COMMAND sh -c "sh \"$0\" \"$1\" --quantize=w8a8 --rtol=5e-2 --atol=5e-2 \"$2\" && sh \"$0\" \"$1\" --precision=bf16 \"$3\" \"$4\""
+           COMMAND sh -c "sh \"$0\" \"$1\" --quantize=w8a8 --rtol=5e-2 --atol=5e-2 \"$2\" && sh \"$0\" \"$1\" --precision=bf16 \"$3\" \"$4\" && sh \"$0\" \"$1\" --quantize=int8 --rtol=5e-2 --atol=5e-2 \"$5\""
                    ${T}/threads/tsan.sh ${KILN_BIN} ${T}/models/transformer_ed ${T}/generated/gemm_shapes_bf16/bf16_batch
-                   ${T}/generated/gemm_shapes_bf16/bf16_gelu_kblock)
+                   ${T}/generated/gemm_shapes_bf16/bf16_gelu_kblock ${T}/generated/gemm_shapes_int8/q8_kblock)
   set_tests_properties(threads_tsan_quant PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # NAME_set_threads (issue 25): the run-time cap on --threads N, its
