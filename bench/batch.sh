@@ -2,12 +2,13 @@
 # batch.sh [--kiln PATH] [--rounds N] — issue 24's batched-embedding row:
 # the real all-MiniLM-L6-v2 on 32 sentences of 8-64 tokens, kiln's
 # minilm_run_batch (f32, and --precision=bf16) against ONNX Runtime's best
-# batch with dynamic axes, 1 thread (bench/batch.py says how). Fetches and
-# exports the model once (tools/minilm.py export into $KILN_MINILM_DIR,
-# default build/minilm), exports its dynamic-axes twin
-# (bench/minilm_dynamic.py), and writes the table to stdout and
-# $KILN_BENCH_DIR/batch.md (default build/bench). Exits 77 with a message
-# when torch, the venv or the model cannot be had.
+# batch with dynamic axes, 1 thread; and its first target, one 16-token
+# sentence in kiln's seq-128 build against a seq-16 build and ORT
+# (bench/batch.py says how). Fetches and exports the model once
+# (tools/minilm.py export into $KILN_MINILM_DIR, default build/minilm),
+# exports its dynamic-axes twin (bench/minilm_dynamic.py), and writes the
+# tables to stdout and $KILN_BENCH_DIR/batch.md (default build/bench).
+# Exits 77 with a message when torch, the venv or the model cannot be had.
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -17,7 +17,10 @@
 # summing a 512 MB array (out of cache, 64-bit loads, -O2 -march=native)
 # gives the read bandwidth this thread gets; bound_ms is the weight's bytes
 # at that rate, and %bound the bound over the time (100%: as fast as
-# memory). Not a test: prints a table, commits nothing.
+# memory). Each K-quant, Q5_0 and Q5_1 row is timed twice, the second time compiled
+# with --kquant-act=q8 (row name +q8: X quantized to int8, integer dot
+# products, compiler/kernels/qgemm_q8act.c); BQ_ACT=f32 or q8 only the one.
+# Not a test: prints a table, commits nothing.
 #
 #   bash bench/blockquant_gemv.sh [KILN [--threads N]]
 #   BQ_ROWS=gemma bash bench/blockquant_gemv.sh    (only the Gemma 3 rows)
@@ -128,20 +131,26 @@ int main(void) {
 C
 cc -O2 -march=native "$dir/stream.c" -o "$dir/stream" && bw=$("$dir/stream")
 echo "read bandwidth, one thread: $bw GB/s"
-printf '%-22s %12s %10s %10s %8s %9s %7s\n' model weight_bytes cpu_ms wall_ms GB/s bound_ms %bound
+printf '%-25s %12s %10s %10s %8s %9s %7s\n' model weight_bytes cpu_ms wall_ms GB/s bound_ms %bound
 while read -r name bytes; do
+  acts=f32
+  case $name in *_k_* | q5_[01]_*) acts="${BQ_ACT:-f32 q8}" ;; esac
+  for act in $acts; do
   b="$dir/$name"
   mkdir -p "$b"
   mm=${name##*_} rest=${name%_*}
   shape=${rest##*_}
   k=${shape%x*} n=${shape#*x} m=${mm#m}
   reps=$(( bytes > 20000000 ? 3 : m > 1 ? 10 : 100 ))
-  "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights-mode=blob "$@" >/dev/null &&
+  row=$name
+  [ "$act" = f32 ] || row=$name+$act
+  "$kiln" compile "$dir/$name.kir" -o "$b/m.c" --name m --weights-mode=blob --kquant-act=$act "$@" >/dev/null &&
     (cd "$b" && cc ${BQ_CFLAGS:--O2 -march=native -ffp-contract=fast} -pthread -I. m.c m_weights.S ../harness.c -o run -lm) &&
-    read -r cpu wall < <("$b/run" "$m" "$k" "$n" "$reps") || { echo "$name: failed"; continue; }
+    read -r cpu wall < <("$b/run" "$m" "$k" "$n" "$reps") || { echo "$row: failed"; continue; }
   gbs=$(awk -v b="$bytes" -v t="$cpu" 'BEGIN { printf "%.1f", b / t / 1e6 }')
   bound=$(awk -v b="$bytes" -v bw="$bw" 'BEGIN { printf "%.3f", b / bw / 1e6 }')
   pct=$(awk -v b="$bound" -v t="$cpu" 'BEGIN { printf "%.0f%%", 100 * b / t }')
-  printf '%-22s %12s %10s %10s %8s %9s %7s\n' "$name" "$bytes" "$cpu" "$wall" "$gbs" "$bound" "$pct"
+  printf '%-25s %12s %10s %10s %8s %9s %7s\n' "$row" "$bytes" "$cpu" "$wall" "$gbs" "$bound" "$pct"
   rm -rf "$b"
+  done
 done < "$dir/sizes"

@@ -2,7 +2,7 @@
 # decode.sh — issue 10's decode benchmark: SmolLM2-135M-Instruct Q4_1 (GGUF),
 # kiln's compiled model vs llama.cpp on the same file, 1 and 2 threads.
 #   bash bench/decode.sh [--model smollm2|gemma3] [--rounds N] [--threads 1,2] [--kiln PATH]
-#                        [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]
+#                        [--gguf FILE] [--kv f32|f16|bf16] [--kquant-act f32|q8] [--no-kiln] [--no-llamacpp]
 # --model gemma3: Gemma 3 270M Q4_K_M instead (compiler/arch/gemma3.lua,
 # fetched by tests/gguf/fetch_gemma3.sh into build/gemma3; the prompt is
 # the same 64 ids, which are arbitrary text to Gemma's vocabulary; the
@@ -14,7 +14,8 @@
 # decode.log there; decode-gemma3.md and .log with --model gemma3).
 # kiln: `kiln compile examples/llama.lua --weights GGUF --set ctx=512
 # --threads N --set kv=KV` into $KILN_BENCH_DIR/decode-tN[-KV]/ (--kv: the
-# KV caches' dtype, default f32; llama.cpp's is f16), built with examples/generate.c
+# KV caches' dtype, default f32; llama.cpp's is f16; --kquant-act: kiln
+# compile's, q8 builds into decode[-gemma3]-tN-q8/), built with examples/generate.c
 # (-O2 -march=native -ffp-contract=fast, -pthread for N > 1, the weights
 # blob linked in, statically where libc allows, as `kiln bench` does),
 # rebuilt only when kiln, llama.lua, generate.c, the model or cc changed.
@@ -34,8 +35,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 kiln=${KILN:-$root/build/kiln}
 out=${KILN_BENCH_DIR:-$root/build/bench}
 gguf=
-rounds=3 threads=1,2 use_kiln=1 use_llama=1 kv=f32 model=smollm2
-usage() { echo "usage: bash bench/decode.sh [--model smollm2|gemma3] [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--kv f32|f16|bf16] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
+rounds=3 threads=1,2 use_kiln=1 use_llama=1 kv=f32 model=smollm2 kact=f32
+usage() { echo "usage: bash bench/decode.sh [--model smollm2|gemma3] [--rounds N] [--threads 1,2] [--kiln PATH] [--gguf FILE] [--kv f32|f16|bf16] [--kquant-act f32|q8] [--no-kiln] [--no-llamacpp]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --model) model=$2; shift; case $model in smollm2|gemma3) ;; *) usage ;; esac ;;
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
     --kiln) kiln=$2; shift ;;
     --gguf) gguf=$2; shift ;;
     --kv) kv=$2; shift; case $kv in f32|f16|bf16) ;; *) usage ;; esac ;;
+    --kquant-act) kact=$2; shift; case $kact in f32|q8) ;; *) usage ;; esac ;;
     --no-kiln) use_kiln=0 ;;
     --no-llamacpp) use_llama=0 ;;
     *) usage ;;
@@ -85,16 +87,17 @@ kargs=()
 build_kiln() { # build_kiln THREADS -> prints PROG=... and BOUND=... lines
   local t=$1 dir=$out/$sub-t$1 cc=${CC:-cc} omp=
   [ "$kv" = f32 ] || dir=$dir-$kv
+  [ "$kact" = f32 ] || dir=$dir-$kact
   [ "$t" -gt 1 ] && omp=-pthread
   mkdir -p "$dir"
   # reused when nothing it is built from changed (the two builds take minutes)
   local key; key=$( { sha256sum "$kiln" "$lua" "$root/examples/generate.c" \
-    "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t $kv"; } | sha256sum)
+    "$root/bench/decode.sh"; stat -c '%n %s %Y' "$gguf"; $cc --version | head -1; echo "$t $kv $kact"; } | sha256sum)
   if [ -x "$dir/generate" ] && [ -f "$dir/bound" ] && [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ]; then
     echo "PROG=$dir/generate"; echo "BOUND=$("$dir/bound")"; return 0
   fi
   rm -f "$dir/stamp"
-  "$kiln" compile "$lua" --weights "$gguf" --set ctx=512 --set kv="$kv" --threads="$t" \
+  "$kiln" compile "$lua" --weights "$gguf" --set ctx=512 --set kv="$kv" --threads="$t" --kquant-act="$kact" \
     --isa=native -o "$dir/smol.c" >"$dir/compile.log" 2>&1 || { echo "kiln compile failed: $(tail -3 "$dir/compile.log")" >&2; return 1; }
   local hdr; hdr=$(ls "$dir"/*.h | grep -v kiln_rt.h | head -1)
   local name; name=$(basename "$hdr" .h)

@@ -310,7 +310,7 @@ set_tests_properties(export PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 # cblas kernel agrees with the reference data, as the serial one does.
 # tests/threads/cases/ (tests/threads/make_cases.py) are big enough that
 # their loops are split among threads, and check_threaded.sh also checks
-# that they are and that the file builds without -fopenmp; the model
+# that they are and that the file builds without -pthread; the model
 # fixtures and the GEMM shapes run through --threads 2 and --gemm=openblas;
 # --threads 1 gives the default C byte for byte.
 find_path(KILN_CBLAS_H cblas.h PATH_SUFFIXES openblas)
@@ -370,11 +370,12 @@ if(NOT KILN_SANITIZE)
            COMMAND sh ${T}/threads/tsan.sh ${KILN_BIN} ${KILN_THREAD_CASES} ${KILN_CONV_CASE_DIRS}
                    ${T}/models/transformer_ed)
   set_tests_properties(threads_tsan PROPERTIES SKIP_RETURN_CODE 77)
-  # KILN_SHARED scratch: w8a8's quantized rows, bf16's rounded A
+  # KILN_SHARED scratch: w8a8's quantized rows, bf16's rounded A; an int8
+  # GEMM whose remainder row tiles follow its split ones (KILN_LEAD_ONLY)
   add_test(NAME threads_tsan_quant
-           COMMAND sh -c "sh \"$0\" \"$1\" --quantize=w8a8 --rtol=5e-2 --atol=5e-2 \"$2\" && sh \"$0\" \"$1\" --precision=bf16 \"$3\" \"$4\""
+           COMMAND sh -c "sh \"$0\" \"$1\" --quantize=w8a8 --rtol=5e-2 --atol=5e-2 \"$2\" && sh \"$0\" \"$1\" --precision=bf16 \"$3\" \"$4\" && sh \"$0\" \"$1\" --quantize=int8 --rtol=5e-2 --atol=5e-2 \"$5\""
                    ${T}/threads/tsan.sh ${KILN_BIN} ${T}/models/transformer_ed ${T}/generated/gemm_shapes_bf16/bf16_batch
-                   ${T}/generated/gemm_shapes_bf16/bf16_gelu_kblock)
+                   ${T}/generated/gemm_shapes_bf16/bf16_gelu_kblock ${T}/generated/gemm_shapes_int8/q8_kblock)
   set_tests_properties(threads_tsan_quant PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # NAME_set_threads (issue 25): the run-time cap on --threads N, its
@@ -586,13 +587,16 @@ if(NOT KILN_SANITIZE)
   set_tests_properties(rows_minilm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
 # ---- batched entry points (issue 24 item 3; tests/rows/run_batch.sh) ----
-# batch_tiny: NAME_run_batch on six sentences of bert.lua's tiny preset, each
-# bit-identical to its own NAME_run_rows run (NaN workspace, 0x7f outputs
-# before), bad batches (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG
-# with every output byte untouched, an input named batch and an output named
-# rows (renamed batch_, rows_); the harness is built with the sanitizers
-# in that suite. batch_minilm: the real MiniLM ONNX, release only, skipped
-# (77) without the file.
+# batch_tiny: NAME_run_batch on twelve sentences of bert.lua's tiny preset,
+# alone and in packs (compiler/emit/emit_pack.h), each bit-identical to its
+# own NAME_run_rows run (NaN workspace, 0x7f outputs before); again with two
+# masks 1 past the count (those sentences run alone) and in bf16; two graphs
+# with a per-sentence sum, one that packs and one that must not; bad batches
+# (0, -1, NULL counts, a count 0 or ROWS + 1) KILN_E_ARG with every output
+# byte untouched, an input named batch and an output named rows (renamed
+# batch_, rows_); the harness is built with the sanitizers in that suite.
+# batch_minilm: the real MiniLM ONNX (two packs, a mask 1 past its count),
+# release only, skipped (77) without the file.
 add_test(NAME batch_tiny
          COMMAND ${CMAKE_COMMAND} -E env "KILN_APP_CFLAGS=${KILN_APP_CFLAGS}"
                  ${T}/rows/run_batch.sh ${KILN_BIN} tiny ${CMAKE_BINARY_DIR}/rows-tests/batch-tiny)
@@ -925,6 +929,29 @@ add_test(NAME blockquant_blob_size COMMAND sh ${T}/blockquant/blob_size.sh ${KIL
 add_test(NAME gguf_kquant_c COMMAND ${KILN_BIN} check -q ${T}/gguf/kquant --weights ${T}/gguf/kquant.gguf)
 add_test(NAME gguf_kquant_interp COMMAND ${KILN_BIN} check -q --interp ${T}/gguf/kquant
          --weights ${T}/gguf/kquant.gguf)
+
+# ---- --kquant-act=q8 (issue 23's kernel target; compiler/kernels/qgemm_q8act.c) ----
+# The GEMVs by K-quant, Q5_0 and Q5_1 blocks with X quantized to int8 (32
+# values a scale) and integer dots, on every such case above
+# (tests/blockquant/run_q8act.sh): each path (AVX512-VNNI where the CPU has
+# it, AVX2, plain C, 2 threads) within 1e-4 of the interpreter's exact sums
+# on the same int8 X; against the f32 reference within 0.1 + 1% and cosine
+# 0.999 (measured 0.07 at most, on Q5_1's |y| up to 15); the 64-row cases
+# (prefill keeps f32 X) unchanged at 1e-4. The sanitizer suite: the M = 3
+# cases, AVX2 and plain C.
+file(GLOB KILN_KQ8_CASES LIST_DIRECTORIES true ${T}/generated/blockquant/q[4568]_k_m* ${T}/generated/blockquant/q5_[01]_m*)
+foreach(dir ${KILN_KQ8_CASES})
+  get_filename_component(name ${dir} NAME)
+  if(NOT KILN_SANITIZE)
+    add_test(NAME kquant_act_q8_${name}
+             COMMAND sh ${T}/blockquant/run_q8act.sh ${KILN_BIN} ${dir} ${CMAKE_BINARY_DIR}/kq8-tests/${name})
+  elseif(name MATCHES "_m3$")
+    add_test(NAME kquant_act_q8_${name}
+             COMMAND sh ${T}/blockquant/run_q8act.sh ${KILN_BIN} ${dir} ${CMAKE_BINARY_DIR}/kq8-tests/${name} c)
+  endif()
+endforeach()
+# a bad act attribute and a bad --kquant-act value: one line each
+add_test(NAME kquant_act_bad COMMAND sh ${T}/blockquant/bad_act.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/kq8-tests/bad)
 
 # ONNX decoders exported with their past (kiln compile --kv-cache, issue 10
 # part 7): tests/generate/past/decoder_with_past.onnx (tools/make_past_decoder.py)
@@ -1405,6 +1432,27 @@ add_test(NAME bench_profile_conv COMMAND ${KILN_BIN} bench ${T}/conv/cases/conv_
          --runs 5 --profile)
 set_tests_properties(bench_profile_conv PROPERTIES PASS_REGULAR_EXPRESSION
   "profile: 11 kernel calls' nodes, [0-9.]+ ms a run; FMA peak [0-9.]+ GFLOP/s \\(1 thread\\).*[0-9.]+% +c2/Linear \\(Linear\\).*median_ms=")
+# ---- conv_gemm's layout: channels last past the convs (issue 24, item 2) -----
+# conv + Relu -> MaxPool -> conv -> residual Add -> Relu -> depthwise conv ->
+# HardSwish -> per-channel Mul -> squeeze-and-excitation (ReduceMean over
+# H, W, 1x1 conv, HardSigmoid, Mul) -> 1x1 conv on channels-last forms
+# (MaxPool and Conv {channels_last}): generated C, the interpreter (their _eval) and
+# 2 threads against ONNX Runtime, and -v naming every node the layout moved
+foreach(mode c interp threads)
+  set(args "")
+  if(mode STREQUAL "interp")
+    set(args --interp)
+  elseif(mode STREQUAL "threads")
+    set(args --threads 2)
+  endif()
+  add_test(NAME conv_layout_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_layout_residual)
+  # batch 1: the SE block's ReduceMean/ReduceMax fold rows of [1, P, C] (reduce.c)
+  add_test(NAME conv_se_batch1_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_se_batch1)
+endforeach()
+add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_layout_residual/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)
+set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "pool channels last\nconv_gemm: c2 <- c2\nconv_gemm: add channels last\nconv_gemm: relu2 channels last\nconv_gemm: dw channels last\nconv_gemm: hswish channels last\nconv_gemm: mul channels last\nconv_gemm: squeeze channels last\nconv_gemm: excite <- excite\nconv_gemm: gate channels last\nconv_gemm: scale channels last")
 # the real ones (tests/conv/check_real.sh; release only, skipped offline):
 # PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
 if(NOT KILN_SANITIZE)

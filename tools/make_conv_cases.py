@@ -13,7 +13,11 @@ BatchNormalization after it is then not folded); a grouped conv and a
 ConvTranspose with BatchNormalization (folded, but kept off the GEMM);
 a chain of convs reading convs (their rows channels last); a 5x5 conv
 whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
-3-D conv over 8 channels (x transposed to channels last first).
+3-D conv over 8 channels (x transposed to channels last first); a
+residual block whose activations stay channels last through MaxPool, a
+residual Add, Relu, a depthwise conv, HardSwish, a per-channel Mul and a
+squeeze-and-excitation block (conv_gemm's layout); an SE block at batch 1
+(ReduceMean and ReduceMax over the positions of channels-last [1, P, C]).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -132,6 +136,48 @@ def main():
          [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="c3d", kernel_shape=[2, 3, 3], strides=[1, 2, 1],
                            pads=[0, 1, 1, 1, 0, 1])],
          [const("w", [5, 8, 2, 3, 3], -0.2, 0.2), const("b", [5])], [1, 8, 3, 5, 4], ["y"])
+    # conv_gemm's layout: conv + Relu -> MaxPool 3x3/2 pad 1 -> conv -> Add
+    # (the pool's output) -> Relu (also an output: its transpose back kept)
+    # -> depthwise 3x3/2 -> HardSwish -> Mul [1,C,1,1] -> squeeze-and-
+    # excitation (ReduceMean over H, W -> 1x1 conv -> HardSigmoid -> Mul)
+    # -> 1x1 conv, all channels last; 19 channels (off the vector width),
+    # batch 2
+    save(out, "conv_layout_residual",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+          helper.make_node("MaxPool", ["ar"], ["p"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 1, 1, 1]),
+          helper.make_node("Conv", ["p", "w2", "b2"], ["b"], name="c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Add", ["b", "p"], ["s"], name="add"),
+          helper.make_node("Relu", ["s"], ["z"], name="relu2"),
+          helper.make_node("Conv", ["z", "wd", "bd"], ["d"], name="dw", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 0, 1, 1], group=19),
+          helper.make_node("HardSwish", ["d"], ["h"], name="hswish"),
+          helper.make_node("Mul", ["h", "c"], ["m"], name="mul"),
+          helper.make_node("ReduceMean", ["m"], ["q"], name="squeeze", axes=[2, 3], keepdims=1),
+          helper.make_node("Conv", ["q", "wq", "bq"], ["e"], name="excite"),
+          helper.make_node("HardSigmoid", ["e"], ["g"], name="gate", alpha=0.2, beta=0.5),
+          helper.make_node("Mul", ["m", "g"], ["u"], name="scale"),
+          helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
+         [const("w1", [19, 5, 3, 3], -0.3, 0.3), const("b1", [19]), const("w2", [19, 19, 3, 3], -0.2, 0.2),
+          const("b2", [19]), const("wd", [19, 1, 3, 3], -0.5, 0.5), const("bd", [19]), const("c", [1, 19, 1, 1]),
+          const("wq", [19, 19, 1, 1], -0.5, 0.5), const("bq", [19]),
+          const("w3", [6, 19, 1, 1], -0.4, 0.4)], [2, 5, 11, 13], ["y", "z"])
+    # a squeeze-and-excitation block at batch 1: ReduceMean and ReduceMax
+    # over H, W of channels-last [1, P, C] (reduce.c's loop over the rows
+    # of x), their sum -> 1x1 conv -> Sigmoid -> Mul; 21 channels
+    save(out, "conv_se_batch1",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+          helper.make_node("ReduceMean", ["ar"], ["q"], name="mean", axes=[2, 3], keepdims=1),
+          helper.make_node("ReduceMax", ["ar"], ["qm"], name="max", axes=[-1, -2], keepdims=1),
+          helper.make_node("Add", ["q", "qm"], ["qs"], name="both"),
+          helper.make_node("Conv", ["qs", "wq", "bq"], ["e"], name="excite"),
+          helper.make_node("Sigmoid", ["e"], ["gt"], name="gate"),
+          helper.make_node("Mul", ["ar", "gt"], ["u"], name="scale"),
+          helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
+         [const("w1", [21, 4, 3, 3], -0.3, 0.3), const("b1", [21]), const("wq", [21, 21, 1, 1], -0.5, 0.5),
+          const("bq", [21]), const("w3", [5, 21, 1, 1], -0.4, 0.4)], [1, 4, 9, 10], ["y", "qs"])
 
 
 if __name__ == "__main__":

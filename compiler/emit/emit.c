@@ -179,8 +179,13 @@ const char *emit_lead_only(const Emit *e) {
 }
 
 bool emit_parallel_for(Emit *e, int64_t iters, double serial_ns) {
-  if (!emit_parallel_worth(e, iters, serial_ns))
+  if (!emit_parallel_worth(e, iters, serial_ns)) {
+    /* the loop writes outputs: where it shares a kernel with a split loop
+     * (a GEMM's remainder row tiles), only the lead may run it */
+    if (e->threads > 1)
+      emit_line(e, "KILN_LEAD_ONLY");
     return false;
+  }
   emit_line(e, "KILN_PARALLEL_FOR");
   e->nparallel++;
   return true;

@@ -63,8 +63,9 @@ typedef struct Emit {
   EmitPrecision precision; /* --precision: bf16 weight GEMMs (gemm_kernel.c) */
   bool profile;       /* EmitOptions.profile: a PREFIX_profile_mark call after each kernel call */
   bool uses_bf16_dp;  /* a kernel calls vdpbf16ps: the file includes <immintrin.h> */
-  bool uses_vnni;     /* a w8a8 kernel (igemm_kernel.c) calls x86 intrinsics: the file
-                         includes <immintrin.h> where the C compiler targets them */
+  bool uses_vnni;     /* an int8 dot kernel (igemm_kernel.c for w8a8, qgemm_q8act.c for
+                         --kquant-act=q8) calls x86 intrinsics: the file includes
+                         <immintrin.h> where the C compiler targets them */
   struct WeightsBlob *blob; /* blob mode: large weights are read from it */
   int nparallel;      /* loops marked by emit_parallel_for so far */
   int tmp;            /* counter for unique local names (per kernel) */
@@ -74,6 +75,8 @@ typedef struct Emit {
   LayerGroup *groups;       /* the layer groups (emit_forward.c makes them) */
   int ngroups, capgroups;
   struct LoopPlan *loops;   /* the layer loops (emit_forward.h) */
+  struct PackPlan *pack;    /* NAME_run_batch's packs (emit_pack.h), or NULL */
+  const char *pack_why;     /* with a token count and no packs: why not */
 } Emit;
 
 /* C expression of value vid's pointer (typed: `const float *` etc.). Inside
@@ -165,7 +168,9 @@ void emit_elem_store(Emit *e, int out, const char *idx, const char *x, bool wide
  * With threads > 1, and when the loop is worth it (at least `threads`
  * iterations and an estimated serial time of EMIT_PARALLEL_MIN_NS or
  * more), it writes the line KILN_PARALLEL_FOR and returns true; otherwise
- * nothing, and false. With --threads 1 it never writes anything, so serial
+ * `KILN_LEAD_ONLY` (the loop, which writes outputs, may share its kernel
+ * with a split loop: then the lead thread alone runs it), and false. With
+ * --threads 1 it never writes anything, so serial
  * output is byte-identical to a kiln without threads. kernel_end
  * (emit_kernel.c) turns the marker and its loop into
  * `KILN_PARALLEL_FOR(int, i, A, B, C) {` and the kernel into a job of

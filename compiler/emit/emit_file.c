@@ -19,6 +19,7 @@
 #include "emit_weights.h"
 #include "emit_forward.h"
 #include "emit_kernel.h"
+#include "emit_pack.h"
 #include "../ir/ops.h"
 #include "tokenizer.h"
 #include "weights_blob.h"
@@ -246,11 +247,20 @@ const char *emit_run_call(Graph *g, const char *prefix) {
  * the count and call it. SIG_RUN_BATCH / SIG_RUN_BATCH_WS,
  * NAME_run_batch[_ws](..., const int rows[], int batch), take each
  * parameter as an array of the single run's (`x[][1][128]`), one per
- * sentence, and call it once per sentence with that sentence's count. */
-enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD, SIG_RUN_ROWS, SIG_RUN_ROWS_WS, SIG_RUN_BATCH, SIG_RUN_BATCH_WS };
+ * sentence, and call it once per sentence with that sentence's count.
+ * SIG_FORWARD_PACKS, the body of a model whose batches pack
+ * (emit_pack.h), takes each parameter as the batch entries do, the pack's
+ * sentences x[0 .. kiln_nseg - 1], and after kiln_rows (their rows in all)
+ * `int kiln_nseg, const int64_t kiln_seg_at[], const int64_t
+ * kiln_seg_rows[]` (each one's first row in the pack, its count); a single
+ * sentence is a pack of one at row 0. */
+enum { SIG_RUN, SIG_RUN_WS, SIG_FORWARD, SIG_RUN_ROWS, SIG_RUN_ROWS_WS, SIG_RUN_BATCH, SIG_RUN_BATCH_WS,
+       SIG_FORWARD_PACKS };
 
 static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn, int kind, bool blob) {
   bool first = true;
+  bool packs = kind == SIG_FORWARD_PACKS;
+  kind = packs ? SIG_FORWARD : kind;
   if (kind == SIG_FORWARD) {
     buf_printf(b, "static void %s_forward(unsigned char *restrict ws", prefix);
     if (blob)
@@ -263,7 +273,7 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
   } else {
     buf_printf(b, "%s %s_run%s(", blob ? "int" : "void", prefix, kind == SIG_RUN_WS ? "_ws" : "");
   }
-  bool batch = kind == SIG_RUN_BATCH || kind == SIG_RUN_BATCH_WS;
+  bool batch = kind == SIG_RUN_BATCH || kind == SIG_RUN_BATCH_WS || packs;
   if (kind == SIG_RUN_WS || kind == SIG_RUN_ROWS_WS || kind == SIG_RUN_BATCH_WS) {
     buf_puts(b, "void *workspace");
     first = false;
@@ -282,7 +292,8 @@ static void put_signature(Buf *b, Graph *g, const char *prefix, const char **pn,
     first = false;
   }
   if (kind == SIG_FORWARD && g->rows)
-    buf_puts(b, ",\n    const int64_t kiln_rows[1]");
+    buf_printf(b, ",\n    const int64_t kiln_rows[1]%s",
+               packs ? ", int kiln_nseg, const int64_t kiln_seg_at[], const int64_t kiln_seg_rows[]" : "");
   else if (kind == SIG_RUN_ROWS || kind == SIG_RUN_ROWS_WS)
     buf_printf(b, "%sint rows", first ? "" : ",\n    ");
   else if (batch)
@@ -304,8 +315,9 @@ static void put_args(Buf *c, Graph *g, const char **pn, const char *last) {
     buf_printf(c, ", %s", last);
 }
 
-/* The header's lines about NAME_run_rows (--rows-axis). */
-static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P) {
+/* The header's lines about NAME_run_rows (--rows-axis); packs: batches
+ * pack (emit_pack.h). */
+static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P, bool packs) {
   buf_printf(h, " *\n * Token count (compiled with --rows-axis): %s_run_rows(..., rows) and\n"
                 " * %s_run_rows_ws(workspace, ..., rows) compute only the first `rows` tokens,\n"
                 " * 1 <= rows <= %s_ROWS (%lld, the compiled length), as if the inputs held just\n"
@@ -320,20 +332,47 @@ static void put_rows_doc(Buf *h, const Graph *g, const char *p, const char *P) {
                   " * ..., rows, batch) take each parameter as an array of `batch` of the\n"
                   " * single run's (x[b] is sentence b's) and `rows[b]` its token count; each\n"
                   " * sentence's outputs are bit for bit those of its own %s_run_rows call\n"
-                  " * (sentences run one after another over the shared weights and the one\n"
-                  " * workspace). KILN_E_ARG (nothing written) for batch < 1, rows NULL or a\n"
+                  " * (%s). KILN_E_ARG (nothing written) for batch < 1, rows NULL or a\n"
                   " * count outside 1..%s_ROWS. See kiln's docs/batch.md.\n",
-               p, p, p, P);
+               p, p, p,
+               packs ? "consecutive sentences whose counts fit in ROWS together run as one\n"
+                       " * pack, their rows end to end through the products, over the one\n"
+                       " * workspace"
+                     : "sentences run one after another over the shared weights and the one\n"
+                       " * workspace",
+               P);
+}
+
+/* Did the op that made v (through views and copies) write its token rows
+ * past the count as 0 itself: a bounded product or norm (bound_rows'
+ * rows_keep=0)? A Mul of such rows makes them 0 too, but -0 where it
+ * multiplies by a negative number. */
+static bool zero_written(const Graph *g, int v) {
+  for (;;) {
+    while (g->vals[v].alias_of >= 0)
+      v = g->vals[v].alias_of;
+    int p = g->vals[v].producer;
+    if (p < 0)
+      return false;
+    const Node *n = &g->nodes[p];
+    if (n->op == OP_IDENTITY && n->nin > 0 && n->in[0] >= 0) {
+      v = n->in[0];
+      continue;
+    }
+    return n->op == OP_LINEAR || n->op == OP_BLOCKLINEAR || n->op == OP_ADDLAYERNORM;
+  }
 }
 
 /* At the end of a run with a token count: each output's token rows from
- * kiln_rows[0] on set to 0, unless the op that made it wrote them so. */
+ * kiln_rows[0] on set to 0 (+0, as a pack's sentences get them, emit_pack.h),
+ * unless the op that made it wrote them so. */
 static void put_rows_zero(Emit *e, const char **pn) {
   Graph *g = e->g;
   const RowsBound *rb = g->rows;
   for (int k = 0; rb && k < g->noutputs; k++) {
     int vid = g->outputs[k];
-    if (vid >= rb->naxis || rb->axis[vid] < 0 || rb->zero[vid] || !is_param(g, g->ninputs + k))
+    if (vid >= rb->naxis || rb->axis[vid] < 0 || (rb->zero[vid] && zero_written(g, vid)) ||
+        !is_param(g, g->ninputs + k))
       continue;
     const Type *t = &g->vals[vid].type;
     int a = rb->axis[vid];
@@ -383,7 +422,7 @@ static void emit_header(Buf *h, const Emit *e, const EmitOptions *o, const char 
                 " * distinct workspaces. Neither allocates.\n",
              o->prefix, P, o->prefix);
   if (g->rows)
-    put_rows_doc(h, g, o->prefix, P);
+    put_rows_doc(h, g, o->prefix, P, e->pack != NULL);
   if (o->threads > 1)
     emit_threads_doc(h, o->prefix, o->threads);
   if (o->gemm == GEMM_OPENBLAS)
@@ -490,6 +529,138 @@ static bool put_files_end(Buf *c, Buf *fn, Buf *h, Emit *e, const EmitOptions *o
   return true;
 }
 
+/* ---- packs (emit_pack.h) ---------------------------------------------------- */
+
+/* "(const int64_t (*)[1][128])input_ids": parameter i of a single run as
+ * the pointer to its whole array that the body of packs takes. */
+static const char *whole(const Graph *g, const char **pn, int i) {
+  const Value *v = &g->vals[i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs]];
+  return arena_printf(g->arena, "(%s%s (*)%s)%s", i < g->ninputs ? "const " : "", dt_ctype(v->type.dt),
+                      emit_array_dims(g->arena, &v->type), pn[i]);
+}
+
+/* The body's first lines with several sentences: the pack's token inputs,
+ * each sentence's rows end to end (those the body reads). */
+static void put_pack_stage(Buf *c, Emit *e, const char **pn, const char *text) {
+  Graph *g = e->g;
+  bool any = false;
+  for (int i = 0; i < g->ninputs; i++) {
+    int v = g->inputs[i];
+    if (e->pack->stage[i] < 0 || !emit_has_token(text, arena_printf(g->arena, "p_%s", pn[i])))
+      continue;
+    const char *ct = dt_ctype(g->vals[v].type.dt);
+    long long re = (long long)pack_row_elems(e, v);
+    if (!any)
+      buf_puts(c, "  if (kiln_nseg > 1) /* the pack's token inputs: its sentences' rows end to end */\n"
+                  "    for (int kiln_s = 0; kiln_s < kiln_nseg; kiln_s++) {\n");
+    any = true;
+    buf_printf(c, "      memcpy((%s *)(void *)(ws + %lld) + kiln_seg_at[kiln_s] * %lld, %s[kiln_s], "
+                  "(size_t)kiln_seg_rows[kiln_s] * %lld * sizeof(%s));\n",
+               ct, (long long)e->pack->stage[i], re, pn[i], re, ct);
+  }
+  if (any)
+    buf_puts(c, "    }\n");
+}
+
+/* The body's last lines with several sentences: each sentence's token rows
+ * of each token output into its own array, 0 past its count. */
+static void put_pack_unstage(Emit *e, const char **pn) {
+  Graph *g = e->g;
+  bool any = false;
+  for (int k = 0; k < g->noutputs; k++) {
+    int i = g->ninputs + k, v = g->outputs[k];
+    if (e->pack->stage[i] < 0)
+      continue;
+    const char *ct = dt_ctype(g->vals[v].type.dt);
+    long long re = (long long)pack_row_elems(e, v), s = (long long)g->rows->max;
+    if (!any) {
+      emit_line(e, "if (kiln_nseg > 1) /* each sentence's token rows of the outputs, 0 past its count */");
+      emit_line(e, "  for (int kiln_s = 0; kiln_s < kiln_nseg; kiln_s++) {");
+    }
+    any = true;
+    emit_line(e, "    memcpy(%s[kiln_s], p_%s + kiln_seg_at[kiln_s] * %lld, (size_t)kiln_seg_rows[kiln_s] * %lld * "
+                 "sizeof(%s));", pn[i], pn[i], re, re, ct);
+    emit_line(e, "    memset((%s *)%s[kiln_s] + kiln_seg_rows[kiln_s] * %lld, 0, (size_t)(%lld - kiln_seg_rows[kiln_s]) * "
+                 "%lld * sizeof(%s));", ct, pn[i], re, s, re, ct);
+  }
+  if (any)
+    emit_line(e, "  }");
+}
+
+/* NAME_packs(x..., rows): may a sentence join a pack? Its inputs that
+ * only packs read as token inputs (an attention_mask that NAME_run_rows
+ * reads whole) are 0 past its count; one that is not runs alone. */
+static bool put_pack_check(Buf *c, Emit *e, const char **pn) {
+  Graph *g = e->g;
+  Buf args = {0}, body = {0};
+  for (int i = 0; i < g->ninputs; i++) {
+    if (!e->pack->inferred[i])
+      continue;
+    const Value *v = &g->vals[g->inputs[i]];
+    buf_printf(&args, "%sconst %s %s%s", args.len ? ", " : "", dt_ctype(v->type.dt), pn[i],
+               emit_array_dims(g->arena, &v->type));
+    buf_printf(&body, "  for (int64_t i = (int64_t)rows * %lld; i < %lld; i++)\n"
+                      "    if (((const %s *)%s)[i] != 0)\n      return 0;\n",
+               (long long)pack_row_elems(e, g->inputs[i]), (long long)type_numel(&v->type), dt_ctype(v->type.dt),
+               pn[i]);
+  }
+  if (args.len)
+    buf_printf(c, "/* May a sentence join a pack? Its inputs that %s_run_rows reads whole are 0\n"
+                  " * from its count on (docs/batch.md); one that is not so runs alone. */\n"
+                  "static int %s_packs(%s, int rows) {\n%s  return 1;\n}\n\n", e->prefix, e->prefix, args.s,
+               body.s);
+  bool any = args.len > 0;
+  buf_free(&args);
+  buf_free(&body);
+  return any;
+}
+
+/* NAME_run_batch_ws with packs: the sentences from kiln_b on that fit in
+ * NAME_ROWS rows together (and may pack) go through the body at once; a
+ * sentence alone runs as NAME_run_rows. NAME_run_batch is it on the
+ * static workspace. */
+static void put_pack_batch_entries(Buf *c, Emit *e, const EmitOptions *o, const char **pn) {
+  Graph *g = e->g;
+  const char *p = o->prefix, *P = emit_upper(g->arena, p);
+  bool check = put_pack_check(c, e, pn);
+  put_signature(c, g, p, pn, SIG_RUN_BATCH_WS, true);
+  buf_printf(c, " {\n  if (batch < 1 || !rows)\n    return KILN_E_ARG;\n"
+                "  for (int kiln_b = 0; kiln_b < batch; kiln_b++)\n"
+                "    if (rows[kiln_b] < 1 || rows[kiln_b] > %s_ROWS)\n      return KILN_E_ARG;\n", P);
+  if (e->blob)
+    buf_puts(c, "  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n");
+  buf_printf(c, "  int64_t kiln_at[%s_ROWS], kiln_n[%s_ROWS]; /* a pack's sentences: first row, rows */\n"
+                "  for (int kiln_b = 0; kiln_b < batch;) {\n"
+                "    int kiln_k = 0; /* the pack: sentences kiln_b .. kiln_b + kiln_k - 1 */\n"
+                "    int64_t kiln_total = 0;\n"
+                "    while (kiln_b + kiln_k < batch && kiln_total + rows[kiln_b + kiln_k] <= %s_ROWS", P, P, P);
+  if (check) {
+    buf_printf(c, " &&\n           %s_packs(", p);
+    bool first = true;
+    for (int i = 0; i < g->ninputs; i++)
+      if (e->pack->inferred[i]) {
+        buf_printf(c, "%s%s[kiln_b + kiln_k]", first ? "" : ", ", pn[i]);
+        first = false;
+      }
+    buf_puts(c, ", rows[kiln_b + kiln_k])");
+  }
+  buf_printf(c, ") {\n      kiln_at[kiln_k] = kiln_total;\n      kiln_n[kiln_k] = rows[kiln_b + kiln_k];\n"
+                "      kiln_total += kiln_n[kiln_k++];\n    }\n"
+                "    if (kiln_k < 2) { /* a sentence alone */\n      int kiln_rc = %s_run_rows_ws(workspace", p);
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    buf_printf(c, ", %s[kiln_b]", pn[i]);
+  buf_printf(c, ", rows[kiln_b]);\n      if (kiln_rc != KILN_OK)\n        return kiln_rc;\n      kiln_b++;\n"
+                "      continue;\n    }\n    const int64_t kiln_count[1] = {kiln_total};\n"
+                "    %s_forward((unsigned char *)workspace%s", p, e->blob ? ", bound_weights" : "");
+  for (int i = 0; i < g->ninputs + g->noutputs; i++)
+    buf_printf(c, ", %s + kiln_b", pn[i]);
+  buf_puts(c, ", kiln_count, kiln_k, kiln_at, kiln_n);\n    kiln_b += kiln_k;\n  }\n  return KILN_OK;\n}\n\n");
+  put_signature(c, g, p, pn, SIG_RUN_BATCH, true);
+  buf_printf(c, " {\n  return %s_run_batch_ws(%s_workspace", p, p);
+  put_args(c, g, pn, "rows, batch");
+  buf_puts(c, ");\n}\n\n");
+}
+
 /* NAME_run_batch[_ws] (ws: with a workspace): every count checked before
  * anything is written, then NAME_run_rows[_ws] once per sentence, in
  * order, on the sentence's slice of each parameter and its count: the
@@ -527,13 +698,25 @@ static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char *
   buf_printf(c, " {\n  if (rows < 1 || rows > %s_ROWS)\n    return KILN_E_ARG;\n", P);
   if (e->blob)
     buf_puts(c, "  if (!bound_weights)\n    return KILN_E_WEIGHTS_UNBOUND;\n");
-  buf_printf(c, "  const int64_t kiln_count[1] = {rows};\n  %s_forward((unsigned char *)workspace%s", p,
-             e->blob ? ", bound_weights" : "");
-  put_args(c, g, pn, "kiln_count");
-  buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
-  put_signature(c, g, p, pn, SIG_RUN_ROWS, true);
-  buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  return %s_run_rows_ws(workspace",
-             (long long)(g->ws_size ? g->ws_size : 1), p);
+  if (e->pack) { /* a pack of one sentence, at row 0 */
+    buf_printf(c, "  const int64_t kiln_count[1] = {rows}, kiln_first[1] = {0};\n  %s_forward((unsigned char *)workspace%s",
+               p, e->blob ? ", bound_weights" : "");
+    for (int i = 0; i < g->ninputs + g->noutputs; i++)
+      buf_printf(c, ",\n      %s", whole(g, pn, i));
+    buf_puts(c, ", kiln_count, 1, kiln_first, kiln_count);\n  return KILN_OK;\n}\n\n");
+    buf_printf(c, "static KILN_ALIGNED(64) unsigned char %s_workspace[%lld]; /* %s_run_rows' and %s_run_batch's */\n\n",
+               p, (long long)(g->ws_size ? g->ws_size : 1), p, p);
+    put_signature(c, g, p, pn, SIG_RUN_ROWS, true);
+    buf_printf(c, " {\n  return %s_run_rows_ws(%s_workspace", p, p);
+  } else {
+    buf_printf(c, "  const int64_t kiln_count[1] = {rows};\n  %s_forward((unsigned char *)workspace%s", p,
+               e->blob ? ", bound_weights" : "");
+    put_args(c, g, pn, "kiln_count");
+    buf_puts(c, ");\n  return KILN_OK;\n}\n\n");
+    put_signature(c, g, p, pn, SIG_RUN_ROWS, true);
+    buf_printf(c, " {\n  static KILN_ALIGNED(64) unsigned char workspace[%lld];\n  return %s_run_rows_ws(workspace",
+               (long long)(g->ws_size ? g->ws_size : 1), p);
+  }
   put_args(c, g, pn, "rows");
   buf_puts(c, ");\n}\n\n");
   for (int k = 0; k < 2; k++) {
@@ -545,8 +728,12 @@ static void put_rows_entries(Buf *c, Emit *e, const EmitOptions *o, const char *
     buf_free(&args);
     buf_puts(c, ");\n}\n");
   }
-  if (!has_state(g)) {
+  if (e->pack) {
     buf_puts(c, "\n");
+    put_pack_batch_entries(c, e, o, pn);
+  } else if (!has_state(g)) {
+    buf_printf(c, "\n/* %s_run_batch: sentence after sentence (no packs: %s) */\n", p,
+               emit_cm(g->arena, e->pack_why ? e->pack_why : "?"));
     put_batch_entry(c, e, o, pn, true);
     put_batch_entry(c, e, o, pn, false);
   }
@@ -634,6 +821,17 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   } else {
     if (!o->unroll_layers)
       loops_plan(&e, NULL, 1, pn);
+    if (g->rows && (e.pack = pack_plan(&e, pn, &e.pack_why))) { /* the names its code uses */
+      static const char *const reserved[] = {"kiln_nseg", "kiln_seg_at", "kiln_seg_rows", "kiln_s"};
+      for (int i = 0; i < KILN_COUNT(reserved); i++)
+        nameset_add(e.names, reserved[i]);
+      for (int c = 0; c < e.ks->ncalls; c++)
+        for (int i = 0; i < e.ks->calls[c].nargs; i++)
+          nameset_add(e.names, arena_printf(a, "kiln_f%d", i));
+      nameset_add(e.names, arena_printf(a, "%s_workspace", o->prefix));
+      nameset_add(e.names, arena_printf(a, "%s_packs", o->prefix));
+      g->ws_size = e.pack->ws_size > g->ws_size ? e.pack->ws_size : g->ws_size;
+    }
     emit_forward_body(&e, &body, &ws_end, NULL, 0);
   }
 
@@ -656,7 +854,7 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
                 "#include <immintrin.h> /* --precision=bf16: vdpbf16ps (_mm512_dpbf16_ps) */\n#endif\n\n");
   if (e.uses_vnni)
     buf_puts(c, "#if defined(__GNUC__) && !defined(KILN_GEMM_SCALAR) && (defined(__AVX2__) || defined(__AVX512F__))\n"
-                "#include <immintrin.h> /* --quantize=w8a8: vpdpbusd, vpmaddwd */\n#endif\n\n");
+                "#include <immintrin.h> /* --quantize=w8a8, --kquant-act=q8: vpdpbusd, vpmaddwd */\n#endif\n\n");
   if (e.threads > 1)
     put_parallel_macro(c, g, o->prefix, e.threads);
   if (e.profile)
@@ -691,10 +889,12 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
   }
   put_state_updates(&e, pn);
   put_rows_zero(&e, pn);
+  if (e.pack)
+    put_pack_unstage(&e, pn);
   /* the signature, then the pointers the body reads (only those) */
   const char *text = body.s ? body.s : "";
   bool fwd = e.blob || g->rows; /* the body in NAME_forward, which the entry points call */
-  put_signature(c, g, o->prefix, pn, fwd ? SIG_FORWARD : SIG_RUN_WS, e.blob != NULL);
+  put_signature(c, g, o->prefix, pn, e.pack ? SIG_FORWARD_PACKS : fwd ? SIG_FORWARD : SIG_RUN_WS, e.blob != NULL);
   buf_puts(c, " {\n");
   if (fwd && !emit_has_token(text, "ws"))
     buf_puts(c, "  (void)ws;\n");
@@ -712,15 +912,20 @@ bool emit_c(Graph *g, const EmitOptions *o, Buf *c, Buf *h, WeightsBlob *blob, D
     if (!in && !is_param(g, i))
       continue;
     const char *local = arena_printf(a, "p_%s", pn[i]);
-    if (emit_has_token(text, local))
+    if (emit_has_token(text, local) && e.pack && e.pack->stage[i] >= 0) /* a pack's: its sentences end to end */
+      buf_printf(c, "  %s%s *%s = kiln_nseg > 1 ? (%s%s *)(void *)(ws + %lld) : (%s%s *)%s;\n", in ? "const " : "",
+                 ct, local, in ? "const " : "", ct, (long long)e.pack->stage[i], in ? "const " : "", ct, pn[i]);
+    else if (emit_has_token(text, local))
       buf_printf(c, "  %s%s *%s = (%s%s *)%s%s;\n", in ? "const " : "", ct, local, in ? "const " : "", ct,
                  is_param(g, i) ? "" : "state->", is_param(g, i) ? pn[i] : loops_state_field(&e, i, pn[i]));
-    else if (is_param(g, i))
+    else if (is_param(g, i) && !emit_has_token(text, pn[i]))
       buf_printf(c, "  (void)%s; /* not read */\n", pn[i]);
     state_read = state_read || !is_param(g, i);
   }
   if (has_state(g) && !state_read && !emit_has_token(text, "state"))
     buf_puts(c, "  (void)state;\n");
+  if (e.pack)
+    put_pack_stage(c, &e, pn, text);
   if (e.threads > 1)
     buf_printf(c, "  KILN_ADAPT_BEGIN(%s);\n", emit_adapt_name(g, 0));
   buf_put(c, body.s ? body.s : "", body.len);

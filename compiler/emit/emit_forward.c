@@ -12,6 +12,7 @@
 #include "cnames.h"
 #include "emit_text.h"
 #include "emit_kernel.h"
+#include "emit_pack.h"
 #include "../ir/ops.h"
 
 /* ---- names ----------------------------------------------------------------- */
@@ -535,22 +536,129 @@ static const char *ref_of(Emit *e, int vid) {
   return emit_ref(e, vid);
 }
 
-/* A call's text: "kernel(a, b, c); /" "* comment *" "/". arg_name, when set,
- * gives argument i's name in place of the value's. */
-static void put_call(Emit *e, const KCall *call, const char **arg_name, const char *comment) {
+/* Argument i of a call: arg_name[i] when set (a layer's weight), else the
+ * weight's or the value's name. */
+static const char *call_arg(Emit *e, const KCall *call, const char **arg_name, int i) {
+  const KParam *p = &call->args[i];
+  return arg_name && arg_name[i] ? arg_name[i]
+         : p->arr >= 0           ? emit_weight_name(e, e->arrays[p->arr].k)
+                                 : ref_of(e, p->out_vid >= 0 ? p->out_vid : p->vid);
+}
+
+/* "kernel(args); /" "* comment *" "/", then the profile mark. */
+static void put_call_line(Emit *e, const KCall *call, const char **arg, const char *comment) {
   Buf line = {0};
   buf_printf(&line, "%s(", e->ks->kernels[call->kernel].name);
-  for (int i = 0; i < call->nargs; i++) {
-    const KParam *p = &call->args[i];
-    const char *arg = arg_name && arg_name[i] ? arg_name[i]
-                      : p->arr >= 0           ? emit_weight_name(e, e->arrays[p->arr].k)
-                                              : ref_of(e, p->out_vid >= 0 ? p->out_vid : p->vid);
-    buf_printf(&line, "%s%s", i ? ", " : "", arg);
-  }
+  for (int i = 0; i < call->nargs; i++)
+    buf_printf(&line, "%s%s", i ? ", " : "", arg[i]);
   emit_line(e, "%s); /* %s */", line.s, comment);
   buf_free(&line);
   if (e->profile)
     emit_line(e, "%s_profile_mark(%d);", e->prefix, (int)(call->node - e->g->nodes));
+}
+
+/* Do values a and b live in the same bytes (one written over the other)? */
+static bool same_storage(const Emit *e, int a, int b) {
+  a = emit_storage_root(e, a);
+  b = emit_storage_root(e, b);
+  const Value *x = &e->g->vals[a], *y = &e->g->vals[b];
+  return a == b || (e->ks->io_slot[a] < 0 && e->ks->io_slot[b] < 0 && !x->data && !y->data &&
+                    x->ws_offset >= 0 && x->ws_offset == y->ws_offset);
+}
+
+/* A call of NAME_run_batch's packs that runs per sentence (emit_pack.h),
+ * inside the loop over the pack's sentences (opened before the first such
+ * call of a run, closed after the last): its token operands at the
+ * sentence's first row ('O'), or copied into frames ('F'); its count the
+ * sentence's; a per-sentence input or output the sentence's own array. */
+static void put_seg_call(Emit *e, const KCall *call, const char **arg_name, const char *comment) {
+  const PackPlan *pp = e->pack;
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  int ci = (int)(call - e->ks->calls), n = call->nargs;
+  char kind = pp->kind[ci];
+  if (pp->open[ci]) {
+    emit_line(e, "for (int kiln_s = 0; kiln_s < kiln_nseg; kiln_s++) { /* each sentence of the pack */");
+    e->indent++;
+  }
+  const char **arg = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
+  const char **plain = arena_alloc(a, sizeof(char *) * (size_t)(n + 1));
+  Buf in = {0}, out = {0};
+  int64_t frame = pp->frames;
+  for (int i = 0; i < n; i++) {
+    const KParam *p = &call->args[i];
+    int v = p->out_vid >= 0 ? p->out_vid : p->vid;
+    arg[i] = plain[i] = call_arg(e, call, arg_name, i);
+    if (p->arr >= 0 || v < 0)
+      continue;
+    int io = e->ks->io_slot[emit_storage_root(e, v)];
+    const char *ct = dt_ctype(p->dt);
+    if (v == g->rows->vid) {
+      arg[i] = "kiln_seg_rows + kiln_s";
+    } else if (pp->vkind[v] == 'U' && io >= 0) { /* the sentence's own array */
+      arg[i] = plain[i] = arena_printf(a, "(%s%s *)%s[kiln_s]", p->out_vid >= 0 ? "" : "const ", ct, pp->pn[io]);
+    } else if (pp->vkind[v] == 'T' && kind == 'O') {
+      arg[i] = arena_printf(a, "%s + kiln_seg_at[kiln_s] * %lld", plain[i], (long long)pack_row_elems(e, v));
+    } else if (pp->vkind[v] == 'T') { /* a frame: the sentence's rows, as if alone */
+      long long re = (long long)pack_row_elems(e, v), s = (long long)g->rows->max;
+      const char *f = arena_printf(a, "kiln_f%d", i), *at = arena_printf(a, "%s + kiln_seg_at[kiln_s] * %lld", plain[i], re);
+      bool read = false;
+      for (int j = 0; j < call->node->nin && !read; j++)
+        read = call->node->in[j] >= 0 && same_storage(e, call->node->in[j], v);
+      buf_printf(&in, "%s *%s = (%s *)(void *)(ws + %lld); /* %s's rows */\n", ct, f, ct, (long long)frame, plain[i]);
+      if (read)
+        buf_printf(&in, "memcpy(%s, %s, (size_t)kiln_seg_rows[kiln_s] * %lld * sizeof *%s);\n", f, at, re, f);
+      if (read && pp->zero[v])
+        buf_printf(&in, "memset(%s + kiln_seg_rows[kiln_s] * %lld, 0, (size_t)(%lld - kiln_seg_rows[kiln_s]) * %lld * "
+                   "sizeof *%s); /* 0 past the count, as alone */\n", f, re, s, re, f);
+      if (p->out_vid >= 0)
+        buf_printf(&out, "memcpy(%s, %s, (size_t)kiln_seg_rows[kiln_s] * %lld * sizeof *%s);\n", at, f, re, f);
+      arg[i] = f;
+      frame += (int64_t)((type_bytes(&g->vals[v].type) + 63) / 64 * 64);
+    }
+  }
+  if (kind == 'O' || !in.len) { /* in place, or nothing per token to frame */
+    put_call_line(e, call, arg, comment);
+  } else {
+    emit_line(e, "if (kiln_nseg == 1) { /* one sentence: as it is */");
+    e->indent++;
+    put_call_line(e, call, plain, comment);
+    e->indent--;
+    emit_line(e, "} else { /* the sentence's rows in frames of their own */");
+    e->indent++;
+    for (const char *t = in.s ? in.s : ""; *t;) {
+      const char *nl = strchr(t, '\n');
+      emit_line(e, "%.*s", (int)(nl - t), t);
+      t = nl + 1;
+    }
+    put_call_line(e, call, arg, comment);
+    for (const char *t = out.s ? out.s : ""; *t;) {
+      const char *nl = strchr(t, '\n');
+      emit_line(e, "%.*s", (int)(nl - t), t);
+      t = nl + 1;
+    }
+    e->indent--;
+    emit_line(e, "}");
+  }
+  buf_free(&in);
+  buf_free(&out);
+  if (pp->close[ci]) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* A call's text: "kernel(a, b, c); /" "* comment *" "/". arg_name, when set,
+ * gives argument i's name in place of the value's. */
+static void put_call(Emit *e, const KCall *call, const char **arg_name, const char *comment) {
+  if (e->pack && e->pack->kind[call - e->ks->calls] != 'P') {
+    put_seg_call(e, call, arg_name, comment);
+    return;
+  }
+  const char **arg = arena_alloc(e->g->arena, sizeof(char *) * (size_t)(call->nargs + 1));
+  for (int i = 0; i < call->nargs; i++)
+    arg[i] = call_arg(e, call, arg_name, i);
+  put_call_line(e, call, arg, comment);
 }
 
 /* A view's comment line (kernel -1), with the node's origin in front. */
@@ -567,6 +675,16 @@ static void put_view(Emit *e, Buf *body, const KCall *call, const char *origin) 
 static void put_one(Emit *e, Buf *body, const KCall *call, int64_t *ws_end) {
   Graph *g = e->g;
   const Node *n = call->node;
+  int ci = (int)(call - e->ks->calls);
+  /* a pack's per-sentence loop: what its calls write is declared before it */
+  for (int c = ci + 1; e->pack && e->pack->open[ci] && c <= e->pack->close_at[ci]; c++)
+    for (int j = 0; j < e->ks->calls[c].node->nout; j++)
+      if (new_tensor(e, e->ks->calls[c].node->out[j])) {
+        int v = e->ks->calls[c].node->out[j];
+        const char *nm = cname_unique(e->names, tensor_name(g->arena, &g->vals[v]), "t");
+        declare(e, v, nm, ws_end, NULL);
+        e->refs[v] = nm;
+      }
   for (int j = 0; j < n->nout; j++)
     if (new_tensor(e, n->out[j])) {
       const char *nm = cname_unique(e->names, tensor_name(g->arena, &g->vals[n->out[j]]), "t");
@@ -706,15 +824,21 @@ static void put_loop(Emit *e, Buf *body, const int *calls, int ncalls, const Emi
   for (int i = 0; i < lo->period; i++) {
     const KCall *c0 = &kc[calls[lo->first + i]], *c1 = &kc[calls[lo->first + lo->period + i]];
     const Node *n1 = c1->node;
-    for (int j = 0; j < n1->nout; j++) {
-      int v1 = n1->out[j];
-      if (pname[place[i] + j] && !carried[place[i] + j]) {
-        declare(e, v1, pname[place[i] + j], ws_end, NULL);
-        /* the same place in every layer */
-        for (int r = 0; r < lo->reps; r++)
-          e->refs[kc[calls[lo->first + r * lo->period + i]].node->out[j]] = pname[place[i] + j];
-      } else if (!pname[place[i] + j]) {
-        new_tensor(e, v1); /* a view, or a parameter */
+    int c1i = calls[lo->first + lo->period + i], last = i; /* a pack's per-sentence loop: its calls' tensors first */
+    if (e->pack && e->pack->open[c1i])
+      last = i + e->pack->close_at[c1i] - c1i;
+    for (int i2 = i; i2 <= last; i2++) {
+      const Node *nd = kc[calls[lo->first + lo->period + i2]].node;
+      for (int j = 0; j < nd->nout; j++) {
+        int v1 = nd->out[j];
+        if (pname[place[i2] + j] && !carried[place[i2] + j] && !e->refs[v1]) {
+          declare(e, v1, pname[place[i2] + j], ws_end, NULL);
+          /* the same place in every layer */
+          for (int r = 0; r < lo->reps; r++)
+            e->refs[kc[calls[lo->first + r * lo->period + i2]].node->out[j]] = pname[place[i2] + j];
+        } else if (!pname[place[i2] + j]) {
+          new_tensor(e, v1); /* a view, or a parameter */
+        }
       }
     }
     const char *comment = emit_layer_text(a, origin_comment(a, c0->node), origin_comment(a, n1));

@@ -1,6 +1,7 @@
 /* blockquant.c — the block formats' table and their reference
  * dequantization (see blockquant.h), and the builder of DequantizeBlocks
  * nodes the GGUF binder calls. */
+#include <math.h>
 #include <string.h>
 
 #include "blockquant.h"
@@ -170,4 +171,17 @@ int bq_dequantize_node(Graph *g, int raw_vid, BqFormat fmt, const Type *logical,
   ir_attr_str(g, idx, "format", bq_formats[fmt].name);
   ir_attr_ints(g, idx, "shape", logical->dims, logical->rank);
   return ir_finish(g, idx, d) ? out : -1;
+}
+
+void bq_quantize_act_q8(const float *x, int64_t cols, int8_t *q, float *d) {
+  for (int64_t b = 0; b < cols / BQ_ACT_BLOCK; b++) {
+    const float *xb = x + b * BQ_ACT_BLOCK;
+    float amax = 0;
+    for (int l = 0; l < BQ_ACT_BLOCK; l++)
+      amax = fabsf(xb[l]) > amax ? fabsf(xb[l]) : amax;
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    d[b] = db;
+    for (int l = 0; l < BQ_ACT_BLOCK; l++)
+      q[b * BQ_ACT_BLOCK + l] = (int8_t)nearbyintf(xb[l] * id);
+  }
 }

@@ -83,6 +83,9 @@ bool bq_format_from_name(const char *name, BqFormat *fmt);
 static inline bool bq_is_k(BqFormat fmt) { return fmt >= BQ_Q4_K; }
 /* Whether a 32-value block has a minimum m (Q4_1, Q5_1): x = d·q + m. */
 static inline bool bq_has_min(BqFormat fmt) { return fmt == BQ_Q4_1 || fmt == BQ_Q5_1; }
+/* The formats --kquant-act=q8 applies to: the K-quants, and Q5_0/Q5_1 (a
+ * K-quant file's rows that are no whole super-block, e.g. Gemma 3's 640). */
+static inline bool bq_act_q8_format(BqFormat fmt) { return fmt >= BQ_Q4_K || fmt == BQ_Q5_0 || fmt == BQ_Q5_1; }
 /* Whether a 32-value block has Q5's fifth bits qh (Q5_0, Q5_1). */
 static inline bool bq_is_q5(BqFormat fmt) { return fmt == BQ_Q5_0 || fmt == BQ_Q5_1; }
 /* Bytes of one row of `cols` values (cols a multiple of block_values). */
@@ -94,6 +97,16 @@ float bq_f16_to_f32(uint16_t h);
 void bq_k_scale_min(const uint8_t *k, int s, int *sc, int *mn);
 /* dst[0..cols) = the values of the cols/block_values blocks at src. */
 void bq_dequantize_row(BqFormat fmt, const uint8_t *src, float *dst, int64_t cols);
+
+/* --kquant-act=q8 (BlockLinear's act="q8"): the activations of a K-quant
+ * GEMV as its int8 kernels see them. Each block of BQ_ACT_BLOCK values of
+ * x[0..cols) (cols a multiple of it) gets the scale d = max|x| / 127 (f32)
+ * and q = x * (1/d) rounded to the nearest integer, ties to even (all 0
+ * when d is 0): x is taken as d·q. q[cols], d[cols / BQ_ACT_BLOCK]. The
+ * generated kernels (compiler/kernels/qgemm_q8act.c) do the same f32
+ * steps in the same order, so both get the same q and d bit for bit. */
+#define BQ_ACT_BLOCK 32
+void bq_quantize_act_q8(const float *x, int64_t cols, int8_t *q, float *d);
 
 /* Add DequantizeBlocks {format} reading raw_vid (a u8 [rows, row_bytes]
  * tensor of fmt's blocks) that makes f32 `logical` ([..., cols]; its dtype

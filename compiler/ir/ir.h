@@ -204,6 +204,14 @@ typedef struct RowsBound {
   int *axis;      /* [naxis]: per value, its token axis (-1: none) */
   bool *zero;     /* [naxis]: its rows past the count are 0 (a bounded product or norm wrote them) */
   int naxis;      /* values when the pass ran (later ones have no token axis) */
+  /* NAME_run_batch's packs (docs/batch.md): the same walk with each
+   * unlisted input that has one axis of the token length taken as a token
+   * input too, 0 past the count (checked per sentence at run time).
+   * pack_axis and pack_zero as axis and zero for that walk, or NULL when it
+   * refused (batches then run sentence after sentence; pack_why says why) */
+  int *pack_axis;
+  bool *pack_zero;
+  const char *pack_why;
 } RowsBound;
 
 typedef struct Graph {

@@ -57,6 +57,11 @@ typedef bool (*LowerFn)(Graph *g, int node, Diag *d);
  *                     the linear quantization ops and the ops that move
  *                     bytes without reading elements; others refuse them
  *                     (op_check_half)
+ *   OPF_ROWS_EXACT    with its run-time token count input (--rows-axis,
+ *                     compiler/passes/bound_rows.c), the kernel reads and
+ *                     writes only the first `rows` rows of its token
+ *                     operands: NAME_run_batch's packs call it in place on
+ *                     one sentence's rows (compiler/emit/emit_pack.c)
  * Ops that accumulate into their output input by input (Max, Sum, ...) or
  * write before they read (GEMMs and their epilogues) have no INPLACE flag. */
 enum {
@@ -68,6 +73,7 @@ enum {
   OPF_UPDATE = 1 << 5,
   OPF_NOFOLD = 1 << 6,
   OPF_NARROW = 1 << 7,
+  OPF_ROWS_EXACT = 1 << 8,
 };
 
 typedef struct OpInfo {

@@ -311,7 +311,15 @@ static const char *heads(Emit *e, const Plan *p, bool vec) {
                (long long)ge->mst[r - 1]);
   buf_printf(&b, "%s *yh = %s%s; /* Y: row i at yh + i * %lld */\n", T, p->y, head_offset(e, ge, ge->yst, NULL),
              (long long)ge->yst[r - 2]);
-  if (vec && p->kmode == K_PACK) {
+  if (vec && p->kmode == K_PACK && p->sp.rows) { /* the live keys only, in whole 16-key chunks */
+    long long tp = (long long)round16(ge->t);
+    buf_printf(&b, "float kpack[%lld][%lld]; /* K^T of the head, keys contiguous: the live ones, then zero to a "
+               "multiple of 16 */\n", (long long)ge->dh, tp);
+    buf_printf(&b, "for (int j = 0; j < (rows_run + 15) / 16 * 16; j++)\n  for (int x = 0; x < %lld; x++)\n",
+               (long long)ge->dh);
+    buf_printf(&b, "    kpack[x][j] = j < rows_run ? kh[j * %lld + x * %lld] : 0.0f;\n", (long long)ge->kst[r - 1],
+               (long long)ge->kst[r - 2]);
+  } else if (vec && p->kmode == K_PACK) {
     long long tp = (long long)round16(ge->t);
     buf_printf(&b, "float kpack[%lld][%lld]; /* K^T of the head, keys contiguous, zero past %lld */\n",
                (long long)ge->dh, tp, (long long)ge->t);
@@ -343,7 +351,9 @@ static const char *state(Emit *e, const Plan *p, bool vec) {
     buf_printf(&b, "%s kbuf[%d][%lld]; /* per row its top %lld scores, descending */\n", T, mr,
                (long long)p->sp.topk, (long long)p->sp.topk);
   buf_printf(&b, "memset(o, 0, sizeof o);\nfor (int r = 0; r < %d; r++) {\n", mr);
-  if (p->ge.s % mr)
+  if (p->sp.rows) /* rows past the live tokens repeat the last live one (and are not stored) */
+    buf_puts(&b, "  ir[r] = i0 + r < rows_run ? i0 + r : rows_run - 1;\n");
+  else if (p->ge.s % mr)
     buf_printf(&b, "  ir[r] = i0 + r < %lld ? i0 + r : %lld;\n", (long long)p->ge.s, (long long)p->ge.s - 1);
   else
     buf_puts(&b, "  ir[r] = i0 + r;\n");
@@ -552,10 +562,16 @@ static void vec_scores(Emit *e, const Plan *p, const View *v, Buf *b) {
   }
   buf_puts(b, "  }\n");
   const char *sc = emit_double_literal(e, DT_F32, p->sp.scale);
-  if (p->mask_regs)
-    for (int j = 0; j < nv; j++)
-      buf_printf(b, "  v%df mk%d;\n  memcpy(&mk%d, mh + j0 + c%s, sizeof mk%d); /* the padding mask's keys */\n", vw,
-                 j, j, j ? arena_printf(ar(e), " + %d", j * vw) : "", j);
+  for (int j = 0; p->mask_regs && j < nv; j++) {
+    const char *cj = j ? arena_printf(ar(e), "c + %d", j * vw) : "c";
+    buf_printf(b, "  v%df mk%d;\n", vw, j);
+    if (p->sp.rows) /* keys past the live tokens: not read (they score -inf below) */
+      buf_printf(b, "  if (%s + %d <= tw)\n  ", cj, vw);
+    buf_printf(b, "  memcpy(&mk%d, mh + j0 + %s, sizeof mk%d); /* the padding mask's keys */\n", j, cj, j);
+    if (p->sp.rows)
+      buf_printf(b, "  else\n    for (int lane = 0; lane < %d; lane++)\n      mk%d[lane] = %s + lane < tw ? mh[j0 + %s + lane] : 0.0f;\n",
+                 vw, j, cj, cj);
+  }
   for (int r = 0; r < p->mr; r++)
     for (int j = 0; j < nv; j++) {
       buf_printf(b, "  a%d_%d *= %s;\n", r, j, sc);
@@ -697,13 +713,16 @@ static const char *row_out(Emit *e, const Plan *p, const char *T) {
   if (isinf(p->sp.score_min))
     return div;
   DType ut = strcmp(T, "float") ? ge->dt : DT_F32;
+  /* with a token count, the keys are the live ones */
+  const char *nk = p->sp.rows ? "rows_run" : I(e, ge->t);
+  const char *mean = p->sp.rows ? arena_printf(ar(e), "(%s)rows_run", T) : emit_double_literal(e, ut, (double)ge->t);
   return arena_printf(ar(e),
                       "if (m[r] > %s) {\n%s\n} else { /* every score <= score_min: a uniform softmax */\n"
                       "  for (int e = 0; e < %lld; e++) {\n    %s acc = 0;\n"
-                      "    for (int j = 0; j < %lld; j++)\n      acc += vh[j * %lld + e];\n"
+                      "    for (int j = 0; j < %s; j++)\n      acc += vh[j * %lld + e];\n"
                       "    yr[e] = acc / %s;\n  }\n}",
-                      emit_double_literal(e, ut, p->sp.score_min), div, (long long)ge->dv, T, (long long)ge->t,
-                      (long long)ge->vst[ge->rank - 2], emit_double_literal(e, ut, (double)ge->t));
+                      emit_double_literal(e, ut, p->sp.score_min), div, (long long)ge->dv, T, nk,
+                      (long long)ge->vst[ge->rank - 2], mean);
 }
 
 /* One path: the skeleton with its tile. */
@@ -732,7 +751,8 @@ static void emit_path(Emit *e, const Plan *p, const View *v) {
   emit_parallel_for(e, p->ge.nb * p->nqb, kernel_ns(p));
   emit_tmpl(e, "attention", "NWORK", I(e, p->ge.nb * p->nqb), "WORK", work, "QTLOOP", qtloop, "MR", I(e, p->mr),
             "HEADS", heads(e, p, v != NULL), "STATE", state(e, p, v != NULL), "KEYLOOP", keyloop(e, p), "TILE",
-            v ? vec_tile(e, p, v) : scalar_tile(e, p), "T", T, "S", I(e, p->ge.s), "YRS", I(e, p->ge.yst[r - 2]),
+            v ? vec_tile(e, p, v) : scalar_tile(e, p), "T", T, "S", p->sp.rows ? "rows_run" : I(e, p->ge.s), "YRS",
+            I(e, p->ge.yst[r - 2]),
             "ROW_OUT", row_out(e, p, T), NULL);
 }
 

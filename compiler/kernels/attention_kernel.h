@@ -91,7 +91,10 @@ typedef struct AttnSpec {
    * parameters. */
   int m_vid, y_vid;
   const char *rows;      /* C expression of the live tokens (an encoder's run-time count: queries and keys
-                          * from it on are not visited, Y's rows from it on are left as they are), or NULL */
+                          * from it on are not visited, Y's rows from it on are left as they are), or NULL.
+                          * With it, no row of Q, K, V, Y or the mask from it on is read or written, so
+                          * NAME_run_batch's packs call the kernel on one sentence's rows in place
+                          * (pointers at its first row, its count): OPF_ROWS_EXACT */
 } AttnSpec;
 
 /* Emit the kernel; Y must not be empty (zeros when there are no keys). */

@@ -76,7 +76,7 @@
 #include <string.h>
 
 #define QG_R 4                /* decode: rows of W (output columns) a tile */
-#define QG_PREFILL_MIN_ROWS 4 /* M from which panels of W are dequantized once into a local array */
+#define QG_PREFILL_MIN_ROWS QG_ACT_Q8_MAX_ROWS /* M from which panels of W are dequantized once into a local array */
 #define QG_PREFETCH_TILES 2   /* decode: how many tiles ahead the weight is prefetched */
 
 typedef struct QGeo {
@@ -897,7 +897,9 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s) {
   if (s->rows) /* a prefill chunk's real tokens: the rows past them come out 0 */
     emit_line(e, "const int64_t m_run = %s < 0 ? 0 : %s > %lld ? %lld : %s;", s->rows, s->rows, (long long)s->m,
               (long long)s->m, s->rows);
-  if (s->k == 0) {
+  if (s->act_q8 && s->k > 0) {
+    emit_qgemm_q8act(e, s);
+  } else if (s->k == 0) {
     emit_line(e, "for (int64_t i = 0; i < %lld; i++)", (long long)(s->m * s->n));
     emit_line(e, "  y[i] = %s;", s->bias ? arena_printf(e->g->arena, "bias[i %% %lld]", (long long)s->n) : "0.0f");
   } else {

@@ -23,7 +23,13 @@ typedef struct QGemmSpec {
   const char *rows;    /* C expression of how many of X's rows to compute (a
                           decoder's prefill: its real tokens), or NULL: all m;
                           Y's rows past it are set to 0 */
+  bool act_q8;         /* --kquant-act=q8 (a K-quant, m < QG_ACT_Q8_MAX_ROWS): X's rows
+                          quantized to int8, integer dot products (qgemm_q8act.c) */
 } QGemmSpec;
+
+/* The most rows of X, plus one, that act="q8" quantizes (decode's GEMVs;
+ * from QG_ACT_Q8_MAX_ROWS rows on, prefill's dequantized panels, X stays f32). */
+#define QG_ACT_Q8_MAX_ROWS 4
 
 /* Write the kernel for s into the current block (it opens its own block).
  * False, writing nothing, when K is not a whole number of blocks. */
@@ -33,5 +39,9 @@ bool emit_qgemm(Emit *e, const QGemmSpec *s);
  * expressions): the reference arithmetic (blockquant.h), d and m through
  * kiln_f16_to_f32, d*q (+ m) in f32. For gathers and the plain paths. */
 void qgemm_emit_block(Emit *e, BqFormat fmt, const char *b, const char *y);
+
+/* The body of emit_qgemm for s->act_q8 (qgemm_q8act.c), inside its block
+ * where a, w, bias and y are declared; K > 0 and a whole number of super-blocks. */
+void emit_qgemm_q8act(Emit *e, const QGemmSpec *s);
 
 #endif

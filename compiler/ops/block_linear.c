@@ -16,7 +16,14 @@
  * One blocks constant read by both (tied embeddings: the table is also the
  * output projection) is stored once: neither kernel repacks it. _eval
  * dequantizes exactly as DequantizeBlocks does, then multiplies in double
- * (as Linear's _eval) and rounds once. */
+ * (as Linear's _eval) and rounds once.
+ *
+ * act="q8" (fuse_blocks under --kquant-act=q8: the K-quants, Q5_0, Q5_1): a
+ * product of fewer than QG_ACT_Q8_MAX_ROWS rows of X (static M: decode's
+ * GEMVs) takes each row of X quantized to int8 by bq_quantize_act_q8, as
+ * the kernel does, then multiplies exactly as above: the kernel's integer
+ * sums are exact, so it differs from _eval only by its f32 scaling. With
+ * more rows (prefill, compute-bound on dequantized panels) X stays f32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +60,12 @@ static void weight_row(BqFormat fmt, const Tensor *wb, int64_t r, float *w, int6
 
 /* ---- BlockLinear ------------------------------------------------------------ */
 
+/* Does the product quantize X to int8 (act="q8", a K-quant, M rows of X
+ * fewer than QG_ACT_Q8_MAX_ROWS)? */
+static bool block_act_q8(const Node *n, BqFormat fmt, int64_t m) {
+  return !strcmp(attr_str(n, "act", "f32"), "q8") && bq_act_q8_format(fmt) && m < QG_ACT_Q8_MAX_ROWS;
+}
+
 bool block_linear_infer(Graph *g, Node *n, Diag *d) {
   Value *x = node_in(g, n, 0), *wb = node_in(g, n, 1), *b = node_in(g, n, 2);
   BqFormat fmt;
@@ -65,6 +78,9 @@ bool block_linear_infer(Graph *g, Node *n, Diag *d) {
                      type_str(&x->type, xs, sizeof xs), (long long)k, (long long)k);
   if (b && (b->type.dt != DT_F32 || b->type.rank != 1 || b->type.dims[0] != nn))
     return diag_node(d, g, n, "bias is %s; expected f32[%lld]", type_str(&b->type, bs, sizeof bs), (long long)nn);
+  const char *act = attr_str(n, "act", "f32");
+  if (strcmp(act, "f32") && strcmp(act, "q8"))
+    return diag_node(d, g, n, "act '%s' is unknown; expected f32 or q8 (the activations of its GEMVs)", act);
   const Value *r = node_in(g, n, 3);
   if (r && (r->type.dt != DT_I64 || type_numel(&r->type) != 1))
     return diag_node(d, g, n, "rows is %s; expected i64[1]", type_str(&r->type, bs, sizeof bs));
@@ -90,19 +106,32 @@ bool block_linear_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   }
   const float *x = in[0].data, *bias = n->nin > 2 ? in[2].data : NULL;
   float *y = out[0].data, *w = malloc(sizeof(float) * (size_t)(k ? k : 1));
+  double *xq = NULL; /* act="q8": X dequantized from int8, exactly */
   KILN_ASSERT(w);
+  if (block_act_q8(n, fmt, nn ? type_numel(&out[0].type) / nn : 0) && m > 0) { /* X as the int8 kernel sees it */
+    int8_t *q = malloc((size_t)k);
+    float *dq = malloc(sizeof(float) * (size_t)(k / BQ_ACT_BLOCK + 1));
+    xq = malloc(sizeof(double) * (size_t)(m * k));
+    KILN_ASSERT(q && dq && xq);
+    for (int64_t i = 0; i < m; i++) {
+      bq_quantize_act_q8(x + i * k, k, q, dq);
+      for (int64_t t = 0; t < k; t++)
+        xq[i * k + t] = (double)dq[t / BQ_ACT_BLOCK] * q[t];
+    }
+    free(q), free(dq);
+  }
   for (int64_t j = 0; j < nn; j++) {
     weight_row(fmt, &in[1], j, w, k);
     for (int64_t i = 0; i < m; i++) {
       double s = 0;
       for (int64_t t = 0; t < k; t++)
-        s += (double)x[i * k + t] * (double)w[t];
+        s += (xq ? xq[i * k + t] : (double)x[i * k + t]) * (double)w[t];
       y[i * nn + j] = (float)s;
       if (bias)
         y[i * nn + j] = y[i * nn + j] + bias[j];
     }
   }
-  free(w);
+  free(w), free(xq);
   return true;
 }
 
@@ -115,7 +144,8 @@ bool block_linear_emit(Emit *e, const Node *n) {
   int64_t m = nn ? type_numel(&gval(e->g, n->out[0])->type) / nn : 0;
   QGemmSpec s = {.m = m, .n = nn, .k = k, .fmt = fmt,
                  .a = emit_ref(e, n->in[0]), .w = emit_ref(e, n->in[1]),
-                 .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0])};
+                 .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .y = emit_ref(e, n->out[0]),
+                 .act_q8 = block_act_q8(n, fmt, m)};
   if (node_has_in(n, 3)) /* after Y: weights and parameters are named in order of first use */
     s.rows = arena_printf(e->g->arena, "%s[0]", emit_ref(e, n->in[3]));
   return emit_qgemm(e, &s);

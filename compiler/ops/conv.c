@@ -21,7 +21,14 @@
  * for the stack) is written tap-major instead: each output plane starts at
  * the bias, then each (input channel, tap) adds w * x over the box of
  * positions where the tap lands inside both tensors, its bounds again
- * from constant tables. Neither form tests for padding in its loops. */
+ * from constant tables. Neither form tests for padding in its loops.
+ *
+ * Conv {channels_last=1} (made only by the conv_gemm pass's layout, never
+ * read from a file): a depthwise conv (group = C = M, f32, constant W) on
+ * X [N, in..., C] to Y [N, out..., C]. Per output position its C channels
+ * start at the bias and add each tap inside x, C contiguous products at a
+ * time with W packed tap-major ([k..., C], emit_const_array): a loop that
+ * vectorises; taps in the padding are skipped per tap (emit_depthwise_last). */
 #include <stdio.h>
 #include <string.h>
 
@@ -176,6 +183,9 @@ bool conv_geom(const Node *n, const Type *x, const Type *w, ConvGeom *c, char *w
   return c->transpose ? geom_transpose(n, c, why) : geom_conv(n, c, why);
 }
 
+/* Conv {channels_last}: X [N, in..., C], a depthwise conv. */
+static bool conv_last(const Node *n) { return n->op == OP_CONV && attr_int(n, "channels_last", 0); }
+
 bool conv_infer(Graph *g, Node *n, Diag *d) {
   const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1), *b = node_in(g, n, 2);
   if (!dt_is_float(x->type.dt))
@@ -183,16 +193,23 @@ bool conv_infer(Graph *g, Node *n, Diag *d) {
   if (w->type.dt != x->type.dt)
     return diag_node(d, g, n, "input '%s' is %s; expected %s like X", w->name, dt_name(w->type.dt),
                      dt_name(x->type.dt));
+  bool last = conv_last(n);
+  Type xt = last ? window_permute_last(&x->type, false) : x->type;
   ConvGeom c;
   char why[WHY];
-  if (!conv_geom(n, &x->type, &w->type, &c, why))
+  if (!conv_geom(n, &xt, &w->type, &c, why))
     return diag_node(d, g, n, "%s", why);
+  if (last && (x->type.dt != DT_F32 || c.group != c.cin || c.cout != c.cin || !w->data))
+    return diag_node(d, g, n, "channels_last with %s X, group %lld, %lld input and %lld output channels%s; "
+                     "expected a depthwise f32 conv (group = C = M) by a constant W", dt_name(x->type.dt),
+                     (long long)c.group, (long long)c.cin, (long long)c.cout, w->data ? "" : ", W computed");
   if (b && (b->type.dt != x->type.dt || b->type.rank != 1 || b->type.dims[0] != c.cout)) {
     char ts[128];
     return diag_node(d, g, n, "bias '%s' is %s; expected %s[%lld], one per output channel", b->name,
                      type_str(&b->type, ts, sizeof ts), dt_name(x->type.dt), (long long)c.cout);
   }
-  node_out(g, n, 0)->type = conv_out_type(&c, x->type.dt, x->type.rank);
+  Type yt = conv_out_type(&c, x->type.dt, x->type.rank);
+  node_out(g, n, 0)->type = last ? window_permute_last(&yt, true) : yt;
   return true;
 }
 
@@ -226,7 +243,9 @@ bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
   ConvGeom c;
   char why[WHY];
-  KILN_ASSERT(conv_geom(n, &in[0].type, &in[1].type, &c, why));
+  bool last = conv_last(n);
+  Type xt = last ? window_permute_last(&in[0].type, false) : in[0].type;
+  KILN_ASSERT(conv_geom(n, &xt, &in[1].type, &c, why));
   DType dt = in[0].type.dt;
   const void *x = in[0].data, *w = in[1].data, *b = n->nin > 2 ? in[2].data : NULL;
   int64_t cg = c.cin / c.group, mg = c.cout / c.group;
@@ -244,11 +263,11 @@ bool conv_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
             window_unflatten(ki, c.k, c.nsp, t);
             if (!conv_source(&c, o, t, &xoff))
               continue;
-            int64_t xi = (nb * c.cin + gr * cg + ci) * isz + xoff;
+            int64_t xi = last ? (nb * isz + xoff) * c.cin + gr * cg + ci : (nb * c.cin + gr * cg + ci) * isz + xoff;
             int64_t wi = c.transpose ? ((gr * cg + ci) * mg + m % mg) * ksz + ki : (m * cg + ci) * ksz + ki;
             acc += el_get_f(dt, x, xi) * el_get_f(dt, w, wi);
           }
-        el_set_f(dt, out[0].data, yi, acc);
+        el_set_f(dt, out[0].data, last ? (nb * osz + oi) * c.cout + m : yi, acc);
       }
   return true;
 }
@@ -607,14 +626,71 @@ static void emit_rows(Emit *e, const Node *n, const ConvGeom *c, bool copy, int6
 #undef OPEN
 }
 
+/* Conv {channels_last}: see the top of this file. */
+static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  int ns = c->nsp;
+  int64_t ch = c->cin, ksz = window_prod(c->k, ns);
+  const float *w = node_in(g, n, 1)->data;
+  float *wl = arena_alloc(a, sizeof(float) * (size_t)(ksz * ch));
+  for (int64_t t = 0; t < ksz; t++)
+    for (int64_t m = 0; m < ch; m++)
+      wl[t * ch + m] = w[m * ksz + t];
+  const char *W = emit_const_array(e, DT_F32, wl, ksz * ch, arena_printf(a, "%s_w_last", n->name),
+                                   "a depthwise conv's W tap-major, [taps][C]");
+  emit_line(e, "/* y[n][o...][c] = b[c] + the sum of x[n][o * stride + k * dilation - pad ...][c] * w[c][k...] over "
+               "the taps inside x (channels last, %lld channels) */", (long long)ch);
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  e->indent++;
+  const char *pos = "o0", *ipos = "i0", *tap = "k0";
+  for (int j = 0; j < ns; j++) {
+    if (j == 0) /* --threads: the outer output dim split (an FMA: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * ch * ksz));
+    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)c->out[j], j);
+    e->indent++;
+    if (j)
+      pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)c->out[j], j);
+  }
+  emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
+            (long long)window_prod(c->out, ns), pos, (long long)ch);
+  window_channel_loop(e, ch, node_has_in(n, 2) ? arena_printf(a, "yp[c] = %s[c];", emit_ref(e, n->in[2])) : "yp[c] = 0.0f;");
+  for (int j = 0; j < ns; j++) {
+    emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)c->k[j], j);
+    e->indent++;
+    emit_line(e, "const int i%d = o%d * %lld + k%d * %lld - %lld;", j, j, (long long)c->stride[j], j,
+              (long long)c->dil[j], (long long)c->pad[j]);
+    emit_line(e, "if ((unsigned)i%d >= %lldu)", j, (long long)c->in[j]);
+    emit_line(e, "  continue;");
+    if (j) {
+      ipos = arena_printf(a, "(%s) * %lld + i%d", ipos, (long long)c->in[j], j);
+      tap = arena_printf(a, "(%s) * %lld + k%d", tap, (long long)c->k[j], j);
+    }
+  }
+  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld, *wp = %s + (%s) * %lld;",
+            emit_ref(e, n->in[0]), (long long)window_prod(c->in, ns), ipos, (long long)ch, W, tap,
+            (long long)ch);
+  window_channel_loop(e, ch, "yp[c] += xp[c] * wp[c];");
+  for (int j = 0; j < 2 * ns + 1; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 bool conv_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   const Value *x = node_in(g, n, 0), *w = node_in(g, n, 1);
   ConvGeom c;
   char why[WHY];
-  KILN_ASSERT(conv_geom(n, &x->type, &w->type, &c, why));
+  bool last = conv_last(n);
+  Type xt = last ? window_permute_last(&x->type, false) : x->type;
+  KILN_ASSERT(conv_geom(n, &xt, &w->type, &c, why));
   if (type_numel(&node_out(g, n, 0)->type) == 0) {
     emit_line(e, "/* empty output: nothing to compute */");
+    return true;
+  }
+  if (last) {
+    emit_depthwise_last(e, n, &c);
     return true;
   }
   /* rows of x are read between their pads: copied into a local row when

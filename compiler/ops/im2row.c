@@ -133,6 +133,8 @@ static void open_window_rows(Emit *e, const ConvGeom *c, const char *x, const ch
     const char *sx = window_dim_sfx(a, ns, j);
     ov[j] = arena_printf(a, "o%s", sx);
     kv[j] = arena_printf(a, "k%s", sx);
+    if (j == 0) /* --threads: the outer output dim split (a copy: about 0.25 ns an element) */
+      emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * c->cin * window_prod(c->k, ns)));
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
     e->indent++;
   }
@@ -209,13 +211,20 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
 }
 
 /* channels_last: X [N, in..., C]; per window and tap one copy of the C
- * channels at the landing (or C zeros where it falls outside x). */
+ * channels at the landing (or C zeros where it falls outside x). With
+ * fewer than 16 channels and no dilation along the last dim, its taps land
+ * on consecutive positions of x, K·C contiguous floats, as they are in the
+ * row: one copy of those (of constant size away from the edges) and zeros
+ * around (a 3-channel 7x7 stem: 7 copies of 21 floats a window instead of
+ * 49 of 3); more channels keep a copy a tap, each of constant size. */
 static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
   Arena *a = e->g->arena;
-  int ns = c->nsp;
+  int ns = c->nsp, lj = ns - 1;
+  bool run = c->dil[lj] == 1 && c->k[lj] > 1 && c->cin < 16;
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
   open_window_rows(e, c, x, y, T, ov, kv);
-  for (int j = 0; j < ns; j++) {
+  int loops = run ? ns - 1 : ns;
+  for (int j = 0; j < loops; j++) {
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
     e->indent++;
     land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
@@ -225,18 +234,51 @@ static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const c
       inside = inside ? arena_printf(a, "%s && %s", inside, t) : t;
     }
   }
-  emit_line(e, "%s *dst = r + (%s) * %lld;", T, window_flat(a, ns, kv, c->k, false), (long long)c->cin);
-  const char *copy = arena_printf(a, "memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);",
-                                  window_flat(a, ns, land, c->in, false), (long long)c->cin, T, (long long)c->cin);
-  if (inside) {
-    emit_line(e, "if (%s)", inside);
-    emit_line(e, "  %s", copy);
-    emit_line(e, "else /* in the pads */");
-    emit_line(e, "  memset(dst, 0, sizeof(%s) * %lld);", T, (long long)c->cin);
+  if (run) { /* the last dim's K taps as one run */
+    int64_t k = c->k[lj], ch = c->cin;
+    kv[lj] = "0";
+    land[lj] = arena_printf(a, "i%s", window_dim_sfx(a, ns, lj));
+    emit_line(e, "const int %s = %s; /* the run's first landing */", land[lj], conv_landing(a, c, lj, ov[lj], "0"));
+    emit_line(e, "%s *dst = r + (%s) * %lld;", T, window_flat(a, ns, kv, c->k, false), (long long)ch);
+    if (inside) {
+      emit_line(e, "if (!(%s)) { /* in the pads */", inside);
+      emit_line(e, "  memset(dst, 0, sizeof(%s) * %lld);", T, (long long)(k * ch));
+      emit_line(e, "  continue;");
+      emit_line(e, "}");
+    }
+    if (!overhangs(c, lj)) {
+      emit_line(e, "memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);", window_flat(a, ns, land, c->in, false),
+                (long long)ch, T, (long long)(k * ch));
+    } else { /* taps [lo, hi) inside x */
+      const char *iw = land[lj];
+      emit_line(e, "const int lo = %s < 0 ? -%s : 0, end = %lld - %s, hi = end < %lld ? (end > lo ? end : lo) : %lld;",
+                iw, iw, (long long)c->in[lj], iw, (long long)k, (long long)k);
+      emit_line(e, "if (lo == 0 && hi == %lld) { /* all inside: a copy of constant size */", (long long)k);
+      emit_line(e, "  memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);", window_flat(a, ns, land, c->in, false),
+                (long long)ch, T, (long long)(k * ch));
+      emit_line(e, "  continue;");
+      emit_line(e, "}");
+      land[lj] = arena_printf(a, "(%s + lo)", iw);
+      emit_line(e, "memset(dst, 0, sizeof(%s) * %lld * (size_t)lo);", T, (long long)ch);
+      emit_line(e, "memcpy(dst + %lld * lo, xn + (%s) * %lld, sizeof(%s) * %lld * (size_t)(hi - lo));", (long long)ch,
+                window_flat(a, ns, land, c->in, false), (long long)ch, T, (long long)ch);
+      emit_line(e, "memset(dst + %lld * hi, 0, sizeof(%s) * %lld * (size_t)(%lld - hi));", (long long)ch, T,
+                (long long)ch, (long long)k);
+    }
   } else {
-    emit_line(e, "%s", copy);
+    emit_line(e, "%s *dst = r + (%s) * %lld;", T, window_flat(a, ns, kv, c->k, false), (long long)c->cin);
+    const char *copy = arena_printf(a, "memcpy(dst, xn + (%s) * %lld, sizeof(%s) * %lld);",
+                                    window_flat(a, ns, land, c->in, false), (long long)c->cin, T, (long long)c->cin);
+    if (inside) {
+      emit_line(e, "if (%s)", inside);
+      emit_line(e, "  %s", copy);
+      emit_line(e, "else /* in the pads */");
+      emit_line(e, "  memset(dst, 0, sizeof(%s) * %lld);", T, (long long)c->cin);
+    } else {
+      emit_line(e, "%s", copy);
+    }
   }
-  for (int i = 0; i < 2 * ns + 1; i++) {
+  for (int i = 0; i < ns + loops + 1; i++) {
     e->indent--;
     emit_line(e, "}");
   }

@@ -20,9 +20,16 @@
  * running mean/var outputs before that) with the batch's own mean and
  * biased variance, updating the running statistics with `momentum`.
  * Opset < 9 `spatial=0` (statistics per channel and position) is handled
- * by treating each position as a channel. */
+ * by treating each position as a channel.
+ *
+ * MaxPool {channels_last=1} (made only by the conv_gemm pass's layout,
+ * never read from a file): X is [N, spatial..., C] and Y [N, out..., C],
+ * f32, no Indices; the windows are those of X's [N, C, spatial...] form.
+ * Each window's max is C contiguous channels at a time, a loop that
+ * vectorises with no tests inside (emit_max_last). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../emit/emit.h"
@@ -120,6 +127,11 @@ static bool include_pad(const Node *n) {
   return n->op == OP_AVERAGEPOOL && (n->opset < 7 || attr_int(n, "count_include_pad", 0) == 1);
 }
 
+/* MaxPool {channels_last}: X [N, spatial..., C]. */
+static bool pool_last(const Node *n) { return n->op == OP_MAXPOOL && attr_int(n, "channels_last", 0); }
+
+#define permute_last window_permute_last
+
 /* ---- infer ------------------------------------------------------------------- */
 
 static bool infer_window_pool(Graph *g, Node *n, Diag *d) {
@@ -131,14 +143,19 @@ static bool infer_window_pool(Graph *g, Node *n, Diag *d) {
                      fl ? "f32 or f64" : "a numeric type");
   if (n->op == OP_LPPOOL && (attr_int(n, "p", 2) < 1 || attr_int(n, "p", 2) > 64))
     return diag_node(d, g, n, "p is %lld; expected a norm order of 1 to 64", (long long)attr_int(n, "p", 2));
+  bool last = pool_last(n);
+  if (last && (n->nout > 1 || dt != DT_F32 || x->type.rank < 3))
+    return diag_node(d, g, n, "channels_last with input '%s' %s and %d outputs; expected f32 [N, spatial..., C] "
+                     "and no Indices", x->name, dt_name(dt), n->nout);
+  Type xt = last ? permute_last(&x->type, false) : x->type;
   Window w;
   char why[WHY];
-  if (!pool_window(n, &x->type, &w, why))
+  if (!pool_window(n, &xt, &w, why))
     return diag_node(d, g, n, "%s", why);
-  Type t = x->type;
+  Type t = xt;
   for (int j = 0; j < w.nsp; j++)
     t.dims[2 + j] = w.out[j];
-  node_out(g, n, 0)->type = t;
+  node_out(g, n, 0)->type = last ? permute_last(&t, true) : t;
   if (n->nout > 1) {
     int64_t so = attr_int(n, "storage_order", 0);
     if (n->opset < 8)
@@ -275,6 +292,35 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
   (void)d;
   const Type *xt = &in[0].type;
   DType dt = xt->dt;
+  if (pool_last(n)) { /* the NCHW reference between two transposes */
+    Type ct = permute_last(xt, false), ot = permute_last(&out[0].type, false);
+    int64_t c = ct.dims[1], nc = ct.dims[0] * c > 0 ? ct.dims[0] * c : 1;
+    int64_t s = type_numel(xt) / nc, os = type_numel(&ot) / nc;
+    Tensor tin = {ct, malloc(sizeof(float) * (size_t)(type_numel(xt) + 1))};
+    Tensor tout = {ot, malloc(sizeof(float) * (size_t)(type_numel(&ot) + 1))};
+    const float *xs = in[0].data;
+    float *xd = tin.data, *ys = tout.data, *yd = out[0].data;
+    for (int64_t b = 0; b < ct.dims[0]; b++)
+      for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t i = 0; i < s; i++)
+          xd[(b * c + ch) * s + i] = xs[(b * s + i) * c + ch];
+    Node m = *n;
+    m.op = OP_MAXPOOL;
+    m.nattr = 0; /* pool_last(&m) false: the NCHW path (pool_window reads the other attributes) */
+    Attr *keep = m.attrs = n->nattr ? malloc(sizeof(Attr) * (size_t)n->nattr) : NULL;
+    for (int i = 0; i < n->nattr; i++)
+      if (strcmp(n->attrs[i].name, "channels_last"))
+        keep[m.nattr++] = n->attrs[i];
+    bool ok = pool_eval(&m, &tin, &tout, d);
+    for (int64_t b = 0; b < ct.dims[0]; b++)
+      for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t i = 0; i < os; i++)
+          yd[(b * os + i) * c + ch] = ys[(b * c + ch) * os + i];
+    free(keep);
+    free(tin.data);
+    free(tout.data);
+    return ok;
+  }
   if (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL || n->op == OP_LPPOOL) {
     Window w;
     char why[WHY];
@@ -464,12 +510,63 @@ static void emit_max_rows(Emit *e, const Node *n, const Window *w) {
   emit_line(e, "}");
 }
 
+/* MaxPool {channels_last}, f32: for each window, y's C channels start at
+ * -INFINITY and take the max of each tap inside x, C contiguous floats at
+ * a time (a loop of constant trip count that vectorises); the taps outside
+ * x are skipped per tap, not per element. */
+static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, int64_t c) {
+  Arena *a = e->g->arena;
+  int ns = w->nsp;
+  emit_line(e, "/* y[n][o...][c] = the max of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
+               "inside x (channels last, %lld channels) */", flat_dims(a, ns, w->k), (long long)c);
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)nb);
+  e->indent++;
+  const char *pos = "o0", *ipos = "i0";
+  for (int j = 0; j < ns; j++) {
+    if (j == 0) /* --threads: the outer output dim split (a max: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, w->out[0], 0.25 * (double)(window_prod(w->out, ns) * c * window_prod(w->k, ns)));
+    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)w->out[j], j);
+    e->indent++;
+    if (j)
+      pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)w->out[j], j);
+  }
+  emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
+            (long long)window_prod(w->out, ns), pos, (long long)c);
+  window_channel_loop(e, c, "yp[c] = -INFINITY;");
+  for (int j = 0; j < ns; j++) {
+    emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)w->k[j], j);
+    e->indent++;
+    emit_line(e, "const int i%d = o%d * %lld + k%d * %lld - %lld;", j, j, (long long)w->stride[j], j,
+              (long long)w->dil[j], (long long)w->pad[j]);
+    emit_line(e, "if ((unsigned)i%d >= %lldu)", j, (long long)w->in[j]);
+    emit_line(e, "  continue;");
+    if (j)
+      ipos = arena_printf(a, "(%s) * %lld + i%d", ipos, (long long)w->in[j], j);
+  }
+  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
+            (long long)window_prod(w->in, ns), ipos, (long long)c);
+  window_channel_loop(e, c, "yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
+  for (int j = 0; j < 2 * ns + 1; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 static bool emit_window_pool(Emit *e, const Node *n) {
   Graph *g = e->g;
   Arena *a = g->arena;
   const Value *x = node_in(g, n, 0);
   Window w;
   char why[WHY];
+  if (pool_last(n)) {
+    Type xt = permute_last(&x->type, false);
+    KILN_ASSERT(pool_window(n, &xt, &w, why));
+    if (type_numel(&node_out(g, n, 0)->type) == 0)
+      emit_line(e, "/* empty output: nothing to compute */");
+    else
+      emit_max_last(e, n, &w, xt.dims[0], xt.dims[1]);
+    return true;
+  }
   KILN_ASSERT(pool_window(n, &x->type, &w, why));
   DType dt = x->type.dt;
   const char *T = dt_ctype(dt);

@@ -425,6 +425,42 @@ bool reduce_emit(Emit *e, const Node *n) {
               NULL);
     return true;
   }
+  /* the reduced axes all outside the kept ones (a mean over the positions
+   * of [N, P, C]): the kept elements are contiguous, so each step of r
+   * folds a row of them into all of y, a loop that vectorises, where a
+   * loop per output element would read x with a stride; each y[o] folds
+   * the same elements in the same order */
+  bool outer = dt_is_float(dt) && at == dt && kept.total > 1, seen_kept = false;
+  for (int j = 0; j < x->type.rank; j++) {
+    if (x->type.dims[j] == 1)
+      continue;
+    if (!red[j])
+      seen_kept = true;
+    else if (seen_kept)
+      outer = false;
+  }
+  if (outer) {
+    const char *T = dt_ctype(dt), *res = final_expr(e, n->op, at, rw.total);
+    emit_line(e, "/* the reduced axes outside the kept ones: row r of x [%lld][%lld] folded into all of y */",
+              (long long)rw.total, (long long)kept.total);
+    emit_line(e, "for (int o = 0; o < %lld; o++)", (long long)kept.total);
+    emit_line(e, "  %s[o] = %s;", Y, init_literal(e, n->op, dt, at));
+    emit_line(e, "for (int r = 0; r < %lld; r++) {", (long long)rw.total);
+    emit_line(e, "  const %s *xr = %s + (int64_t)r * %lld;", T, X, (long long)kept.total);
+    emit_line(e, "  for (int o = 0; o < %lld; o++) {", (long long)kept.total);
+    emit_line(e, "    %s acc = %s[o], v = xr[o];", T, Y);
+    emit_line(e, "    %s", step_stmt(e, n->op, at));
+    emit_line(e, "    %s[o] = acc;", Y);
+    emit_line(e, "  }");
+    emit_line(e, "}");
+    if (strcmp(res, "acc")) {
+      emit_line(e, "for (int o = 0; o < %lld; o++) {", (long long)kept.total);
+      emit_line(e, "  const %s acc = %s[o];", T, Y);
+      emit_line(e, "  %s[o] = %s;", Y, res);
+      emit_line(e, "}");
+    }
+    return true;
+  }
   emit_tmpl(e, "reduce", "T", dt_ctype(dt), "ACC", dt_ctype(at), "X", XO, "Y", Y, "OUT_N",
             emit_int(e, kept.total), "RED_N", emit_int(e, rw.total), "R_OFF", walk_expr(e, &rw, "r"),
             "INIT", init_literal(e, n->op, dt, at), "STEP", step_stmt(e, n->op, at), "RESULT",

@@ -90,3 +90,32 @@ void window_emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, c
   emit_line(e, "};");
   buf_free(&b);
 }
+
+Type window_permute_last(const Type *x, bool to_last) {
+  Type t = *x;
+  int r = x->rank;
+  if (r < 3)
+    return t;
+  if (to_last) {
+    for (int j = 1; j < r - 1; j++)
+      t.dims[j] = x->dims[j + 1];
+    t.dims[r - 1] = x->dims[1];
+  } else {
+    t.dims[1] = x->dims[r - 1];
+    for (int j = 2; j < r; j++)
+      t.dims[j] = x->dims[j - 1];
+  }
+  return t;
+}
+
+void window_channel_loop(Emit *e, int64_t ch, const char *stmt) {
+  int64_t body = ch / 16 * 16;
+  if (body > 0) {
+    emit_line(e, "for (int c = 0; c < %lld; c++)", (long long)body);
+    emit_line(e, "  %s", stmt);
+  }
+  if (body < ch) {
+    emit_line(e, "for (int c = %lld; c < %lld; c++)", (long long)body, (long long)ch);
+    emit_line(e, "  %s", stmt);
+  }
+}

@@ -26,4 +26,13 @@ const char *window_dim_sfx(Arena *a, int ns, int j);
 /* static const int NAME[n] = {...}; 16 values a line. */
 void window_emit_table(Emit *e, const char *name, const int64_t *v, int64_t n, const char *what);
 
+/* The channels-last forms of conv_gemm's layout (MaxPool and a depthwise
+ * Conv {channels_last=1}): [N, spatial..., C] -> [N, C, spatial...]
+ * (to_last false), or back (to_last true). */
+Type window_permute_last(const Type *x, bool to_last);
+/* `for (c ...) STMT` over c < ch as a body of a multiple of 16 then the
+ * rest: gcc -O2 vectorises a loop only when its trip count is a multiple
+ * of the vector width (DESIGN.md, "Convolutions on the GEMM"). */
+void window_channel_loop(Emit *e, int64_t ch, const char *stmt);
+
 #endif

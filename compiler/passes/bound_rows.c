@@ -29,7 +29,9 @@
  * sentence encoders), so it sums the live rows; anything else across
  * the axis (ReduceMean over tokens, a Reshape merging the token axis
  * with another, a Slice of it, Linear rows that are not one per token) is
- * an error. */
+ * an error. A second walk (pack_walk) decides whether NAME_run_batch may
+ * run several sentences' rows end to end through one call (docs/batch.md,
+ * compiler/emit/emit_pack.h) and keeps its token axes in RowsBound. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +103,7 @@ typedef struct Rows {
   bool *zero;  /* per value: its rows past the count are 0 */
   int64_t s;   /* the token axis's length */
   Diag *d;
+  bool dry;    /* the packs' walk (pack_walk): the graph is left as it is */
 } Rows;
 
 /* "f32[1,128,384]" of value v, for messages. */
@@ -153,7 +156,8 @@ static int perm_axis(const Node *n, const char *name, int rank, int ax) {
 }
 
 static void set_rows(Rows *r, Node *n, int slot) {
-  set_input(r->g, n, slot, r->g->rows->vid);
+  if (!r->dry)
+    set_input(r->g, n, slot, r->g->rows->vid);
 }
 
 /* An elementwise op (broadcasting, numpy rules): the output's token axis
@@ -231,7 +235,9 @@ static bool rows_linear(Rows *r, Node *n) {
   for (int i = 1; i < n->nin; i++)
     if (n->in[i] >= 0 && r->ax[n->in[i]] >= 0 && i != 3)
       return refuse(r, n, n->in[i], "it is a weight");
-  if (n->op == OP_MATMUL)
+  if (r->dry && n->op == OP_LINEAR && !strcmp(attr_str(n, "act_quant", "none"), "u8_tensor"))
+    return refuse(r, n, v, "it quantizes all its rows with one scale (sentences packed together would share it)");
+  if (n->op == OP_MATMUL && !r->dry)
     n->op = OP_LINEAR;
   set_rows(r, n, n->op == OP_BLOCKLINEAR ? 3 : 6);
   r->ax[n->out[0]] = r->ax[v];
@@ -428,6 +434,56 @@ static bool parse_rows_axis(Rows *r, const char *spec) {
   return r->s > 0 || diag_error(r->d, "--rows-axis=: expected INPUT:AXIS[,INPUT:AXIS...]");
 }
 
+/* NAME_run_batch's packs (docs/batch.md, compiler/emit/emit_pack.c): the
+ * walk again, leaving the graph as it is, with each unlisted input that has
+ * exactly one axis of the token length S (the dims before it 1) taken as a
+ * token input whose rows past the count are 0 — an attention_mask read
+ * whole by NAME_run_rows (1 for the tokens, 0 after; the batch entry checks
+ * each sentence's and runs one that is not so alone). What this walk
+ * accepts is what a pack may compute once over several sentences' rows
+ * end to end; where it refuses, the reason is kept and batches run
+ * sentence after sentence. */
+static void pack_walk(Graph *g, const Rows *r0, RowsBound *rb) {
+  Diag d = {0};
+  Rows r = {.g = g, .s = r0->s, .d = &d, .dry = true};
+  int nv = g->nvals + 1;
+  r.ax = arena_alloc(g->arena, sizeof(int) * (size_t)nv);
+  r.zero = arena_alloc(g->arena, sizeof(bool) * (size_t)nv);
+  for (int v = 0; v < nv; v++)
+    r.ax[v] = -1;
+  if (r.s < 2) {
+    rb->pack_why = "the token axis has one element";
+    return;
+  }
+  for (int i = 0; i < g->ninputs; i++) {
+    int v = g->inputs[i];
+    const Type *t = &gval(g, v)->type;
+    r.ax[v] = r0->ax[v];
+    if (r.ax[v] >= 0 || gval(g, v)->is_state)
+      continue;
+    int at = -1, found = 0;
+    for (int a = 0; a < t->rank; a++)
+      if (t->dims[a] == r.s) {
+        at = a;
+        found++;
+      }
+    bool lead = found == 1;
+    for (int a = 0; lead && a < at; a++)
+      lead = t->dims[a] == 1;
+    if (lead) {
+      r.ax[v] = at;
+      r.zero[v] = true;
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++)
+    if (!g->nodes[i].dead && !rows_node(&r, &g->nodes[i])) {
+      rb->pack_why = arena_strdup(g->arena, d.msg);
+      return;
+    }
+  rb->pack_axis = r.ax;
+  rb->pack_zero = r.zero;
+}
+
 static bool bound_encoder(Graph *g, const char *spec, Diag *d) {
   Rows r = {.g = g, .s = -1, .d = d};
   int nv = g->nvals + 1;
@@ -453,6 +509,7 @@ static bool bound_encoder(Graph *g, const char *spec, Diag *d) {
     if (!g->nodes[i].dead && !rows_node(&r, &g->nodes[i]))
       return false;
   keep_rows(&r);
+  pack_walk(g, &r, rb);
   rb->axis = r.ax;
   rb->zero = r.zero;
   rb->naxis = nv - 1;

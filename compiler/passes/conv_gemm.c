@@ -24,6 +24,22 @@
  * A conv with a window of several taps (or a stride) reading NCHW x
  * transposes x to channels last first and reads its rows the same way.
  *
+ * The layout follows the activations past convs: an elementwise op
+ * (Add, Mul, Relu, HardSwish, ...; layout_node) whose operands of its own
+ * shape all have a channels-last form, the others scalars or one value a
+ * channel ([1, C, 1, ...], read as [1, 1, C]), is computed on those forms,
+ * a ReduceMean/Sum/Max over the spatial dims (kept) is one over P, an
+ * f32 MaxPool reading one runs as MaxPool {channels_last=1}
+ * (compiler/ops/pool.c) and a depthwise conv by a constant W as Conv
+ * {channels_last=1} (compiler/ops/conv.c); their results are channels-last forms in turn,
+ * with a Transpose back to NCHW for other readers, as a conv's. So a
+ * ResNet block's residual Add and Relu, and the max pool after a stem,
+ * read and write [N, P, C] and the convs after them read it with no
+ * transpose; what is left of the Transposes (a reader that is none of
+ * these: a global or average pool, a Reshape to a sequence) is
+ * computed once, where that reader is. dce runs at the end, so
+ * fuse_residual then finds a conv's GEMM result read by the Add alone.
+ *
  * Depthwise and grouped convolutions, ConvTranspose, f64 and a W computed
  * at run time stay Conv nodes (conv.c's direct loops). Runs after fold_bn,
  * so a BatchNormalization after the Conv is already in W and B, and after
@@ -33,6 +49,7 @@
 
 #include "../ir/build.h"
 #include "../ir/ops.h"
+#include "../ops/elementwise_chain.h"
 #include "fuse_match.h"
 #include "passes.h"
 
@@ -90,6 +107,40 @@ static bool pointwise(const Graph *g, const Node *c) {
   return true;
 }
 
+/* The end of a lowering l of node `last`: its output, of NCHW type yt,
+ * as Transpose(t [N, P, C], [0, 2, 1]) viewed as yt. */
+static bool back_to_nchw(Lowering *l, int t, const Type *yt, int last) {
+  Graph *g = l->g;
+  int tr = lw_node(l, OP_TRANSPOSE, &t, 1, 1);
+  if (tr < 0)
+    return false;
+  int64_t perm[3] = {0, 2, 1};
+  ir_attr_ints(g, tr, "perm", perm, 3);
+  int t2 = lw_finish(l, tr), y = lw_reshape(l, t2, yt->dims, yt->rank);
+  if (!lw_result(l, y, 0))
+    return false;
+  Value *out = &g->vals[g->nodes[last].out[0]];
+  if (y != t2 && !out->is_output) /* the Reshape is a view, as simplify makes them */
+    out->alias_of = t2;
+  return true;
+}
+
+/* x [N, C, in...] as [N, in..., C]: its channels-last form cl [N, P, C]
+ * viewed so. */
+static int last_view(Lowering *l, int x, int cl) {
+  Graph *g = l->g;
+  const Type *xt = &g->vals[x].type;
+  int64_t dims[MAX_RANK];
+  dims[0] = xt->dims[0];
+  for (int j = 2; j < xt->rank; j++)
+    dims[j - 1] = xt->dims[j];
+  dims[xt->rank - 1] = xt->dims[1];
+  int src = lw_reshape(l, cl, dims, xt->rank);
+  if (src >= 0 && src != cl) /* a view, as simplify makes Reshapes */
+    g->vals[src].alias_of = cl;
+  return src;
+}
+
 /* The chain for conv ci [-> activation ai], in place of node last (ai,
  * or ci); false with a diag when a node of it fails to infer. cl >= 0:
  * x is the output of a conv this pass lowered, whose GEMM result cl
@@ -130,17 +181,8 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
       if ((src = lw_finish(&l, tr)) < 0)
         return false;
     } else if (cl >= 0) { /* cl [N, P, C] viewed as [N, in..., C] */
-      const Type *xt = &g->vals[x].type;
-      int64_t dims[MAX_RANK];
-      dims[0] = xt->dims[0];
-      for (int j = 2; j < xt->rank; j++)
-        dims[j - 1] = xt->dims[j];
-      dims[xt->rank - 1] = xt->dims[1];
-      src = lw_reshape(&l, cl, dims, xt->rank);
-      if (src < 0)
+      if ((src = last_view(&l, x, cl)) < 0)
         return false;
-      if (src != cl) /* a view, as simplify makes Reshapes */
-        g->vals[src].alias_of = cl;
     }
     int im = lw_node(&l, OP_IM2ROW, &src, 1, 1);
     if (im < 0)
@@ -157,18 +199,7 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
   ir_attr_str(g, lin, "act", act);
   int t = lw_finish(&l, lin);
   *gemm_out = t;
-  int tr = lw_node(&l, OP_TRANSPOSE, &t, 1, 1);
-  if (tr < 0)
-    return false;
-  int64_t perm[3] = {0, 2, 1};
-  ir_attr_ints(g, tr, "perm", perm, 3);
-  int t2 = lw_finish(&l, tr), y = lw_reshape(&l, t2, yt.dims, yt.rank);
-  if (!lw_result(&l, y, 0))
-    return false;
-  Value *out = &g->vals[g->nodes[last].out[0]];
-  if (y != t2 && !out->is_output) /* the Reshape is a view, as simplify makes them */
-    out->alias_of = t2;
-  return true;
+  return t >= 0 && back_to_nchw(&l, t, &yt, last);
 }
 
 /* The activation the GEMM's epilogue can take after conv n: its output's
@@ -186,6 +217,209 @@ static const char *epilogue_act(Fuser *f, const Node *n, int *ai) {
   return act;
 }
 
+/* ---- the layout past the convs ---------------------------------------- */
+
+/* Elementwise ops the layout follows: those an ElementwiseChain holds
+ * (Where aside: its condition is bool) and the activations with
+ * attributes. */
+static bool layout_elementwise(const Node *n) {
+  switch (n->op) {
+  case OP_HARDSWISH:
+  case OP_HARDSIGMOID:
+  case OP_LEAKYRELU:
+  case OP_ELU:
+  case OP_GELU:
+  case OP_CLIP:
+    return true;
+  default:
+    return n->op != OP_WHERE && chain_op_arity(n->op) == n->nin;
+  }
+}
+
+/* How operand v of an elementwise node with NCHW output type yt is read
+ * channels last: 1 its form chlast[v], 2 as it is (one element), 3 as
+ * [1, 1, C] (one value a channel: [1, C, 1, ...] or fewer leading dims),
+ * 4 one value a channel with a form [N, 1, C] (a squeeze-and-excitation
+ * scale), read as that; 0 not. */
+static int operand_kind(const Graph *g, int v, const Type *yt, const int *chlast, int nv0) {
+  const Type *t = &g->vals[v].type;
+  if (t->dt != DT_F32)
+    return 0;
+  if (v < nv0 && chlast[v] >= 0 && type_equal(t, yt))
+    return 1;
+  if (v < nv0 && chlast[v] >= 0 && t->rank == yt->rank && (t->dims[0] == 1 || t->dims[0] == yt->dims[0]) &&
+      t->dims[1] == yt->dims[1] && type_numel(t) == t->dims[0] * t->dims[1])
+    return 4; /* [N, C, 1...] channels last: [N, 1, C], which broadcasts as it is */
+  if (type_numel(t) == 1)
+    return 2;
+  int off = yt->rank - t->rank; /* numpy alignment: t's dim j is yt's j + off */
+  if (off < 0)
+    return 0;
+  for (int j = 0; j < t->rank; j++)
+    if (t->dims[j] != 1 && !(j + off == 1 && t->dims[j] == yt->dims[1]))
+      return 0;
+  return 3;
+}
+
+/* A reduction the layout follows (ReduceMean/Sum/Max). */
+static bool layout_reduce(const Node *n) {
+  return n->op == OP_REDUCEMEAN || n->op == OP_REDUCESUM || n->op == OP_REDUCEMAX;
+}
+
+/* Its axes are its second input (reduce.c: ReduceSum from opset 13, the
+ * others from 18), else the attribute. */
+static bool axes_input(const Node *n) { return n->opset >= (n->op == OP_REDUCESUM ? 13 : 18); }
+
+/* Reduction n reads a channels-last form, f32, keeps its dims and reduces
+ * exactly the spatial dims (a squeeze-and-excitation block's mean). */
+static bool reduce_spatial(const Graph *g, const Node *n, const int *chlast, int nv0) {
+  int x = n->in[0];
+  if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32 || attr_int(n, "keepdims", 1) != 1)
+    return false;
+  int r = g->vals[x].type.rank, na = 0;
+  const int64_t *axes = NULL;
+  if (axes_input(n)) {
+    const Value *a = node_has_in(n, 1) ? &g->vals[n->in[1]] : NULL;
+    if (!a || !a->data || a->type.dt != DT_I64)
+      return false;
+    axes = a->data;
+    na = (int)type_numel(&a->type);
+  } else {
+    const Attr *a = attr_get(n, "axes");
+    if (!a || a->kind != ATTR_INTS)
+      return false;
+    axes = a->ints;
+    na = a->n;
+  }
+  bool seen[MAX_RANK] = {false};
+  for (int k = 0; k < na; k++) {
+    int64_t ax = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (ax < 2 || ax >= r || seen[ax])
+      return false;
+    seen[ax] = true;
+  }
+  return na == r - 2;
+}
+
+/* Node n can run channels last: an f32 elementwise op with one operand
+ * of its shape at least in channels-last form and the others readable so
+ * (operand_kind), or an f32 MaxPool without Indices on a channels-last
+ * form. */
+static bool layout_node(const Graph *g, const Node *n, const int *chlast, int nv0) {
+  if (n->nout != 1 || n->out[0] < 0)
+    return false;
+  const Type *yt = &g->vals[n->out[0]].type;
+  if (yt->dt != DT_F32 || yt->rank < 3 || type_numel(yt) <= 0)
+    return false;
+  if (layout_reduce(n)) /* over every spatial dim, kept: over P of [N, P, C], the form of [N, C, 1...] */
+    return reduce_spatial(g, n, chlast, nv0);
+  if (n->op == OP_MAXPOOL || n->op == OP_CONV) {
+    int x = n->in[0];
+    if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32)
+      return false;
+    if (n->op == OP_MAXPOOL)
+      return true;
+    /* a depthwise conv: group = C = M, W [C, 1, k...] constant */
+    const Value *w = &g->vals[n->in[1]];
+    int64_t c = g->vals[x].type.dims[1];
+    return w->data && w->type.dt == DT_F32 && attr_int(n, "group", 1) == c && w->type.dims[0] == c &&
+           w->type.dims[1] == 1 && yt->dims[1] == c && (!node_has_in(n, 2) || g->vals[n->in[2]].data);
+  }
+  if (!layout_elementwise(n))
+    return false;
+  int own = 0;
+  for (int i = 0; i < n->nin; i++) {
+    if (n->in[i] < 0)
+      continue;
+    int k = operand_kind(g, n->in[i], yt, chlast, nv0);
+    if (!k)
+      return false;
+    own += k == 1;
+  }
+  return own > 0;
+}
+
+/* Node i (layout_node) on channels-last forms, in its place; *cl_out:
+ * its result's channels-last form. */
+static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_out, Diag *d) {
+  Lowering l = lw_start(g, i, DT_F32, d);
+  l.name = g->nodes[i].name;
+  Type yt = g->vals[g->nodes[i].out[0]].type;
+  int nin = g->nodes[i].nin, in[8], op = g->nodes[i].op;
+  if (nin > 8)
+    return diag_node(d, g, &g->nodes[i], "has %d inputs; expected at most 8", nin);
+  for (int j = 0; j < nin; j++) {
+    int v = g->nodes[i].in[j];
+    if (layout_reduce(&g->nodes[i])) { /* x's form [N, P, C], axes [1] */
+      in[j] = j == 0 ? chlast[v] : lw_i64(&l, "axes", 1);
+      if (in[j] < 0)
+        return false;
+      continue;
+    }
+    if (v < 0 || op == OP_MAXPOOL || op == OP_CONV) { /* x, then a conv's W and B as they are */
+      in[j] = v < 0 || j > 0 ? v : last_view(&l, v, chlast[v]);
+      if (j == 0 && in[j] < 0)
+        return false;
+      continue;
+    }
+    int k = operand_kind(g, v, &yt, chlast, nv0);
+    if (k == 1 || k == 4) {
+      in[j] = chlast[v];
+    } else if (k == 2) {
+      in[j] = v;
+    } else { /* one value a channel, [1, 1, C]: a constant's copy, else a view */
+      int64_t dims[3] = {1, 1, yt.dims[1]};
+      if (g->vals[v].data) {
+        in[j] = ir_const_in_place(g, lw_name(&l, "channel"), DT_F32, 3, dims, g->vals[v].data);
+      } else {
+        in[j] = lw_reshape(&l, v, dims, 3);
+        if (in[j] >= 0 && in[j] != v)
+          g->vals[in[j]].alias_of = v;
+      }
+    }
+    if (in[j] < 0)
+      return false;
+  }
+  int idx = lw_node(&l, op, in, nin, 1);
+  if (idx < 0)
+    return false;
+  const Node *src = &g->nodes[i];
+  bool red = layout_reduce(src);
+  if (red && !axes_input(src))
+    ir_attr_ints(g, idx, "axes", (const int64_t[]){1}, 1);
+  for (int a = 0; a < src->nattr; a++) {
+    const Attr *at = &g->nodes[i].attrs[a];
+    if (red && !strcmp(at->name, "axes"))
+      continue;
+    switch (at->kind) {
+    case ATTR_INT: ir_attr_int(g, idx, at->name, at->i); break;
+    case ATTR_FLOAT: ir_attr_float(g, idx, at->name, at->f); break;
+    case ATTR_STRING: ir_attr_str(g, idx, at->name, at->s); break;
+    case ATTR_INTS: ir_attr_ints(g, idx, at->name, at->ints, at->n); break;
+    case ATTR_FLOATS: ir_attr_floats(g, idx, at->name, at->floats, at->n); break;
+    default: return diag_node(d, g, &g->nodes[i], "has attribute '%s' of a kind the layout does not copy", at->name);
+    }
+  }
+  g->nodes[idx].opset = g->nodes[i].opset;
+  if (op == OP_MAXPOOL || op == OP_CONV)
+    ir_attr_int(g, idx, "channels_last", 1);
+  int t = lw_finish(&l, idx);
+  if (t < 0)
+    return false;
+  if (op == OP_MAXPOOL || op == OP_CONV) { /* [N, out..., C] viewed as [N, P, C] */
+    const Type *tt = &g->vals[t].type;
+    int64_t dims[3] = {tt->dims[0], type_numel(tt) / (tt->dims[0] * tt->dims[tt->rank - 1]), tt->dims[tt->rank - 1]};
+    int r = lw_reshape(&l, t, dims, 3);
+    if (r < 0)
+      return false;
+    if (r != t)
+      g->vals[r].alias_of = t;
+    t = r;
+  }
+  *cl_out = t;
+  return back_to_nchw(&l, t, &yt, i);
+}
+
 bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
   Fuser f;
   if (!fm_begin(&f, g, o->verbose))
@@ -198,9 +432,26 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     first[i] = end[i] = -1;
   for (int v = 0; v < nv0; v++) /* a lowered conv's output -> its GEMM result, channels last */
     chlast[v] = -1;
+  int moved = 0;
   for (int i = 0; i < n0; i++) {
-    if (g->nodes[i].dead || !gemm_conv(g, &g->nodes[i]))
+    if (g->nodes[i].dead)
       continue;
+    if (!gemm_conv(g, &g->nodes[i])) {
+      if (!layout_node(g, &g->nodes[i], chlast, nv0))
+        continue;
+      first[i] = g->nnodes;
+      int y = g->nodes[i].out[0], t = -1;
+      if (!lower_layout(g, i, chlast, nv0, &t, d))
+        return false;
+      if (y < nv0)
+        chlast[y] = t;
+      end[i] = g->nnodes;
+      g->nodes[i].dead = true;
+      if (o->verbose)
+        fprintf(stderr, "conv_gemm: %s channels last\n", g->nodes[i].name);
+      moved++;
+      continue;
+    }
     int last = i;
     const char *act = epilogue_act(&f, &g->nodes[i], &last);
     first[last] = g->nnodes;
@@ -216,7 +467,9 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
               strcmp(act, "none") ? act : "", g->nodes[i].origin ? g->nodes[i].origin : g->nodes[i].name);
     done++;
   }
-  if (done)
+  if (done + moved)
     graph_splice(g, n0, first, end);
-  return true;
+  /* the Transposes back that nobody reads go now, so that the fusions
+   * after this pass see a GEMM result's real readers */
+  return !moved || pass_dce(g, o, d);
 }

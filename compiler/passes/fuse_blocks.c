@@ -14,9 +14,14 @@
  * rewritten on its own; dce drops the node once nobody reads it. A
  * DequantizeBlocks with another reader (a MatMul by W untransposed, whose
  * blocks run along N) stays and runs as itself. Runs before fuse_normalize
- * and fuse_linear, which would otherwise see the Transpose and MatMul. */
+ * and fuse_linear, which would otherwise see the Transpose and MatMul.
+ *
+ * With --kquant-act=q8 a product by K-quant blocks (Q4_K, Q5_K, Q6_K,
+ * Q8_K) or Q5_0/Q5_1 gets act="q8": its GEMVs (fewer than 4 rows of X) quantize X to
+ * int8 and sum in integers (block_linear.c, qgemm_q8act.c). */
 #include <string.h>
 
+#include "../ir/blockquant.h"
 #include "../ir/ops.h"
 #include "passes.h"
 #include "fuse_match.h"
@@ -108,5 +113,14 @@ static bool blocks_at(Fuser *f, Node *n) {
 
 bool pass_fuse_blocks(Graph *g, const PassOptions *o, Diag *d) {
   (void)d;
-  return fm_sweep(g, o, -1, blocks_at);
+  if (!fm_sweep(g, o, -1, blocks_at))
+    return false;
+  for (int i = 0; o->kquant_act_q8 && i < g->nnodes; i++) {
+    Node *n = &g->nodes[i];
+    BqFormat bf;
+    if (n->op == OP_BLOCKLINEAR && bq_format_from_name(attr_str(n, "format", ""), &bf) && bq_act_q8_format(bf) &&
+        !attr_get(n, "act"))
+      fm_set_str(g, n, "act", "q8");
+  }
+  return true;
 }

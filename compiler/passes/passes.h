@@ -51,6 +51,7 @@ typedef struct PassOptions {
   int64_t kv_cache;        /* --kv-cache=N: the kv_cache pass runs, a cache of N positions (0: it does not) */
   int64_t kv_prefill;      /* --prefill=P: tokens one prefill call takes (0: min(N, 64)) */
   DType kv_dtype;          /* --kv-dtype: the caches' dtype (DT_UNDEF: f32) */
+  bool kquant_act_q8;      /* --kquant-act=q8: fuse_blocks marks K-quant BlockLinears act="q8" */
   const char *rows_axis;   /* --rows-axis=INPUT:AXIS[,INPUT:AXIS...]: the token axis of each listed
                             * input; bound_rows gives the encoder a run-time token count (NULL: none) */
 } PassOptions;

@@ -37,8 +37,9 @@ cmd       base ir formats emit frontend lua passes export
 #   the tokenizer's tables. Inside it the rows below keep the order
 #   emit_text < emit_kernel (the Emit types of emit.h only) < emit.c
 #   (references, weight names) < emit_weights, emit_forward (bodies, layer
-#   loops) < emit_decoder < emit_file: no file calls back up into the file
-#   writer.
+#   loops; it reads emit_pack.h's plan, a struct) < emit_pack (which calls
+#   run once over a pack of sentences) < emit_decoder < emit_file: no file
+#   calls back up into the file writer.
 # kernels/: generators that take a spec struct, never a Node: not ops.h.
 # ops/: op semantics (_infer, _eval, _emit), reached from above only
 #   through the op table (ops.h).
@@ -62,7 +63,8 @@ emit/emit_text.c    base ir/ir.h emit/emit_text.h
 emit/emit_kernel.c  base ir emit/emit_kernel.h emit/emit.h emit/emit_api.h emit/cnames.h
 emit/emit.c         base ir emit/emit.h emit/emit_api.h emit/emit_kernel.h emit/emit_text.h emit/cnames.h emit/templates.h
 emit/emit_weights.c base ir emit/emit_weights.h emit/emit.h emit/emit_api.h emit/emit_text.h emit/weights_blob.h
-emit/emit_forward.c base ir emit/emit_forward.h emit/emit.h emit/emit_api.h emit/emit_kernel.h emit/emit_text.h emit/cnames.h
+emit/emit_forward.c base ir emit/emit_forward.h emit/emit.h emit/emit_api.h emit/emit_kernel.h emit/emit_text.h emit/cnames.h emit/emit_pack.h
+emit/emit_pack.h    emit/emit.h
 '
 
 find . -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' \) | sed 's|^\./||' | sort |

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """check_batch.py KILN MODEL WORK --rows-axis=SPEC [--fill NAME=KIND ...] --counts N,N,..
-[-- COMPILE_ARGS...] — an encoder's batched entry point (NAME_run_batch,
-docs/batch.md) against its single-sentence one (NAME_run_rows).
+[--mask-past B,..] [--packs yes|no] [-- COMPILE_ARGS...] — an encoder's batched entry
+point (NAME_run_batch, docs/batch.md) against its single-sentence one (NAME_run_rows).
 
-MODEL is compiled once with --rows-axis (plus COMPILE_ARGS). A generated C
-harness fills one sentence per count (sentence b has counts[b] tokens; the
-listed inputs' elements past it hold other values, 7 + t % 5), then:
+MODEL is compiled once with --rows-axis (plus COMPILE_ARGS). With --packs,
+the generated C must say that batches pack (yes: NAME_forward takes a pack,
+kiln_nseg) or that they do not (no: the comment "no packs: REASON" above
+NAME_run_batch, whose reason is printed). A generated C harness fills one
+sentence per count (sentence b has counts[b] tokens; the listed inputs'
+elements past it hold other values, 7 + t % 5; a mask:A input is 1 past the
+count too for the sentences of --mask-past, which must then run alone:
+NAME_run_rows reads an unlisted mask whole), then:
   - runs NAME_run_rows_ws(..., counts[b]) on each sentence alone: the reference;
   - runs NAME_run_batch_ws on all of them, with a workspace full of NaN bytes
     and outputs full of 0x7f bytes, and NAME_run_batch (the static workspace);
@@ -17,6 +22,7 @@ KIND as in check_rows.py (ids:V, mask:A, zero; default: f32 random, i64 0).
 Exit 0 when every check holds, 1 otherwise."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -24,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_rows import input_fill, params, run  # noqa: E402
 
 
-def fill_lines(ps, listed, fills):
+def fill_lines(ps, listed, fills, dirty):
     """C lines that fill sentence b's inputs for count n."""
     c = []
     for const, ct, pn, dims in ps:
@@ -34,6 +40,8 @@ def fill_lines(ps, listed, fills):
         c += head
         if pn in listed:
             v = f"t >= n ? ({ct})(7 + t % 5) : {v}"
+        elif fills.get(pn, "").startswith("mask:") and dirty:
+            v = f"({ct})(t < n || {' || '.join(f'b == {d}' for d in dirty)})"
         c.append(f"    (({ct} *){pn}[b])[i] = {v};")
         c.append("  }")
     return c
@@ -47,6 +55,8 @@ def main():
     ap.add_argument("--rows-axis", required=True)
     ap.add_argument("--fill", action="append", default=[])
     ap.add_argument("--counts", required=True)
+    ap.add_argument("--mask-past", default="")
+    ap.add_argument("--packs", choices=["yes", "no"])
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
@@ -55,6 +65,13 @@ def main():
          "--rows-axis=" + a.rows_axis] + argv[cut + 1:])
     listed = {n: int(ax) for n, ax in (item.rsplit(":", 1) for item in a.rows_axis.split(","))}
     fills = dict(f.split("=", 1) for f in a.fill)
+    ctext = open(f"{a.work}/bat.c", encoding="utf-8").read()
+    m = re.search(r"/\* bat_run_batch: sentence after sentence \(no packs: (.*?)\) \*/", ctext, re.S)
+    packs = "kiln_nseg" in ctext
+    print("packs: " + ("yes" if packs else "no (" + (" ".join(m.group(1).split()) if m else "?") + ")"))
+    if a.packs and (a.packs == "yes") != packs:
+        print(f"check_batch: FAIL: expected packs {a.packs}")
+        return 1
     ps = params(f"{a.work}/bat.h", "bat")
     blob = "bat_bind_linked_weights" in open(f"{a.work}/bat.h", encoding="utf-8").read()
     counts = [int(x) for x in a.counts.split(",")]
@@ -73,7 +90,8 @@ def main():
     for ct, pn, dims in outs:
         d = "".join(f"[{x}]" for x in dims)
         c.append(f"static {ct} {pn}_ref[NB]{d}, {pn}_keep[NB]{d};")
-    c += ["", "static void fill(int b, int n) {"] + fill_lines(ps, listed, fills) + ["}", ""]
+    dirty = [int(x) for x in a.mask_past.split(",") if x]
+    c += ["", "static void fill(int b, int n) {"] + fill_lines(ps, listed, fills, dirty) + ["}", ""]
     args = ", ".join(names)
     c += ["/* every output byte as the 0x7f fill left it */", "static int untouched(void) {",
           "  int same = 1;"]
