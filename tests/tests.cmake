@@ -275,9 +275,9 @@ add_test(NAME bench_cli COMMAND sh -c "\"$0\" bench \"$1\" --runs 3 --threads 2 
   ${KILN_BIN} ${T}/models/transformer_ed/model.onnx)
 # kiln bench --threads 2 builds a program that really starts the pool's threads
 # (a model whose GEMM is big enough to be split: tests/threads/make_cases.py)
-add_test(NAME bench_threads_openmp COMMAND ${T}/bench/check_threaded_build.sh ${KILN_BIN}
+add_test(NAME bench_threads_pool COMMAND ${T}/bench/check_threaded_build.sh ${KILN_BIN}
          ${T}/threads/cases/linear_relu_edge/model.onnx)
-set_tests_properties(bench_threads_openmp PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(bench_threads_pool PROPERTIES SKIP_RETURN_CODE 77)
 
 # the benchmark harness (bench/run.sh), smoke mode: the smallest model, 20
 # inferences, kiln vs ONNX Runtime agreement; exit 77 (skip) when torch or
