@@ -641,40 +641,15 @@ static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
                                    "a depthwise conv's W tap-major, [taps][C]");
   emit_line(e, "/* y[n][o...][c] = b[c] + the sum of x[n][o * stride + k * dilation - pad ...][c] * w[c][k...] over "
                "the taps inside x (channels last, %lld channels) */", (long long)ch);
-  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
-  e->indent++;
-  const char *pos = "o0", *ipos = "i0", *tap = "k0";
-  for (int j = 0; j < ns; j++) {
-    if (j == 0) /* --threads: the outer output dim split (an FMA: about 0.25 ns an element and tap) */
-      emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * ch * ksz));
-    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)c->out[j], j);
-    e->indent++;
-    if (j)
-      pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)c->out[j], j);
-  }
-  emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
-            (long long)window_prod(c->out, ns), pos, (long long)ch);
+  const WindowWalk walk = {ns, c->in, c->out, c->k, c->stride, c->dil, c->pad};
+  window_last_outputs(e, &walk, c->batch, ch, emit_ref(e, n->out[0]));
   window_channel_loop(e, ch, node_has_in(n, 2) ? arena_printf(a, "yp[c] = %s[c];", emit_ref(e, n->in[2])) : "yp[c] = 0.0f;");
-  for (int j = 0; j < ns; j++) {
-    emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)c->k[j], j);
-    e->indent++;
-    emit_line(e, "const int i%d = o%d * %lld + k%d * %lld - %lld;", j, j, (long long)c->stride[j], j,
-              (long long)c->dil[j], (long long)c->pad[j]);
-    emit_line(e, "if ((unsigned)i%d >= %lldu)", j, (long long)c->in[j]);
-    emit_line(e, "  continue;");
-    if (j) {
-      ipos = arena_printf(a, "(%s) * %lld + i%d", ipos, (long long)c->in[j], j);
-      tap = arena_printf(a, "(%s) * %lld + k%d", tap, (long long)c->k[j], j);
-    }
-  }
+  const char *tap, *ipos = window_last_taps(e, &walk, &tap);
   emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld, *wp = %s + (%s) * %lld;",
             emit_ref(e, n->in[0]), (long long)window_prod(c->in, ns), ipos, (long long)ch, W, tap,
             (long long)ch);
   window_channel_loop(e, ch, "yp[c] += xp[c] * wp[c];");
-  for (int j = 0; j < 2 * ns + 1; j++) {
-    e->indent--;
-    emit_line(e, "}");
-  }
+  window_last_close(e, ns);
 }
 
 bool conv_emit(Emit *e, const Node *n) {

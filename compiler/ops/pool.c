@@ -519,37 +519,14 @@ static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, i
   int ns = w->nsp;
   emit_line(e, "/* y[n][o...][c] = the max of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
                "inside x (channels last, %lld channels) */", flat_dims(a, ns, w->k), (long long)c);
-  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)nb);
-  e->indent++;
-  const char *pos = "o0", *ipos = "i0";
-  for (int j = 0; j < ns; j++) {
-    if (j == 0) /* --threads: the outer output dim split (a max: about 0.25 ns an element and tap) */
-      emit_parallel_for(e, w->out[0], 0.25 * (double)(window_prod(w->out, ns) * c * window_prod(w->k, ns)));
-    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)w->out[j], j);
-    e->indent++;
-    if (j)
-      pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)w->out[j], j);
-  }
-  emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
-            (long long)window_prod(w->out, ns), pos, (long long)c);
+  const WindowWalk walk = {ns, w->in, w->out, w->k, w->stride, w->dil, w->pad};
+  window_last_outputs(e, &walk, nb, c, emit_ref(e, n->out[0]));
   window_channel_loop(e, c, "yp[c] = -INFINITY;");
-  for (int j = 0; j < ns; j++) {
-    emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)w->k[j], j);
-    e->indent++;
-    emit_line(e, "const int i%d = o%d * %lld + k%d * %lld - %lld;", j, j, (long long)w->stride[j], j,
-              (long long)w->dil[j], (long long)w->pad[j]);
-    emit_line(e, "if ((unsigned)i%d >= %lldu)", j, (long long)w->in[j]);
-    emit_line(e, "  continue;");
-    if (j)
-      ipos = arena_printf(a, "(%s) * %lld + i%d", ipos, (long long)w->in[j], j);
-  }
+  const char *ipos = window_last_taps(e, &walk, NULL);
   emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
             (long long)window_prod(w->in, ns), ipos, (long long)c);
   window_channel_loop(e, c, "yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
-  for (int j = 0; j < 2 * ns + 1; j++) {
-    e->indent--;
-    emit_line(e, "}");
-  }
+  window_last_close(e, ns);
 }
 
 static bool emit_window_pool(Emit *e, const Node *n) {

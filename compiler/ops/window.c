@@ -108,6 +108,51 @@ Type window_permute_last(const Type *x, bool to_last) {
   return t;
 }
 
+void window_last_outputs(Emit *e, const WindowWalk *w, int64_t nb, int64_t ch, const char *y) {
+  Arena *a = e->g->arena;
+  int ns = w->ns;
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)nb);
+  e->indent++;
+  const char *pos = "o0";
+  for (int j = 0; j < ns; j++) {
+    if (j == 0) /* --threads: the outer output dim split (an FMA or a max: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, w->out[0], 0.25 * (double)(window_prod(w->out, ns) * ch * window_prod(w->k, ns)));
+    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)w->out[j], j);
+    e->indent++;
+    if (j)
+      pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)w->out[j], j);
+  }
+  emit_line(e, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", y, (long long)window_prod(w->out, ns), pos,
+            (long long)ch);
+}
+
+const char *window_last_taps(Emit *e, const WindowWalk *w, const char **tap) {
+  Arena *a = e->g->arena;
+  const char *ipos = "i0", *t = "k0";
+  for (int j = 0; j < w->ns; j++) {
+    emit_line(e, "for (int k%d = 0; k%d < %lld; k%d++) {", j, j, (long long)w->k[j], j);
+    e->indent++;
+    emit_line(e, "const int i%d = o%d * %lld + k%d * %lld - %lld;", j, j, (long long)w->stride[j], j,
+              (long long)w->dil[j], (long long)w->pad[j]);
+    emit_line(e, "if ((unsigned)i%d >= %lldu)", j, (long long)w->in[j]);
+    emit_line(e, "  continue;");
+    if (j) {
+      ipos = arena_printf(a, "(%s) * %lld + i%d", ipos, (long long)w->in[j], j);
+      t = arena_printf(a, "(%s) * %lld + k%d", t, (long long)w->k[j], j);
+    }
+  }
+  if (tap)
+    *tap = t;
+  return ipos;
+}
+
+void window_last_close(Emit *e, int ns) {
+  for (int j = 0; j < 2 * ns + 1; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 void window_channel_loop(Emit *e, int64_t ch, const char *stmt) {
   int64_t body = ch / 16 * 16;
   if (body > 0) {

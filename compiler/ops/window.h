@@ -35,4 +35,21 @@ Type window_permute_last(const Type *x, bool to_last);
  * of the vector width (DESIGN.md, "Convolutions on the GEMM"). */
 void window_channel_loop(Emit *e, int64_t ch, const char *stmt);
 
+/* The geometry those channels-last kernels walk: a Conv's (ConvGeom) or a
+ * pool's, ns spatial dims of each array. */
+typedef struct WindowWalk {
+  int ns;
+  const int64_t *in, *out, *k, *stride, *dil, *pad;
+} WindowWalk;
+/* Open `for (n < nb) { for (o0 ...) { ... for (o_ns-1 ...) {` (o0 split
+ * for --threads at 0.25 ns an element and tap) and set
+ * `float *yp = Y + (n * out... + o) * ch;`. */
+void window_last_outputs(Emit *e, const WindowWalk *w, int64_t nb, int64_t ch, const char *y);
+/* Open `for (k0 ...) {` per spatial dim with `const int iJ = ...;` and the
+ * taps outside x skipped; returns the flat input position of the tap
+ * ("(i0) * in1 + i1"), and *tap (when not NULL) its flat tap index. */
+const char *window_last_taps(Emit *e, const WindowWalk *w, const char **tap);
+/* Close what the two above opened. */
+void window_last_close(Emit *e, int ns);
+
 #endif
