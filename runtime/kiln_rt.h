@@ -790,6 +790,8 @@ static void *kiln_pool_worker(void *arg) {
     const int team = __atomic_load_n(&p->team, __ATOMIC_RELAXED);
     for (int i = 0; i < KILN_JOB_ARGS; i++)
       args[i] = __atomic_load_n(&p->args[i], __ATOMIC_RELAXED);
+    for (int i = 0; i < KILN_JOB_SHARED; i++)
+      kiln_me.shared[i] = __atomic_load_n(&p->shared[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if ((j & 1) || __atomic_load_n(&p->job, __ATOMIC_RELAXED) != j)
       continue; /* the lead was writing the next job: read that one */
@@ -802,11 +804,6 @@ static void *kiln_pool_worker(void *arg) {
     kiln_me.job = j;
     kiln_me.id = (j >> 1 & 0xfffffu) << 16;
     kiln_me.nshared = 0;
-    for (int i = 0; i < KILN_JOB_SHARED; i++)
-      kiln_me.shared[i] = __atomic_load_n(&p->shared[i], __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&p->job, __ATOMIC_RELAXED) != j)
-      continue;
     fn(args);
     kiln_me.role = 0;
   }
