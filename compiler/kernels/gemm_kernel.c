@@ -1048,41 +1048,54 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
   emit_line(e, "}");
 }
 
-bool emit_gemm(Emit *e, const GemmSpec *s) {
-  if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !(s->b || (s->bq && s->scale)))
-    return false;
-  if (s->m == 0 || s->n == 0)
-    return true;
-  if (e->gemm == GEMM_OPENBLAS && !s->bq) { /* BLAS has no int8 x f32 product: int8 stays packed */
-    emit_gemm_cblas(e, s);
-    return true;
-  }
-  const IsaTile *t = &isa_tiles[e->isa];
+/* B's packed copy for s (every product's, one after the other, with
+ * GemmSpec.batch) registered with emit_const_array; its name, and in
+ * *plen the elements of one product's. */
+static const char *gemm_packed_array(Emit *e, const GemmSpec *s, const IsaTile *t, const Geo *g, int64_t *plen) {
   Arena *a = e->g->arena;
-  Geo g;
-  gemm_geo(e, s, t, &views[KILN_COUNT(views) - 1], &g);
-  int64_t len;
-  void *pk = gemm_pack(e, s, &g, &len);
+  int64_t nb = s->batch > 1 ? s->batch : 1, len;
+  void *pk = gemm_pack(e, s, g, &len);
+  size_t esz = g->bf16 ? sizeof(uint32_t) : s->bq ? 1 : sizeof(float);
+  if (nb > 1) {
+    char *all = arena_alloc(a, esz * (size_t)(nb * len > 0 ? nb * len : 1));
+    memcpy(all, pk, esz * (size_t)len);
+    for (int64_t q = 1; q < nb; q++) {
+      GemmSpec sq = *s;
+      sq.b = s->b + q * s->k * s->n;
+      int64_t lq;
+      memcpy(all + esz * (size_t)(q * len), gemm_pack(e, &sq, g, &lq), esz * (size_t)len);
+    }
+    pk = all;
+  }
+  *plen = len;
   const char *bname = s->b_name ? arena_printf(a, " '%s'", s->b_name) : "";
   const char *what = arena_printf(
       a, "B%s [%lld,%lld]%s%s packed for the GEMM kernel (--isa=%s): %lld panels [%lld][%d]%s", bname,
       (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "",
       s->bq ? " int8 (times a scale per column)" : "", t->name,
-      (long long)g.npf, (long long)s->k, g.nr,
-      g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
-                            g.pwe, g.nrem)
+      (long long)g->npf, (long long)s->k, g->nr,
+      g->nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded", (long long)s->k,
+                            g->pwe, g->nrem)
              : "");
-  if (g.bf16)
+  if (g->bf16)
     what = arena_printf(a, "B%s [%lld,%lld]%s as bf16 packed for the bf16 GEMM kernel (--isa=%s, --precision=bf16): "
                         "%lld panels [%lld][%d] of words, B[2k][j] in the low half, B[2k+1][j] in the high%s%s", bname,
                         (long long)s->k, (long long)s->n, s->b_trans ? " (from its transpose)" : "", t->name,
-                        (long long)g.npf, (long long)g.kp, g.nr,
-                        g.nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded",
-                                              (long long)g.kp, g.pwe, g.nrem) : "",
-                        g.kp > g.krows ? arena_printf(a, "; rows from %lld on are zero (AMX tiles of 16 rows)",
-                                                      (long long)g.krows) : "");
-  const char *bp = emit_const_array(e, g.bf16 ? DT_U32 : s->bq ? DT_I8 : DT_F32, pk, len,
-                                    arena_printf(a, "%s_packed", s->b_name ? s->b_name : "b"), what);
+                        (long long)g->npf, (long long)g->kp, g->nr,
+                        g->nrem ? arena_printf(a, ", then [%lld][%d] for the last %d columns, zero-padded",
+                                              (long long)g->kp, g->pwe, g->nrem) : "",
+                        g->kp > g->krows ? arena_printf(a, "; rows from %lld on are zero (AMX tiles of 16 rows)",
+                                                      (long long)g->krows) : "");
+  if (nb > 1)
+    what = arena_printf(a, "%lld products' B, one after the other, each %s", (long long)nb, what);
+  return emit_const_array(e, g->bf16 ? DT_U32 : s->bq ? DT_I8 : DT_F32, pk, nb * len,
+                          arena_printf(a, "%s_packed", s->b_name ? s->b_name : "b"), what);
+}
+
+/* One product's kernel, B packed at bp (a C expression). */
+static void emit_gemm_product(Emit *e, const GemmSpec *s, const IsaTile *t, const Geo *g0, const char *bp) {
+  Arena *a = e->g->arena;
+  Geo g = *g0;
   emit_line(e, "{ /* Y[%lld,%lld] = A[%lld,%lld] x B[%lld,%lld]%s%s%s%s, B in panels of %d columns */",
             (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k, (long long)s->k,
             (long long)s->n, s->bias ? " + bias" : "", s->act ? ", then " : "",
@@ -1173,5 +1186,60 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   emit_rows_zero(e, s);
   e->indent--;
   emit_line(e, "}");
+}
+
+/* GemmSpec.batch: a loop over the products, each the kernel above on its
+ * own A, B and Y; with threads the products are split among them (each
+ * product's kernel then runs whole on the thread that took it). */
+static void emit_gemm_batch(Emit *e, const GemmSpec *s, const IsaTile *t, const Geo *g, const char *bp, int64_t plen) {
+  Arena *a = e->g->arena;
+  emit_line(e, "{ /* %lld products Y[q][%lld,%lld] = A[q][%lld,%lld] x B[q][%lld,%lld]%s, B[q] packed at %lld q */",
+            (long long)s->batch, (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k,
+            (long long)s->k, (long long)s->n, s->bias ? " + bias" : "", (long long)plen);
+  e->indent++;
+  emit_parallel_for(e, s->batch, gemm_ns(s) * (double)s->batch);
+  emit_line(e, "for (int q = 0; q < %lld; q++)", (long long)s->batch);
+  int threads = e->threads;
+  e->threads = 1; /* the product's own loops stay whole */
+  GemmSpec sq = *s;
+  sq.a = arena_printf(a, "(%s) + q * %lld", s->a, (long long)s->a_bs);
+  sq.y = arena_printf(a, "(%s) + q * %lld", s->y, (long long)s->y_bs);
+  Geo gq;
+  gemm_geo(e, &sq, t, &views[KILN_COUNT(views) - 1], &gq);
+  (void)g;
+  emit_gemm_product(e, &sq, t, &gq, arena_printf(a, "%s + q * %lld", bp, (long long)plen));
+  e->threads = threads;
+  e->indent--;
+  emit_line(e, "}");
+}
+
+bool emit_gemm(Emit *e, const GemmSpec *s) {
+  if (s->m < 0 || s->n < 0 || s->k < 0 || s->a_rs < s->k || !(s->b || (s->bq && s->scale)))
+    return false;
+  if (s->batch > 1 && (s->residual || s->rows || s->bq || !s->b || s->a_bs < s->m * s->a_rs || s->y_bs < s->m * s->n))
+    return false;
+  if (s->m == 0 || s->n == 0 || s->batch < 0)
+    return true;
+  if (e->gemm == GEMM_OPENBLAS && !s->bq) { /* BLAS has no int8 x f32 product: int8 stays packed */
+    for (int64_t q = 0; q < (s->batch > 1 ? s->batch : 1); q++) {
+      GemmSpec sq = *s;
+      if (s->batch > 1) {
+        sq.a = arena_printf(e->g->arena, "(%s) + %lld", s->a, (long long)(q * s->a_bs));
+        sq.y = arena_printf(e->g->arena, "(%s) + %lld", s->y, (long long)(q * s->y_bs));
+        sq.b = s->b + q * s->k * s->n;
+      }
+      emit_gemm_cblas(e, &sq);
+    }
+    return true;
+  }
+  const IsaTile *t = &isa_tiles[e->isa];
+  Geo g;
+  gemm_geo(e, s, t, &views[KILN_COUNT(views) - 1], &g);
+  int64_t plen;
+  const char *bp = gemm_packed_array(e, s, t, &g, &plen);
+  if (s->batch > 1)
+    emit_gemm_batch(e, s, t, &g, bp, plen);
+  else
+    emit_gemm_product(e, s, t, &g, bp);
   return true;
 }

@@ -44,6 +44,12 @@ typedef struct GemmSpec {
                           it on are set to 0 */
   bool rows_keep;      /* with rows: Y's rows from it on are left as they are (an encoder's
                           token count, where nothing reads them), not set to 0 */
+  int64_t batch;       /* > 1: that many independent products of these dims, product q
+                          reading A at a + q * a_bs, B's data at b + q * k * n (each packed
+                          on its own) and writing Y at y + q * y_bs (a MatMul by a constant
+                          with batch dims, Winograd's per-position products); the bias is
+                          shared; no residual, rows or int8 B. 0 or 1: one product */
+  int64_t a_bs, y_bs;  /* with batch: elements from one product's A, Y to the next */
 } GemmSpec;
 
 /* Write the kernel for s into the current block (it opens its own block

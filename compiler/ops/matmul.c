@@ -157,18 +157,32 @@ static const char *batch_offset(Emit *e, const char *base, int nl, const int64_t
   return r;
 }
 
-/* An f32 MatMul by a constant B without batch dims of its own (a weight):
- * A's rows, batch dims included, are the M rows of one GEMM with B packed
- * at compile time (compiler/kernels/gemm_kernel.c). */
+/* An f32 MatMul by a constant B (a weight). Without batch dims of its
+ * own, A's rows, batch dims included, are the M rows of one GEMM with B
+ * packed at compile time (compiler/kernels/gemm_kernel.c); with batch
+ * dims that A has too, equal (no broadcast: a weight per batch index,
+ * Winograd's per-position products), one packed GEMM per batch index. */
 static bool matmul_emit_packed(Emit *e, const Node *n, const MatGeom *mg, const Type *yt) {
   const Value *b = gval(e->g, n->in[1]);
+  const Type *at = &gval(e->g, n->in[0])->type;
   int64_t bbatch = 1;
   for (int i = 0; i + 2 < b->type.rank; i++)
     bbatch *= b->type.dims[i];
-  if (yt->dt != DT_F32 || !b->data || bbatch != 1)
+  if (yt->dt != DT_F32 || !b->data)
     return false;
   GemmSpec s = {.m = type_numel(yt) / mg->n, .n = mg->n, .k = mg->k, .a = emit_ref(e, n->in[0]),
                 .a_rs = mg->k, .b = b->data, .b_name = b->name, .y = emit_ref(e, n->out[0])};
+  if (bbatch != 1) {
+    if (at->rank != b->type.rank || yt->rank != at->rank)
+      return false;
+    for (int i = 0; i + 2 < at->rank; i++)
+      if (at->dims[i] != b->type.dims[i])
+        return false;
+    s.m = mg->m;
+    s.batch = bbatch;
+    s.a_bs = mg->m * mg->k;
+    s.y_bs = mg->m * mg->n;
+  }
   return emit_gemm(e, &s);
 }
 
