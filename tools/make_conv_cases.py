@@ -17,7 +17,12 @@ whose rows exceed 1 MiB (the GEMM's row tiles outside its panels); a
 residual block whose activations stay channels last through MaxPool, a
 residual Add, Relu, a depthwise conv, HardSwish, a per-channel Mul and a
 squeeze-and-excitation block (conv_gemm's layout); an SE block at batch 1
-(ReduceMean and ReduceMax over the positions of channels-last [1, P, C]).
+(ReduceMean and ReduceMax over the positions of channels-last [1, P, C]);
+a residual block of 3x3 convs on Winograd's F(4x4, 3x3) at batch 2 (odd
+image, residual Add and Relu in the output transform's epilogue) and one
+on F(2x2, 3x3) with asymmetric pads and channels off the vector width;
+a 7x7 stride-2 stem and a dilated 3x3 conv with a residual Add whose
+rows exceed 1 MiB (ConvBlocks: the rows a block at a time).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -178,6 +183,41 @@ def main():
           helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
          [const("w1", [21, 4, 3, 3], -0.3, 0.3), const("b1", [21]), const("wq", [21, 21, 1, 1], -0.5, 0.5),
           const("bq", [21]), const("w3", [5, 21, 1, 1], -0.4, 0.4)], [1, 4, 9, 10], ["y", "qs"])
+    # Winograd F(4x4, 3x3) (compiler/ops/winograd.c): a stem conv, then a
+    # residual block, 3x3 + BN + Relu (16 -> 24 channels: 16- and 8-wide
+    # steps) and 3x3 + BN + Add + Relu (24 -> 16), batch 2 on a 19 x 23
+    # image (the last tiles' rows and columns partly outside)
+    save(out, "conv_winograd_f4_residual",
+         [helper.make_node("Conv", ["x", "w0", "b0"], ["s"], name="stem", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["s"], ["sr"], name="relu0"),
+          helper.make_node("Conv", ["sr", "w1"], ["a"], name="ca", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          bn("bn1", "a", "an"), helper.make_node("Relu", ["an"], ["ar"], name="relu1"),
+          helper.make_node("Conv", ["ar", "w2"], ["b"], name="cb", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          bn("bn2", "b", "bb"), helper.make_node("Add", ["bb", "sr"], ["r"], name="add"),
+          helper.make_node("Relu", ["r"], ["y"], name="relu2")],
+         [const("w0", [16, 5, 3, 3], -0.3, 0.3), const("b0", [16]), const("w1", [24, 16, 3, 3], -0.15, 0.15),
+          const("w2", [16, 24, 3, 3], -0.15, 0.15)] + bn_inits("bn1", 24) + bn_inits("bn2", 16),
+         [2, 5, 19, 23], ["y"])
+    # Winograd F(2x2, 3x3): pads top 0, left 2, bottom 1, right 0 (9 x 13
+    # outputs: too few 4x4 tiles, enough 2x2 ones), 20 -> 18 channels (the
+    # plain C steps), no bias, no activation
+    save(out, "conv_winograd_f2_pads",
+         [helper.make_node("Conv", ["x", "w"], ["y"], name="c", kernel_shape=[3, 3], pads=[0, 2, 1, 0])],
+         [const("w", [18, 20, 3, 3], -0.2, 0.2)], [1, 20, 10, 13], ["y"])
+    # ConvBlocks (compiler/ops/im2row.c): a 7x7 stride-2 stem + BN + Relu,
+    # 3 -> 16 channels at batch 2 (rows 2 x 1900 x 147, 2.2 MB: blocks of
+    # whole output rows), then a 3x3 conv of dilation 2 (not Winograd's)
+    # + BN + the residual Add + Relu (rows 2.2 MB of 144 columns)
+    save(out, "conv_blocks_residual",
+         [helper.make_node("Conv", ["x", "w0", "b0"], ["s"], name="stem", kernel_shape=[7, 7], strides=[2, 2],
+                           pads=[3, 3, 3, 3]),
+          bn("bn0", "s", "sn"), helper.make_node("Relu", ["sn"], ["sr"], name="relu0"),
+          helper.make_node("Conv", ["sr", "w1"], ["a"], name="dil", kernel_shape=[3, 3], dilations=[2, 2],
+                           pads=[2, 2, 2, 2]),
+          bn("bn1", "a", "an"), helper.make_node("Add", ["an", "sr"], ["r"], name="add"),
+          helper.make_node("Relu", ["r"], ["y"], name="relu1")],
+         [const("w0", [16, 3, 7, 7], -0.1, 0.1), const("b0", [16]), const("w1", [16, 16, 3, 3], -0.15, 0.15)]
+         + bn_inits("bn0", 16) + bn_inits("bn1", 16), [2, 3, 100, 76], ["y"])
 
 
 if __name__ == "__main__":

@@ -469,6 +469,7 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "f32") && strcmp(v, "bf16"))
         die("--precision=%s: unknown precision; expected f32 or bf16", v);
       c->check.precision = !strcmp(v, "bf16") ? PRECISION_BF16 : PRECISION_F32;
+      c->pipe.pass.bf16 = c->check.precision == PRECISION_BF16;
     } else if ((v = opt_value(argc, argv, &i, "--cflags"))) {
       c->check.cflags = v;
     } else if ((v = opt_value(argc, argv, &i, "--runs"))) {

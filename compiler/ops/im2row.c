@@ -24,8 +24,11 @@
  * outer dim's test skips its whole run of taps, writing zeros). */
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "../emit/emit.h"
 #include "../ir/ops.h"
+#include "../kernels/gemm_kernel.h"
 #include "convgeom.h"
 #include "window.h"
 
@@ -53,7 +56,11 @@ static bool im2row_geom(const Node *n, const Type *xin, ConvGeom *c, char *why) 
   return conv_geom(n, x, &w, c, why);
 }
 
+static bool conv_blocks_infer(Graph *g, Node *n, Diag *d);
+
 bool im2row_infer(Graph *g, Node *n, Diag *d) {
+  if (n->op == OP_CONVBLOCKS)
+    return conv_blocks_infer(g, n, d);
   const Value *x = node_in(g, n, 0);
   if (!dt_is_float(x->type.dt))
     return diag_node(d, g, n, "input '%s' is %s; expected f32 or f64", x->name, dt_name(x->type.dt));
@@ -69,8 +76,11 @@ bool im2row_infer(Graph *g, Node *n, Diag *d) {
   return true;
 }
 
+static bool conv_blocks_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d);
+
 bool im2row_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
-  (void)d;
+  if (n->op == OP_CONVBLOCKS)
+    return conv_blocks_eval(n, in, out, d);
   ConvGeom c;
   char why[WHY];
   KILN_ASSERT(im2row_geom(n, &in[0].type, &c, why));
@@ -120,27 +130,50 @@ static bool overhangs(const ConvGeom *c, int j) {
   return first < 0 || last >= c->in[j];
 }
 
+/* ConvBlocks: the windows of one block of output positions (hb of the
+ * outer output dim, all of the others, of image n from oh0 on: C
+ * variables the caller defines) into the array `rows`. */
+typedef struct RowBlock {
+  int64_t hb;
+  const char *rows;
+} RowBlock;
+
 /* Both layouts' start: loops over the batch and the output positions
  * (ov[j]; kv[j] names each dim's tap counter for later), then r, this
- * window's row of Y, and xn, this image of X. Leaves ns + 1 loops open. */
+ * window's row of Y, and xn, this image of X. Leaves ns + 1 blocks open.
+ * With blk, one block's positions instead (the image a block, not a
+ * loop), their rows in blk->rows. */
 static void open_window_rows(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T,
-                             const char **ov, const char **kv) {
+                             const char **ov, const char **kv, const RowBlock *blk) {
   Arena *a = e->g->arena;
   int ns = c->nsp;
-  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  int64_t ck = c->cin * window_prod(c->k, ns), inner = window_prod(c->out + 1, ns - 1);
+  if (blk)
+    emit_line(e, "{ /* the windows of image n at o%s = oh0 .. oh0 + %lld */", window_dim_sfx(a, ns, 0),
+              (long long)(blk->hb - 1));
+  else
+    emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
   e->indent++;
   for (int j = 0; j < ns; j++) {
     const char *sx = window_dim_sfx(a, ns, j);
     ov[j] = arena_printf(a, "o%s", sx);
     kv[j] = arena_printf(a, "k%s", sx);
+    if (j == 0 && blk) {
+      emit_line(e, "for (int %s = oh0; %s < oh0 + %lld; %s++) {", ov[j], ov[j], (long long)blk->hb, ov[j]);
+      e->indent++;
+      continue;
+    }
     if (j == 0) /* --threads: the outer output dim split (a copy: about 0.25 ns an element) */
       emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * c->cin * window_prod(c->k, ns)));
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", ov[j], ov[j], (long long)c->out[j], ov[j]);
     e->indent++;
   }
-  emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
-            (long long)window_prod(c->out, ns), window_flat(a, ns, ov, c->out, false),
-            (long long)(c->cin * window_prod(c->k, ns)));
+  if (blk)
+    emit_line(e, "%s *r = %s + (%s - oh0 * %lld) * %lld; /* the row of this window */", T, blk->rows,
+              window_flat(a, ns, ov, c->out, false), (long long)inner, (long long)ck);
+  else
+    emit_line(e, "%s *r = %s + (n * %lld + %s) * %lld; /* the row of this window */", T, y,
+              (long long)window_prod(c->out, ns), window_flat(a, ns, ov, c->out, false), (long long)ck);
   emit_line(e, "const %s *xn = %s + n * %lld;", T, x, (long long)(c->cin * window_prod(c->in, ns)));
 }
 
@@ -150,7 +183,7 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
   Arena *a = e->g->arena;
   int ns = c->nsp;
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
-  open_window_rows(e, c, x, y, T, ov, kv);
+  open_window_rows(e, c, x, y, T, ov, kv, NULL);
   int open = ns;
   emit_line(e, "for (int c = 0; c < %lld; c++) {", (long long)c->cin);
   e->indent++;
@@ -217,12 +250,13 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
  * row: one copy of those (of constant size away from the edges) and zeros
  * around (a 3-channel 7x7 stem: 7 copies of 21 floats a window instead of
  * 49 of 3); more channels keep a copy a tap, each of constant size. */
-static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T) {
+static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const char *y, const char *T,
+                              const RowBlock *blk) {
   Arena *a = e->g->arena;
   int ns = c->nsp, lj = ns - 1;
   bool run = c->dil[lj] == 1 && c->k[lj] > 1 && c->cin < 16;
   const char *ov[MAX_RANK], *kv[MAX_RANK], *land[MAX_RANK], *inside = NULL;
-  open_window_rows(e, c, x, y, T, ov, kv);
+  open_window_rows(e, c, x, y, T, ov, kv, blk);
   int loops = run ? ns - 1 : ns;
   for (int j = 0; j < loops; j++) {
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
@@ -284,8 +318,14 @@ static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const c
   }
 }
 
+static void conv_blocks_emit(Emit *e, const Node *n);
+
 bool im2row_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
+  if (n->op == OP_CONVBLOCKS) {
+    conv_blocks_emit(e, n);
+    return true;
+  }
   const Value *x = node_in(g, n, 0);
   ConvGeom c;
   char why[WHY];
@@ -306,10 +346,152 @@ bool im2row_emit(Emit *e, const Node *n) {
               type_str(&x->type, ts, sizeof ts), type_str(&node_out(g, n, 0)->type, ys, sizeof ys));
   const char *xr = emit_ref(e, n->in[0]), *yr = emit_ref(e, n->out[0]);
   if (attr_int(n, "channels_last", 0))
-    emit_windows_last(e, &c, xr, yr, T);
+    emit_windows_last(e, &c, xr, yr, T, NULL);
   else if (plain)
     emit_transpose(e, &c, xr, yr, T);
   else
     emit_windows(e, &c, xr, yr, T, dt);
   return true;
+}
+
+/* ---- ConvBlocks ----------------------------------------------------------------
+ *
+ * ConvBlocks(x, Wᵀ [C·K, M], B [M] [, R [N, P, M]]) {Im2Row's attributes,
+ * channels_last=1, act, block}: y [N, P, M] = act(Im2Row(x) · Wᵀ + B) + R,
+ * where the rows of Im2Row are never all in memory: the output positions
+ * go in blocks of `block` positions of the outer output dim (all of the
+ * others), each block's windows copied into an array on the stack, then
+ * multiplied by the packed Wᵀ while they are in cache (the conv_gemm pass
+ * makes it where the rows would be large; compiler/passes/conv_gemm.c).
+ * The blocks are split among the threads. */
+
+/* Its geometry, with the sizes the kernel needs. */
+typedef struct BlockGeom {
+  ConvGeom c;
+  int64_t p, inner, ck, m, hb, per_image;
+} BlockGeom;
+
+static bool conv_blocks_geom(const Graph *g, const Node *n, BlockGeom *b, char *why) {
+  const Type *x = &node_in(g, n, 0)->type, *w = &node_in(g, n, 1)->type;
+  if (!attr_int(n, "channels_last", 0))
+    return window_fail(why, "channels_last is 0; expected 1 (ConvBlocks reads x channels last)");
+  if (!im2row_geom(n, x, &b->c, why))
+    return false;
+  b->p = window_prod(b->c.out, b->c.nsp);
+  b->inner = b->p / b->c.out[0];
+  b->ck = b->c.cin * window_prod(b->c.k, b->c.nsp);
+  b->hb = attr_int(n, "block", 0);
+  if (w->rank != 2 || w->dims[0] != b->ck || w->dt != x->dt)
+    return window_fail(why, "W is %s of rank %d; expected %s [%lld, M] (the windows' %lld columns)", dt_name(w->dt),
+                       w->rank, dt_name(x->dt), (long long)b->ck, (long long)b->ck);
+  b->m = w->dims[1];
+  if (b->hb < 1 || b->c.out[0] % b->hb)
+    return window_fail(why, "block is %lld; expected a divisor of the outer output dim %lld", (long long)b->hb,
+                       (long long)b->c.out[0]);
+  b->per_image = b->c.out[0] / b->hb;
+  return true;
+}
+
+static bool conv_blocks_infer(Graph *g, Node *n, Diag *d) {
+  const Value *x = node_in(g, n, 0);
+  if (x->type.dt != DT_F32)
+    return diag_node(d, g, n, "input '%s' is %s; expected f32", x->name, dt_name(x->type.dt));
+  BlockGeom b;
+  char why[WHY];
+  if (!conv_blocks_geom(g, n, &b, why))
+    return diag_node(d, g, n, "%s", why);
+  const char *act = attr_str(n, "act", "none");
+  if (strcmp(act, "none") && strcmp(act, "relu"))
+    return diag_node(d, g, n, "act is '%s'; expected none or relu", act);
+  Type t = {.dt = DT_F32, .rank = 3, .dims = {b.c.batch, b.p, b.m}};
+  if (node_has_in(n, 2) && (type_numel(&node_in(g, n, 2)->type) != b.m || node_in(g, n, 2)->type.dt != DT_F32))
+    return diag_node(d, g, n, "bias has %lld elements; expected f32 [%lld]", (long long)type_numel(&node_in(g, n, 2)->type),
+                     (long long)b.m);
+  if (node_has_in(n, 3) && !type_equal(&node_in(g, n, 3)->type, &t)) {
+    char rs[96], ts[96];
+    return diag_node(d, g, n, "residual is %s; expected %s", type_str(&node_in(g, n, 3)->type, rs, sizeof rs),
+                     type_str(&t, ts, sizeof ts));
+  }
+  node_out(g, n, 0)->type = t;
+  return true;
+}
+
+static bool conv_blocks_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
+  ConvGeom c;
+  char why[WHY];
+  KILN_ASSERT(im2row_geom(n, &in[0].type, &c, why));
+  int64_t isz = window_prod(c.in, c.nsp), osz = window_prod(c.out, c.nsp), ksz = window_prod(c.k, c.nsp);
+  int64_t ck = c.cin * ksz, m = in[1].type.dims[1], o[MAX_RANK], t[MAX_RANK];
+  const float *x = in[0].data, *w = in[1].data, *b = node_has_in(n, 2) ? in[2].data : NULL;
+  const float *r = node_has_in(n, 3) ? in[3].data : NULL;
+  bool relu = !strcmp(attr_str(n, "act", "none"), "relu");
+  double *row = malloc(sizeof(double) * (size_t)(ck > 0 ? ck : 1));
+  if (!row)
+    return diag_error(d, "out of memory evaluating ConvBlocks' windows of %lld columns", (long long)ck);
+  float *y = out[0].data;
+  for (int64_t nb = 0; nb < c.batch; nb++)
+    for (int64_t p = 0; p < osz; p++) {
+      window_unflatten(p, c.out, c.nsp, o);
+      for (int64_t i = 0; i < ck; i++) { /* tap-major: column t·C + c */
+        int64_t xoff;
+        window_unflatten(i / c.cin, c.k, c.nsp, t);
+        row[i] = conv_source(&c, o, t, &xoff) ? x[(nb * isz + xoff) * c.cin + i % c.cin] : 0;
+      }
+      for (int64_t j = 0; j < m; j++) {
+        double s = b ? b[j] : 0;
+        for (int64_t i = 0; i < ck; i++)
+          s += row[i] * w[i * m + j];
+        float v = (float)s;
+        if (relu)
+          v = v > 0 ? v : 0;
+        int64_t yi = (nb * osz + p) * m + j;
+        y[yi] = r ? v + r[yi] : v;
+      }
+    }
+  free(row);
+  return true;
+}
+
+static void conv_blocks_emit(Emit *e, const Node *n) {
+  Graph *g = e->g;
+  Arena *a = g->arena;
+  BlockGeom b;
+  char why[WHY], xs[96], ys[96];
+  KILN_ASSERT(conv_blocks_geom(g, n, &b, why));
+  const Value *w = node_in(g, n, 1);
+  int64_t rb = b.hb * b.inner, nblocks = b.c.batch * b.per_image;
+  bool relu = !strcmp(attr_str(n, "act", "none"), "relu");
+  emit_line(e, "/* a conv as blocks of %lld window rows: x %s (channels last) -> y %s = %sthe windows x W [%lld, %lld]%s%s; "
+               "each block's windows copied to rows, then multiplied while in cache */",
+            (long long)rb, type_str(&node_in(g, n, 0)->type, xs, sizeof xs), type_str(&node_out(g, n, 0)->type, ys, sizeof ys),
+            relu ? "relu of " : "", (long long)b.ck, (long long)b.m, node_has_in(n, 2) ? " + bias" : "",
+            node_has_in(n, 3) ? ", + the residual" : "");
+  const char *xr = emit_ref(e, n->in[0]), *yr = emit_ref(e, n->out[0]);
+  emit_parallel_for(e, nblocks, 2.0 * (double)(b.c.batch * b.p * b.ck * b.m) / 100);
+  emit_line(e, "for (int blk = 0; blk < %lld; blk++) { /* image blk / %lld, outer output positions from blk %% %lld * %lld */",
+            (long long)nblocks, (long long)b.per_image, (long long)b.per_image, (long long)b.hb);
+  e->indent++;
+  emit_line(e, "const int n = blk / %lld, oh0 = blk %% %lld * %lld;", (long long)b.per_image, (long long)b.per_image,
+            (long long)b.hb);
+  emit_line(e, "float rows[%lld] KILN_ALIGNED(64); /* [%lld][%lld]: this block's windows */", (long long)(rb * b.ck),
+            (long long)rb, (long long)b.ck);
+  int threads = e->threads;
+  e->threads = 1; /* a block runs whole on the thread that took it */
+  emit_windows_last(e, &b.c, xr, NULL, "float", &(RowBlock){b.hb, "rows"});
+  const char *off = arena_printf(a, "((int64_t)n * %lld + oh0 * %lld) * %lld", (long long)b.p, (long long)b.inner,
+                                 (long long)b.m);
+  GemmSpec s = {.m = rb, .n = b.m, .k = b.ck, .a = "rows", .a_rs = b.ck, .b = w->data, .b_name = w->name,
+                .bias = node_has_in(n, 2) ? emit_ref(e, n->in[2]) : NULL, .act = relu ? GEMM_ACT_RELU : GEMM_ACT_NONE,
+                .residual = node_has_in(n, 3) ? arena_printf(a, "%s + %s", emit_ref(e, n->in[3]), off) : NULL,
+                .y = arena_printf(a, "%s + %s", yr, off)};
+  KILN_ASSERT(emit_gemm(e, &s));
+  e->threads = threads;
+  e->indent--;
+  emit_line(e, "}");
+}
+
+/* ConvBlocks: the product's 2·N·P·(C·K)·M. */
+int64_t conv_blocks_flops(const Graph *g, const Node *n) {
+  const Type *y = &gval(g, n->out[0])->type, *w = &node_in(g, n, 1)->type;
+  return w->rank == 2 ? 2 * type_numel(y) * w->dims[0] : type_numel(y);
 }

@@ -49,7 +49,10 @@
 
 #include "../ir/build.h"
 #include "../ir/ops.h"
+#include "../ops/convgeom.h"
 #include "../ops/elementwise_chain.h"
+#include "../ops/window.h"
+#include "../ops/winograd.h"
 #include "fuse_match.h"
 #include "passes.h"
 
@@ -141,13 +144,120 @@ static int last_view(Lowering *l, int x, int cl) {
   return src;
 }
 
+/* ---- rows by blocks -------------------------------------------------------- */
+
+/* The rows of a conv whose Im2Row would exceed CONV_BLOCKS_MIN_BYTES (out
+ * of L2) by a weight of at most CONV_BLOCKS_MAX_W_BYTES (in L2) go a block
+ * at a time (ConvBlocks, compiler/ops/im2row.c), each block at most
+ * CONV_BLOCK_BYTES on the stack: written, then multiplied while in cache,
+ * where the whole Im2Row is written to memory and read back by the GEMM.
+ * The ResNet-18-sized CNN's 7x7 stride-2 stem at 224 (7.4 MB of rows):
+ * see DESIGN.md. */
+#define CONV_BLOCKS_MIN_BYTES (1 << 20)
+#define CONV_BLOCKS_MAX_W_BYTES (1 << 19)
+#define CONV_BLOCK_BYTES (256 << 10)
+
+/* The block (positions of the outer output dim) for conv c [-> act], its
+ * rows read channels last: the largest divisor of that dim whose rows fit
+ * CONV_BLOCK_BYTES; 0 to keep Im2Row -> Linear (rows or weight out of
+ * bounds, an act the block's GEMM epilogue does not take here). */
+static int64_t block_rows(const Graph *g, const Node *c, const char *act) {
+  const Type *w = &g->vals[c->in[1]].type, *y = &g->vals[c->out[0]].type;
+  if (strcmp(act, "none") && strcmp(act, "relu"))
+    return 0;
+  int64_t ck = type_numel(w) / w->dims[0], m = w->dims[0], outer = y->dims[2];
+  int64_t p = type_numel(y) / (y->dims[0] * m), inner = p / outer;
+  if (4 * y->dims[0] * p * ck <= CONV_BLOCKS_MIN_BYTES || 4 * ck * m > CONV_BLOCKS_MAX_W_BYTES)
+    return 0;
+  for (int64_t hb = outer; hb >= 1; hb--)
+    if (outer % hb == 0 && 4 * hb * inner * ck <= CONV_BLOCK_BYTES)
+      return hb;
+  return 0;
+}
+
+/* ---- Winograd ----------------------------------------------------------- */
+
+/* The fewest tiles (of 2x2 outputs) for which a 3x3 conv takes
+ * Winograd's form: below it the α² GEMMs are too short to run at speed
+ * and the transformed weight (16/9 of W) is streamed for too few rows. */
+#define WINOGRAD_MIN_TILES 32
+/* The fewest input and output channels: the transforms cost per channel
+ * what a few of the products' multiply-adds do. */
+#define WINOGRAD_MIN_CHANNELS 16
+
+/* The tile m of F(m x m, 3 x 3) that conv c [-> act] takes, or 0 when it
+ * stays Im2Row -> Linear: a 2-D 3x3 conv with stride and dilation 1, act
+ * none or relu (the output transform's epilogue), at least
+ * WINOGRAD_MIN_CHANNELS channels in and out and WINOGRAD_MIN_TILES tiles
+ * (compiler/ops/winograd.c). F(4x4, 3x3) where the image has that many
+ * 4x4 tiles (4x fewer multiplies than the direct sum, U 4x W's size),
+ * else F(2x2, 3x3) (2.25x, 16/9). On the ResNet-18-sized CNN at 224 that
+ * is F(4x4) at 56x56 and 28x28, F(2x2) at 14x14 and the direct GEMM at
+ * 7x7, where 16 tiles of 2x2 would stream 16/9 of the largest weights
+ * for too few rows. Accuracy: F(2x2)'s matrices are 0, ±1 and ±1/2, its
+ * sums as accurate as the direct ones; F(4x4)'s points ±2, ±1/2 cost a
+ * few bits (measured on that CNN against ONNX Runtime: max relative error
+ * of the logits 2.3e-4 of magnitude ~1e-3 outputs, 4.2e-7 absolute, as the
+ * direct GEMM's 1.5e-4 / 4.2e-7). */
+static int64_t winograd_tile(const Graph *g, const Node *c, const char *act) {
+  const Type *x = &g->vals[c->in[0]].type, *w = &g->vals[c->in[1]].type, *y = &g->vals[c->out[0]].type;
+  if (x->rank != 4 || w->dims[2] != 3 || w->dims[3] != 3 || (strcmp(act, "none") && strcmp(act, "relu")))
+    return 0;
+  ConvGeom cg;
+  char why[WHY];
+  if (!conv_geom(c, x, w, &cg, why))
+    return 0;
+  for (int j = 0; j < 2; j++)
+    if (cg.stride[j] != 1 || cg.dil[j] != 1 || cg.pad[j] < 0)
+      return 0;
+  if (cg.cin < WINOGRAD_MIN_CHANNELS || cg.cout < WINOGRAD_MIN_CHANNELS)
+    return 0;
+  for (int64_t m = 4; m >= 2; m -= 2) /* the larger tile where the image has enough of them */
+    if (y->dims[0] * ((y->dims[2] + m - 1) / m) * ((y->dims[3] + m - 1) / m) >= WINOGRAD_MIN_TILES)
+      return m;
+  return 0;
+}
+
+/* Conv c's Winograd chain on src, its input channels last [N, H, W, C]:
+ * WinogradIn -> MatMul by U [α², C, M] -> WinogradOut (+ bias, act); the
+ * result [N, P, M], or -1. */
+static int lower_winograd(Lowering *l, const Node *c, int src, int64_t m, const char *act) {
+  Graph *g = l->g;
+  const Value *wv = &g->vals[c->in[1]];
+  const Type *xt = &g->vals[c->in[0]].type, *yt = &g->vals[c->out[0]].type;
+  ConvGeom cg;
+  char why[WHY];
+  KILN_ASSERT(conv_geom(c, xt, &wv->type, &cg, why));
+  int64_t cout = wv->type.dims[0], cin = wv->type.dims[1], aa = (m + 2) * (m + 2);
+  int64_t udims[3] = {aa, cin, cout}, pads[2] = {cg.pad[0], cg.pad[1]}, out[2] = {yt->dims[2], yt->dims[3]};
+  int u = ir_const_in_place(g, arena_printf(g->arena, "%s_winograd_w", c->name), DT_F32, 3, udims,
+                            winograd_weight(g->arena, m, wv->data, cout, cin));
+  int win = lw_node(l, OP_WINOGRADIN, &src, 1, 1);
+  if (win < 0)
+    return -1;
+  ir_attr_int(g, win, "tile", m);
+  ir_attr_ints(g, win, "pads", pads, 2);
+  ir_attr_ints(g, win, "out", out, 2);
+  int v = lw_finish(l, win), mm_in[2] = {v, u};
+  int prod = lw_finish(l, lw_node(l, OP_MATMUL, mm_in, 2, 1));
+  int b = node_has_in(c, 2) ? c->in[2] : -1, out_in[2] = {prod, b};
+  int wout = lw_node(l, OP_WINOGRADOUT, out_in, b >= 0 ? 2 : 1, 1);
+  if (wout < 0)
+    return -1;
+  ir_attr_int(g, wout, "tile", m);
+  ir_attr_ints(g, wout, "out", out, 2);
+  ir_attr_str(g, wout, "act", act);
+  return lw_finish(l, wout);
+}
+
 /* The chain for conv ci [-> activation ai], in place of node last (ai,
  * or ci); false with a diag when a node of it fails to infer. cl >= 0:
  * x is the output of a conv this pass lowered, whose GEMM result cl
  * [N, P, C] holds x channels last: the rows are read from it (a 1x1
  * conv's rows are cl itself) instead of from x, which then needs no
  * transpose back for this reader. *gemm_out: the Linear's output. */
-static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int *gemm_out, Diag *d) {
+static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int64_t wino, int *gemm_out,
+                       Diag *d) {
   Lowering l = lw_start(g, last, DT_F32, d);
   const Node *c = &g->nodes[ci];
   l.name = c->name;
@@ -162,7 +272,7 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
    * measured 2.4x slower on a 64-channel 3x3 conv at 56x56, 1.2x on a
    * 3-channel 7x7 stride-2 stem) */
   bool to_last = cl < 0 && !pointwise(g, c);
-  int wtv = weight_t(g, w, c->name, cl >= 0 || to_last), rows;
+  int wtv = wino ? -1 : weight_t(g, w, c->name, cl >= 0 || to_last), rows;
   if (cl >= 0 && pointwise(g, c)) {
     rows = cl;
   } else {
@@ -183,6 +293,25 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int 
     } else if (cl >= 0) { /* cl [N, P, C] viewed as [N, in..., C] */
       if ((src = last_view(&l, x, cl)) < 0)
         return false;
+    }
+    if (wino) {
+      int t = lower_winograd(&l, c, src, wino, act);
+      *gemm_out = t;
+      return t >= 0 && back_to_nchw(&l, t, &yt, last);
+    }
+    int64_t hb = cl >= 0 || to_last ? block_rows(g, c, act) : 0;
+    if (hb) { /* ConvBlocks: the rows a block at a time, each multiplied while in cache */
+      int cb_in[3] = {src, wtv, b};
+      int cb = lw_node(&l, OP_CONVBLOCKS, cb_in, b >= 0 ? 3 : 2, 1);
+      if (cb < 0)
+        return false;
+      window_attrs(g, cb, &g->nodes[ci], &wt);
+      ir_attr_int(g, cb, "channels_last", 1);
+      ir_attr_str(g, cb, "act", act);
+      ir_attr_int(g, cb, "block", hb);
+      int t = lw_finish(&l, cb);
+      *gemm_out = t;
+      return t >= 0 && back_to_nchw(&l, t, &yt, last);
     }
     int im = lw_node(&l, OP_IM2ROW, &src, 1, 1);
     if (im < 0)
@@ -456,15 +585,17 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     const char *act = epilogue_act(&f, &g->nodes[i], &last);
     first[last] = g->nnodes;
     int x = g->nodes[i].in[0], y = g->nodes[last].out[0], t;
-    if (!lower_conv(g, i, last, act, x < nv0 ? chlast[x] : -1, &t, d))
+    int64_t wino = o->quantize == QUANT_NONE && !o->bf16 ? winograd_tile(g, &g->nodes[i], act) : 0;
+    if (!lower_conv(g, i, last, act, x < nv0 ? chlast[x] : -1, wino, &t, d))
       return false;
     if (y < nv0)
       chlast[y] = t;
     end[last] = g->nnodes;
     g->nodes[i].dead = g->nodes[last].dead = true;
     if (o->verbose)
-      fprintf(stderr, "conv_gemm: %s%s%s <- %s\n", g->nodes[i].name, strcmp(act, "none") ? "+" : "",
-              strcmp(act, "none") ? act : "", g->nodes[i].origin ? g->nodes[i].origin : g->nodes[i].name);
+      fprintf(stderr, "conv_gemm: %s%s%s <- %s%s\n", g->nodes[i].name, strcmp(act, "none") ? "+" : "",
+              strcmp(act, "none") ? act : "", g->nodes[i].origin ? g->nodes[i].origin : g->nodes[i].name,
+              wino == 4 ? " (Winograd F(4x4, 3x3))" : wino == 2 ? " (Winograd F(2x2, 3x3))" : "");
     done++;
   }
   if (done + moved)

@@ -52,6 +52,8 @@ typedef struct PassOptions {
   int64_t kv_prefill;      /* --prefill=P: tokens one prefill call takes (0: min(N, 64)) */
   DType kv_dtype;          /* --kv-dtype: the caches' dtype (DT_UNDEF: f32) */
   bool kquant_act_q8;      /* --kquant-act=q8: fuse_blocks marks K-quant BlockLinears act="q8" */
+  bool bf16;               /* --precision=bf16: conv_gemm keeps 3x3 convs off Winograd (its transforms
+                            * multiply the products' bf16 rounding: 8x the direct GEMM's error) */
   const char *rows_axis;   /* --rows-axis=INPUT:AXIS[,INPUT:AXIS...]: the token axis of each listed
                             * input; bound_rows gives the encoder a run-time token count (NULL: none) */
 } PassOptions;
