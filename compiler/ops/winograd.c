@@ -337,25 +337,27 @@ static void emit_sandwich(Emit *e, const Lane *l, const double *lm, int nr, int 
   }
 }
 
-/* The loads x<k> = src<k>[c..] for k < n, one line. */
-static void emit_loads(Emit *e, const Lane *l, int n, const char *x, const char *(*src)(Emit *, int, void *),
-                       void *arg) {
-  Buf b = {0};
-  if (l->vw == 1) {
-    buf_printf(&b, "const float ");
-    for (int k = 0; k < n; k++)
-      buf_printf(&b, "%s%s%d = (%s)[c]", k ? ", " : "", x, k, src(e, k, arg));
-    buf_puts(&b, ";");
-  } else {
-    buf_printf(&b, "wv ");
-    for (int k = 0; k < n; k++)
-      buf_printf(&b, "%s%s%d", k ? ", " : "", x, k);
-    buf_puts(&b, ";");
-    for (int k = 0; k < n; k++)
-      buf_printf(&b, " memcpy(&%s%d, %s + c, sizeof %s%d);", x, k, src(e, k, arg), x, k);
+/* The loads x<k> = src<k>[c..] for k < n, a line of `per` a row. */
+static void emit_loads(Emit *e, const Lane *l, int n, int per, const char *x,
+                       const char *(*src)(Emit *, int, void *), void *arg) {
+  for (int k0 = 0; k0 < n; k0 += per) {
+    Buf b = {0};
+    if (l->vw == 1) {
+      buf_printf(&b, "const float ");
+      for (int k = k0; k < k0 + per && k < n; k++)
+        buf_printf(&b, "%s%s%d = (%s)[c]", k > k0 ? ", " : "", x, k, src(e, k, arg));
+      buf_puts(&b, ";");
+    } else {
+      buf_printf(&b, "wv ");
+      for (int k = k0; k < k0 + per && k < n; k++)
+        buf_printf(&b, "%s%s%d", k > k0 ? ", " : "", x, k);
+      buf_puts(&b, ";");
+      for (int k = k0; k < k0 + per && k < n; k++)
+        buf_printf(&b, " memcpy(&%s%d, %s + c, sizeof %s%d);", x, k, src(e, k, arg), x, k);
+    }
+    emit_line(e, "%s", b.s);
+    buf_free(&b);
   }
-  emit_line(e, "%s", b.s);
-  buf_free(&b);
 }
 
 static const char *in_src(Emit *e, int k, void *arg) {
@@ -405,7 +407,7 @@ static void emit_lanes(Emit *e, int64_t c, void (*body)(Emit *, const Lane *, co
 
 static void in_body(Emit *e, const Lane *l, const WinoGeom *w) {
   int a = w->f.a;
-  emit_loads(e, l, a * a, "d", in_src, NULL);
+  emit_loads(e, l, a * a, a, "d", in_src, NULL);
   emit_sandwich(e, l, w->f.bt, a, a, "d", "u", "v");
   Buf b = {0};
   for (int k = 0; k < a * a; k++) {
@@ -473,7 +475,7 @@ static void wino_in_emit(Emit *e, const Node *n) {
  * (the last tiles of an odd size) is skipped. */
 static void out_body(Emit *e, const Lane *l, const WinoGeom *w) {
   int a = w->f.a, m = w->f.m;
-  emit_loads(e, l, a * a, "p", out_src, (void *)w);
+  emit_loads(e, l, a * a, a, "p", out_src, (void *)w);
   emit_sandwich(e, l, w->f.at, m, a, "p", "u", "s");
   bool vec = l->vw > 1;
   if (w->bias)

@@ -255,9 +255,12 @@ static int lower_winograd(Lowering *l, const Node *c, int src, int64_t m, const 
  * x is the output of a conv this pass lowered, whose GEMM result cl
  * [N, P, C] holds x channels last: the rows are read from it (a 1x1
  * conv's rows are cl itself) instead of from x, which then needs no
- * transpose back for this reader. *gemm_out: the Linear's output. */
-static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int64_t wino, int *gemm_out,
-                       Diag *d) {
+ * transpose back for this reader. wino > 0: Winograd's F(wino x wino,
+ * 3x3) instead (winograd_tile); hb > 0: ConvBlocks of hb output rows
+ * (block_rows; a conv that is not pointwise). *gemm_out: the product's
+ * output [N, P, M]. */
+static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int64_t wino, int64_t hb,
+                       int *gemm_out, Diag *d) {
   Lowering l = lw_start(g, last, DT_F32, d);
   const Node *c = &g->nodes[ci];
   l.name = c->name;
@@ -299,7 +302,6 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int6
       *gemm_out = t;
       return t >= 0 && back_to_nchw(&l, t, &yt, last);
     }
-    int64_t hb = cl >= 0 || to_last ? block_rows(g, c, act) : 0;
     if (hb) { /* ConvBlocks: the rows a block at a time, each multiplied while in cache */
       int cb_in[3] = {src, wtv, b};
       int cb = lw_node(&l, OP_CONVBLOCKS, cb_in, b >= 0 ? 3 : 2, 1);
@@ -586,7 +588,8 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     first[last] = g->nnodes;
     int x = g->nodes[i].in[0], y = g->nodes[last].out[0], t;
     int64_t wino = o->quantize == QUANT_NONE && !o->bf16 ? winograd_tile(g, &g->nodes[i], act) : 0;
-    if (!lower_conv(g, i, last, act, x < nv0 ? chlast[x] : -1, wino, &t, d))
+    int64_t hb = wino || pointwise(g, &g->nodes[i]) ? 0 : block_rows(g, &g->nodes[i], act);
+    if (!lower_conv(g, i, last, act, x < nv0 ? chlast[x] : -1, wino, hb, &t, d))
       return false;
     if (y < nv0)
       chlast[y] = t;
@@ -595,7 +598,10 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     if (o->verbose)
       fprintf(stderr, "conv_gemm: %s%s%s <- %s%s\n", g->nodes[i].name, strcmp(act, "none") ? "+" : "",
               strcmp(act, "none") ? act : "", g->nodes[i].origin ? g->nodes[i].origin : g->nodes[i].name,
-              wino == 4 ? " (Winograd F(4x4, 3x3))" : wino == 2 ? " (Winograd F(2x2, 3x3))" : "");
+              wino == 4   ? " (Winograd F(4x4, 3x3))"
+              : wino == 2 ? " (Winograd F(2x2, 3x3))"
+              : hb        ? arena_printf(g->arena, " (blocks of %lld output rows)", (long long)hb)
+                          : "");
     done++;
   }
   if (done + moved)
