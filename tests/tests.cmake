@@ -1493,6 +1493,15 @@ set_tests_properties(conv_winograd_export PROPERTIES PASS_REGULAR_EXPRESSION
 # the direct GEMM there
 add_test(NAME conv_winograd_bf16 COMMAND ${KILN_BIN} check -q --precision=bf16 --rtol=3e-2 --atol=3e-2
          ${T}/conv/cases/conv_winograd_f4_residual)
+# --winograd=off: every conv on the direct GEMM (no "Winograd" in -v), and a
+# value it does not take
+add_test(NAME conv_winograd_off COMMAND ${KILN_BIN} compile -v --winograd=off
+         ${T}/conv/cases/conv_winograd_f4_residual/model.onnx -o ${CMAKE_BINARY_DIR}/conv_winograd_off.c)
+set_tests_properties(conv_winograd_off PROPERTIES PASS_REGULAR_EXPRESSION "conv_gemm: cb <- cb \\+ bn2\n"
+                     FAIL_REGULAR_EXPRESSION "Winograd")
+add_test(NAME conv_winograd_bad_value COMMAND ${KILN_BIN} compile --winograd=maybe
+         ${T}/conv/cases/conv_winograd_f4_residual/model.onnx -o ${CMAKE_BINARY_DIR}/conv_winograd_bad.c)
+set_tests_properties(conv_winograd_bad_value PROPERTIES PASS_REGULAR_EXPRESSION "--winograd=maybe: expected on or off")
 # ConvBlocks (compiler/ops/im2row.c): rows over 1 MiB a block at a time, a
 # 7x7 stride-2 stem at batch 2 and a dilated 3x3 conv with the residual Add
 # in its GEMM's epilogue; conv5x5_large_rows above is one too

@@ -124,6 +124,11 @@ static const char *usage_compile =
     "                             llama.cpp does (AVX512-VNNI vpdpbusd, AVX2 vpmaddubsw, or plain\n"
     "                             C; GEMVs 1.4-2.2x faster, about 1e-2 relative error); f32 (the\n"
     "                             default): f32 activations\n"
+    "  --winograd=on|off          (also run, check, bench) on (the default): 3x3 stride-1 convs\n"
+    "                             with 16+ channels and 32+ tiles by Winograd's F(4x4, 3x3) or\n"
+    "                             F(2x2, 3x3) (fewer multiplies, a few bits less accurate for\n"
+    "                             F(4x4), the weight 4x or 16/9 its size); off: every conv on the\n"
+    "                             direct GEMM\n"
     "  --out DIR                  (run) also write each output as DIR/output_K.pb\n"
     "  --out-format=pb|npy        (run) --out's files: TensorProto .pb (the default) or .npy\n"
     "  --json                     (info) machine-readable report\n"
@@ -493,6 +498,10 @@ static void parse_args(int argc, char **argv, Cli *c) {
       if (strcmp(v, "f32") && strcmp(v, "q8"))
         die("--kquant-act=%s: expected f32 or q8", v);
       c->pipe.pass.kquant_act_q8 = !strcmp(v, "q8");
+    } else if ((v = opt_value(argc, argv, &i, "--winograd"))) {
+      if (strcmp(v, "on") && strcmp(v, "off"))
+        die("--winograd=%s: expected on or off", v);
+      c->pipe.pass.no_winograd = !strcmp(v, "off");
     } else if ((v = opt_value(argc, argv, &i, "--kv-cache"))) {
       c->kv_cache = positions(v, "--kv-cache=%s: expected the cache's capacity in positions, 1 to 1048576");
     } else if ((v = opt_value(argc, argv, &i, "--kv-dtype"))) {

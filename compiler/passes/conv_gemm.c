@@ -587,7 +587,7 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
     const char *act = epilogue_act(&f, &g->nodes[i], &last);
     first[last] = g->nnodes;
     int x = g->nodes[i].in[0], y = g->nodes[last].out[0], t;
-    int64_t wino = o->quantize == QUANT_NONE && !o->bf16 ? winograd_tile(g, &g->nodes[i], act) : 0;
+    int64_t wino = o->quantize == QUANT_NONE && !o->bf16 && !o->no_winograd ? winograd_tile(g, &g->nodes[i], act) : 0;
     int64_t hb = wino || pointwise(g, &g->nodes[i]) ? 0 : block_rows(g, &g->nodes[i], act);
     if (!lower_conv(g, i, last, act, x < nv0 ? chlast[x] : -1, wino, hb, &t, d))
       return false;

@@ -54,6 +54,7 @@ typedef struct PassOptions {
   bool kquant_act_q8;      /* --kquant-act=q8: fuse_blocks marks K-quant BlockLinears act="q8" */
   bool bf16;               /* --precision=bf16: conv_gemm keeps 3x3 convs off Winograd (its transforms
                             * multiply the products' bf16 rounding: 8x the direct GEMM's error) */
+  bool no_winograd;        /* --winograd=off: conv_gemm keeps every conv on the direct GEMM */
   const char *rows_axis;   /* --rows-axis=INPUT:AXIS[,INPUT:AXIS...]: the token axis of each listed
                             * input; bound_rows gives the encoder a run-time token count (NULL: none) */
 } PassOptions;
