@@ -294,10 +294,11 @@ typedef struct Lane {
 static void put_term(Emit *e, Buf *b, bool *first, double c, const char *x) {
   if (c == 0)
     return;
+  const char *sign = *first ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + ");
   if (c == 1 || c == -1)
-    buf_printf(b, "%s%s", *first ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + "), x);
+    buf_printf(b, "%s%s", sign, x);
   else
-    buf_printf(b, "%s%s * %s", *first ? "" : " + ", x, emit_double_literal(e, DT_F32, c));
+    buf_printf(b, "%s%s * %s", sign, x, emit_double_literal(e, DT_F32, c < 0 ? -c : c));
   *first = false;
 }
 
@@ -485,7 +486,8 @@ static void out_body(Emit *e, const Lane *l, const WinoGeom *w) {
   for (int i = 0; i < m; i++)
     for (int j = 0; j < m; j++) {
       Buf b = {0};
-      const char *off = arena_printf(e->g->arena, "%lld", (long long)((i * w->ow + j) * w->c));
+      int64_t o = (i * w->ow + j) * w->c;
+      const char *off = o ? arena_printf(e->g->arena, " + %lld", (long long)o) : "";
       const char *guard = NULL;
       if (i && w->oh % m)
         guard = arena_printf(e->g->arena, "ty * %d + %d < %lld", m, i, (long long)w->oh);
@@ -498,8 +500,8 @@ static void out_body(Emit *e, const Lane *l, const WinoGeom *w) {
       if (w->relu)
         buf_puts(&b, vec ? " o = (wv)((wi)o & (wi)(o > zero));" : " o = o > 0.0f ? o : 0.0f;");
       if (w->res)
-        buf_printf(&b, vec ? " wv r; memcpy(&r, rt + %s + c, sizeof r); o += r;" : " o += rt[%s + c];", off);
-      buf_printf(&b, vec ? " memcpy(yt + %s + c, &o, sizeof o); }" : " yt[%s + c] = o; }", off);
+        buf_printf(&b, vec ? " wv r; memcpy(&r, rt%s + c, sizeof r); o += r;" : " o += rt[c%s];", off);
+      buf_printf(&b, vec ? " memcpy(yt%s + c, &o, sizeof o); }" : " yt[c%s] = o; }", off);
       emit_line(e, "%s", b.s);
       buf_free(&b);
     }
