@@ -1475,6 +1475,9 @@ foreach(case conv_winograd_f4_residual conv_winograd_f2_pads)
   add_test(NAME ${case}_v8 COMMAND ${KILN_BIN} check -q --isa=avx2 "--cflags=${KILN_V8}" ${T}/conv/cases/${case})
   add_test(NAME ${case}_scalar COMMAND ${KILN_BIN} check -q --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR"
            ${T}/conv/cases/${case})
+  if(KILN_CBLAS_H AND KILN_OPENBLAS) # the batched product as one cblas_sgemm a position
+    add_test(NAME ${case}_openblas COMMAND ${KILN_BIN} check -q --gemm=openblas --threads 2 ${T}/conv/cases/${case})
+  endif()
 endforeach()
 add_test(NAME conv_winograd_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_winograd_f4_residual/model.onnx
          -o ${CMAKE_BINARY_DIR}/conv_winograd_f4_residual.c)
