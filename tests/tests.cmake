@@ -1505,6 +1505,17 @@ set_tests_properties(conv_winograd_off PROPERTIES PASS_REGULAR_EXPRESSION "conv_
 add_test(NAME conv_winograd_bad_value COMMAND ${KILN_BIN} compile --winograd=maybe
          ${T}/conv/cases/conv_winograd_f4_residual/model.onnx -o ${CMAKE_BINARY_DIR}/conv_winograd_bad.c)
 set_tests_properties(conv_winograd_bad_value PROPERTIES PASS_REGULAR_EXPRESSION "--winograd=maybe: expected on or off")
+# the kiln ops' own checks on a hand-written .kir: one line naming the node
+foreach(bad "winograd_tile3|node 'wi' \\(WinogradIn\\): tile is 3; expected 2 or 4"
+            "winograd_out_act|node 'wo' \\(WinogradOut\\): act is 'gelu'; expected none or relu"
+            "conv_blocks_block3|node 'cb' \\(ConvBlocks\\): block is 3; expected a divisor of the outer output dim 10")
+  string(REPLACE "|" ";" b "${bad}")
+  list(GET b 0 name)
+  list(GET b 1 want)
+  add_test(NAME conv_bad_${name} COMMAND ${KILN_BIN} compile ${T}/conv/bad/${name}.kir
+           -o ${CMAKE_BINARY_DIR}/conv_bad_${name}.c)
+  set_tests_properties(conv_bad_${name} PROPERTIES PASS_REGULAR_EXPRESSION "${want}")
+endforeach()
 # ConvBlocks (compiler/ops/im2row.c): rows over 1 MiB a block at a time, a
 # 7x7 stride-2 stem at batch 2 and a dilated 3x3 conv with the residual Add
 # in its GEMM's epilogue; conv5x5_large_rows above is one too

@@ -37,6 +37,7 @@
 
 #include "../emit/emit.h"
 #include "../ir/ops.h"
+#include "window.h"
 #include "winograd.h"
 
 #define ALPHA_MAX 6
@@ -107,8 +108,9 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why, size_t nwhy) {
     snprintf(why, nwhy, "tile is %lld; expected 2 or 4", (long long)m);
     return false;
   }
-  if (!out || out->kind != ATTR_INTS || out->n != 2 || out->ints[0] <= 0 || out->ints[1] <= 0) {
-    snprintf(why, nwhy, "out must be two positive ints (the conv's output rows and columns)");
+  if (!out || out->kind != ATTR_INTS || out->n != 2 || out->ints[0] <= 0 || out->ints[1] <= 0 ||
+      out->ints[0] > ATTR_MAX || out->ints[1] > ATTR_MAX) {
+    snprintf(why, nwhy, "out must be two ints in [1, 2^30] (the conv's output rows and columns)");
     return false;
   }
   g->f = wino(m);
@@ -119,8 +121,10 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why, size_t nwhy) {
   g->pt = g->pl = 0;
   g->bias = g->relu = g->res = false;
   if (n->op == OP_WINOGRADIN) {
-    if (!pads || pads->kind != ATTR_INTS || pads->n != 2 || pads->ints[0] < 0 || pads->ints[1] < 0) {
-      snprintf(why, nwhy, "pads must be two ints >= 0 (the pads before the rows and the columns)");
+    if (!pads || pads->kind != ATTR_INTS || pads->n != 2 || pads->ints[0] < 0 || pads->ints[1] < 0 ||
+        pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX) {
+      snprintf(why, nwhy, "pads must be two ints in [0, 2^30] (the pads before the rows and the columns; the "
+                          "windows read 0 outside x)");
       return false;
     }
     g->pt = pads->ints[0];
@@ -141,11 +145,6 @@ static bool wino_in_geom(const Node *n, const Type *x, WinoGeom *g, char *why, s
   g->h = x->dims[1];
   g->w = x->dims[2];
   g->c = x->dims[3];
-  if (g->oh + 2 > g->h + 2 * g->pt + 2 || g->ow + 2 > g->w + 2 * g->pl + 2 || g->pt > 2 || g->pl > 2) {
-    snprintf(why, nwhy, "out %lldx%lld with pads %lld, %lld does not fit x's %lldx%lld", (long long)g->oh,
-             (long long)g->ow, (long long)g->pt, (long long)g->pl, (long long)g->h, (long long)g->w);
-    return false;
-  }
   g->t = g->n * g->th * g->tw;
   return true;
 }

@@ -207,8 +207,9 @@ static int64_t winograd_tile(const Graph *g, const Node *c, const char *act) {
   char why[WHY];
   if (!conv_geom(c, x, w, &cg, why))
     return 0;
-  for (int j = 0; j < 2; j++)
-    if (cg.stride[j] != 1 || cg.dil[j] != 1 || cg.pad[j] < 0)
+  for (int j = 0; j < 2; j++) /* pads of 0-2 on each side: every window meets x */
+    if (cg.stride[j] != 1 || cg.dil[j] != 1 || cg.pad[j] < 0 || cg.pad[j] > 2 ||
+        y->dims[2 + j] + 2 - cg.in[j] - cg.pad[j] > 2)
       return 0;
   if (cg.cin < WINOGRAD_MIN_CHANNELS || cg.cout < WINOGRAD_MIN_CHANNELS)
     return 0;
