@@ -1191,7 +1191,7 @@ static void emit_gemm_product(Emit *e, const GemmSpec *s, const IsaTile *t, cons
 /* GemmSpec.batch: a loop over the products, each the kernel above on its
  * own A, B and Y; with threads the products are split among them (each
  * product's kernel then runs whole on the thread that took it). */
-static void emit_gemm_batch(Emit *e, const GemmSpec *s, const IsaTile *t, const Geo *g, const char *bp, int64_t plen) {
+static void emit_gemm_batch(Emit *e, const GemmSpec *s, const IsaTile *t, const char *bp, int64_t plen) {
   Arena *a = e->g->arena;
   emit_line(e, "{ /* %lld products Y[q][%lld,%lld] = A[q][%lld,%lld] x B[q][%lld,%lld]%s, B[q] packed at %lld q */",
             (long long)s->batch, (long long)s->m, (long long)s->n, (long long)s->m, (long long)s->k,
@@ -1206,7 +1206,6 @@ static void emit_gemm_batch(Emit *e, const GemmSpec *s, const IsaTile *t, const 
   sq.y = arena_printf(a, "(%s) + q * %lld", s->y, (long long)s->y_bs);
   Geo gq;
   gemm_geo(e, &sq, t, &views[KILN_COUNT(views) - 1], &gq);
-  (void)g;
   emit_gemm_product(e, &sq, t, &gq, arena_printf(a, "%s + q * %lld", bp, (long long)plen));
   e->threads = threads;
   e->indent--;
@@ -1238,7 +1237,7 @@ bool emit_gemm(Emit *e, const GemmSpec *s) {
   int64_t plen;
   const char *bp = gemm_packed_array(e, s, t, &g, &plen);
   if (s->batch > 1)
-    emit_gemm_batch(e, s, t, &g, bp, plen);
+    emit_gemm_batch(e, s, t, bp, plen);
   else
     emit_gemm_product(e, s, t, &g, bp);
   return true;

@@ -101,18 +101,14 @@ typedef struct WinoGeom {
 
 /* n's tile, out and (WinogradIn) pads attributes, with the tile count for
  * `batch` images; false with the reason in why. */
-static bool wino_attrs(const Node *n, WinoGeom *g, char *why, size_t nwhy) {
+static bool wino_attrs(const Node *n, WinoGeom *g, char *why) {
   int64_t m = attr_int(n, "tile", 0);
   const Attr *out = attr_get(n, "out"), *pads = attr_get(n, "pads");
-  if (!winograd_tile_ok(m)) {
-    snprintf(why, nwhy, "tile is %lld; expected 2 or 4", (long long)m);
-    return false;
-  }
+  if (!winograd_tile_ok(m))
+    return window_fail(why, "tile is %lld; expected 2 or 4", (long long)m);
   if (!out || out->kind != ATTR_INTS || out->n != 2 || out->ints[0] <= 0 || out->ints[1] <= 0 ||
-      out->ints[0] > ATTR_MAX || out->ints[1] > ATTR_MAX) {
-    snprintf(why, nwhy, "out must be two ints in [1, 2^30] (the conv's output rows and columns)");
-    return false;
-  }
+      out->ints[0] > ATTR_MAX || out->ints[1] > ATTR_MAX)
+    return window_fail(why, "out must be two ints in [1, 2^30] (the conv's output rows and columns)");
   g->f = wino(m);
   g->oh = out->ints[0];
   g->ow = out->ints[1];
@@ -122,11 +118,9 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why, size_t nwhy) {
   g->bias = g->relu = g->res = false;
   if (n->op == OP_WINOGRADIN) {
     if (!pads || pads->kind != ATTR_INTS || pads->n != 2 || pads->ints[0] < 0 || pads->ints[1] < 0 ||
-        pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX) {
-      snprintf(why, nwhy, "pads must be two ints in [0, 2^30] (the pads before the rows and the columns; the "
+        pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX) 
+      return window_fail(why, "pads must be two ints in [0, 2^30] (the pads before the rows and the columns; the "
                           "windows read 0 outside x)");
-      return false;
-    }
     g->pt = pads->ints[0];
     g->pl = pads->ints[1];
   }
@@ -134,13 +128,11 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why, size_t nwhy) {
 }
 
 /* WinogradIn's geometry over x [N, H, W, C]. */
-static bool wino_in_geom(const Node *n, const Type *x, WinoGeom *g, char *why, size_t nwhy) {
-  if (!wino_attrs(n, g, why, nwhy))
+static bool wino_in_geom(const Node *n, const Type *x, WinoGeom *g, char *why) {
+  if (!wino_attrs(n, g, why))
     return false;
-  if (x->rank != 4 || x->dt != DT_F32) {
-    snprintf(why, nwhy, "x is %s of rank %d; expected f32 [N, H, W, C] (channels last)", dt_name(x->dt), x->rank);
-    return false;
-  }
+  if (x->rank != 4 || x->dt != DT_F32) 
+    return window_fail(why, "x is %s of rank %d; expected f32 [N, H, W, C] (channels last)", dt_name(x->dt), x->rank);
   g->n = x->dims[0];
   g->h = x->dims[1];
   g->w = x->dims[2];
@@ -150,15 +142,13 @@ static bool wino_in_geom(const Node *n, const Type *x, WinoGeom *g, char *why, s
 }
 
 /* WinogradOut's geometry over P [α², T, M]. */
-static bool wino_out_geom(const Node *n, const Type *p, WinoGeom *g, char *why, size_t nwhy) {
-  if (!wino_attrs(n, g, why, nwhy))
+static bool wino_out_geom(const Node *n, const Type *p, WinoGeom *g, char *why) {
+  if (!wino_attrs(n, g, why))
     return false;
   int64_t aa = (int64_t)g->f.a * g->f.a;
-  if (p->rank != 3 || p->dt != DT_F32 || p->dims[0] != aa || p->dims[1] % (g->th * g->tw)) {
-    snprintf(why, nwhy, "the products are %s of rank %d; expected f32 [%lld, a multiple of %lld tiles, M]",
+  if (p->rank != 3 || p->dt != DT_F32 || p->dims[0] != aa || p->dims[1] % (g->th * g->tw)) 
+    return window_fail(why, "the products are %s of rank %d; expected f32 [%lld, a multiple of %lld tiles, M]",
              dt_name(p->dt), p->rank, (long long)aa, (long long)(g->th * g->tw));
-    return false;
-  }
   g->t = p->dims[1];
   g->n = g->t / (g->th * g->tw);
   g->c = p->dims[2];
@@ -166,18 +156,18 @@ static bool wino_out_geom(const Node *n, const Type *p, WinoGeom *g, char *why, 
 }
 
 bool winograd_infer(Graph *g, Node *n, Diag *d) {
-  char why[160];
+  char why[WHY];
   WinoGeom w;
   const Type *x = &node_in(g, n, 0)->type;
   Type t = {.dt = DT_F32, .rank = 3};
   if (n->op == OP_WINOGRADIN) {
-    if (!wino_in_geom(n, x, &w, why, sizeof why))
+    if (!wino_in_geom(n, x, &w, why))
       return diag_node(d, g, n, "%s", why);
     t.dims[0] = (int64_t)w.f.a * w.f.a;
     t.dims[1] = w.t;
     t.dims[2] = w.c;
   } else {
-    if (!wino_out_geom(n, x, &w, why, sizeof why))
+    if (!wino_out_geom(n, x, &w, why))
       return diag_node(d, g, n, "%s", why);
     t.dims[0] = w.n;
     t.dims[1] = w.oh * w.ow;
@@ -205,8 +195,8 @@ bool winograd_infer(Graph *g, Node *n, Diag *d) {
 
 static bool wino_in_eval(const Node *n, const Tensor *in, Tensor *out) {
   WinoGeom w;
-  char why[160];
-  KILN_ASSERT(wino_in_geom(n, &in[0].type, &w, why, sizeof why));
+  char why[WHY];
+  KILN_ASSERT(wino_in_geom(n, &in[0].type, &w, why));
   const float *x = in[0].data;
   float *v = out[0].data;
   int a = w.f.a;
@@ -239,8 +229,8 @@ static bool wino_in_eval(const Node *n, const Tensor *in, Tensor *out) {
 
 static bool wino_out_eval(const Node *n, const Tensor *in, Tensor *out) {
   WinoGeom w;
-  char why[160];
-  KILN_ASSERT(wino_out_geom(n, &in[0].type, &w, why, sizeof why));
+  char why[WHY];
+  KILN_ASSERT(wino_out_geom(n, &in[0].type, &w, why));
   const float *p = in[0].data, *b = node_has_in(n, 1) ? in[1].data : NULL, *r = node_has_in(n, 2) ? in[2].data : NULL;
   float *y = out[0].data;
   bool relu = !strcmp(attr_str(n, "act", "none"), "relu");
@@ -445,8 +435,8 @@ static void close_tile_rows(Emit *e) {
 static void wino_in_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   WinoGeom w;
-  char why[160], xs[96], vs[96];
-  KILN_ASSERT(wino_in_geom(n, &node_in(g, n, 0)->type, &w, why, sizeof why));
+  char why[WHY], xs[96], vs[96];
+  KILN_ASSERT(wino_in_geom(n, &node_in(g, n, 0)->type, &w, why));
   int a = w.f.a, m = w.f.m;
   emit_line(e, "/* Winograd F(%dx%d, 3x3)'s input transform: x %s (channels last) -> v %s, v[i·%d + j][t][c] = "
                "(Bᵀ d B)[i][j], d the %dx%d window of x at tile t's corner (ty·%d - %lld, tx·%d - %lld), 0 outside x */",
@@ -509,8 +499,8 @@ static void out_body(Emit *e, const Lane *l, const WinoGeom *w) {
 static void wino_out_emit(Emit *e, const Node *n) {
   Graph *g = e->g;
   WinoGeom w;
-  char why[160], ps[96], ys[96];
-  KILN_ASSERT(wino_out_geom(n, &node_in(g, n, 0)->type, &w, why, sizeof why));
+  char why[WHY], ps[96], ys[96];
+  KILN_ASSERT(wino_out_geom(n, &node_in(g, n, 0)->type, &w, why));
   int a = w.f.a, m = w.f.m;
   w.bias = node_has_in(n, 1);
   w.relu = !strcmp(attr_str(n, "act", "none"), "relu");
