@@ -118,7 +118,7 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why) {
   g->bias = g->relu = g->res = false;
   if (n->op == OP_WINOGRADIN) {
     if (!pads || pads->kind != ATTR_INTS || pads->n != 2 || pads->ints[0] < 0 || pads->ints[1] < 0 ||
-        pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX) 
+        pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX)
       return window_fail(why, "pads must be two ints in [0, 2^30] (the pads before the rows and the columns; the "
                           "windows read 0 outside x)");
     g->pt = pads->ints[0];
@@ -131,7 +131,7 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why) {
 static bool wino_in_geom(const Node *n, const Type *x, WinoGeom *g, char *why) {
   if (!wino_attrs(n, g, why))
     return false;
-  if (x->rank != 4 || x->dt != DT_F32) 
+  if (x->rank != 4 || x->dt != DT_F32)
     return window_fail(why, "x is %s of rank %d; expected f32 [N, H, W, C] (channels last)", dt_name(x->dt), x->rank);
   g->n = x->dims[0];
   g->h = x->dims[1];
@@ -146,7 +146,7 @@ static bool wino_out_geom(const Node *n, const Type *p, WinoGeom *g, char *why) 
   if (!wino_attrs(n, g, why))
     return false;
   int64_t aa = (int64_t)g->f.a * g->f.a;
-  if (p->rank != 3 || p->dt != DT_F32 || p->dims[0] != aa || p->dims[1] % (g->th * g->tw)) 
+  if (p->rank != 3 || p->dt != DT_F32 || p->dims[0] != aa || p->dims[1] % (g->th * g->tw))
     return window_fail(why, "the products are %s of rank %d; expected f32 [%lld, a multiple of %lld tiles, M]",
              dt_name(p->dt), p->rank, (long long)aa, (long long)(g->th * g->tw));
   g->t = p->dims[1];
