@@ -120,7 +120,7 @@ static bool wino_attrs(const Node *n, WinoGeom *g, char *why) {
     if (!pads || pads->kind != ATTR_INTS || pads->n != 2 || pads->ints[0] < 0 || pads->ints[1] < 0 ||
         pads->ints[0] > ATTR_MAX || pads->ints[1] > ATTR_MAX)
       return window_fail(why, "pads must be two ints in [0, 2^30] (the pads before the rows and the columns; the "
-                          "windows read 0 outside x)");
+                              "windows read 0 outside x)");
     g->pt = pads->ints[0];
     g->pl = pads->ints[1];
   }
@@ -148,7 +148,7 @@ static bool wino_out_geom(const Node *n, const Type *p, WinoGeom *g, char *why) 
   int64_t aa = (int64_t)g->f.a * g->f.a;
   if (p->rank != 3 || p->dt != DT_F32 || p->dims[0] != aa || p->dims[1] % (g->th * g->tw))
     return window_fail(why, "the products are %s of rank %d; expected f32 [%lld, a multiple of %lld tiles, M]",
-             dt_name(p->dt), p->rank, (long long)aa, (long long)(g->th * g->tw));
+                       dt_name(p->dt), p->rank, (long long)aa, (long long)(g->th * g->tw));
   g->t = p->dims[1];
   g->n = g->t / (g->th * g->tw);
   g->c = p->dims[2];
