@@ -9,7 +9,7 @@ reference computed by numpy in float64 and rounded to float32. The shapes
 put M, N and K off every register tile and panel of every --isa (generic
 8-column panels and 6-row tiles, avx2 16 and 6, avx512 32 and 12), make K
 split into blocks (K = 4100 for every ISA, 2100 for avx2 and avx512), and take the corners: K = 1, N = 1, M = 1, a
-1-D operand, batch dims, K = 0. MatMul + Add + Relu/GELU fuse into Linear,
+1-D operand, batch dims (and a weight per batch index), K = 0. MatMul + Add + Relu/GELU fuse into Linear,
 whose epilogue the kernel applies; Gemm covers transB, C as a bias, and
 alpha/beta. tests/tests.cmake runs every case under `kiln check` for each
 --isa. The files are committed; regenerate with:
@@ -295,6 +295,11 @@ def main():
     gemm("gemm_transb_bias", 10, 23, 31, trans_b=1, c_shape=(31,))
     gemm("gemm_alpha_beta", 10, 23, 31, c_shape=(10, 31), alpha=0.5, beta=2.0)
     gemm("gemm_transa", 10, 23, 31, trans_a=1, c_shape=(1, 31))
+    # a weight per batch index (GemmSpec.batch: one packed product each, as
+    # Winograd's per-position products)
+    x, w = rand(5, 23, 37), weight(37, 5, 37, 29)
+    write("matmul_batch_weights", [helper.make_node("MatMul", ["x", "w"], ["y"])], x, (5, 23, 29), [const("w", w)],
+          np.matmul(x.astype(np.float64), w.astype(np.float64)))
     print("wrote", len(os.listdir(OUT)), "cases under", os.path.relpath(OUT))
 
 
