@@ -1466,3 +1466,19 @@ if(NOT KILN_SANITIZE)
   add_test(NAME conv_real_cnn COMMAND ${T}/conv/check_real.sh ${KILN_BIN} cnn ${CMAKE_BINARY_DIR}/conv_real)
   set_tests_properties(conv_real_ppocr conv_real_cnn PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK conv_real)
 endif()
+# ---- depthwise convs channels last: the inside windows written out ----------
+# (compiler/ops/conv.c, emit_depthwise_split; issue 24, item 2): 2-D with
+# dilation, stride, asymmetric pads and a conv no window of which fits in x
+# (tap by tap only), and 3-D; 21 and 18 channels (a body of 16 and a rest):
+# generated C, the interpreter, 2 threads and clang -Weverything against
+# ONNX Runtime (tools/make_conv_cases.py)
+foreach(case conv_depthwise_windows conv_depthwise_3d)
+  add_test(NAME ${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
+  add_test(NAME ${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
+  add_test(NAME ${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
+  if(CLANG)
+    add_test(NAME ${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros\ -Werror
+             ${T}/conv/cases/${case})
+  endif()
+endforeach()
