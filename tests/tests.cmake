@@ -1482,3 +1482,16 @@ foreach(case conv_depthwise_windows conv_depthwise_3d)
              ${T}/conv/cases/${case})
   endif()
 endforeach()
+# ---- the GEMM's row parts on --threads (compiler/kernels/gemm_kernel.c, -----
+# Geo.parts; issue 24): a product whose panels the threads do not divide
+# evenly splits each panel's row tiles in parts. The 2-thread cases above
+# (threads2_case_linear_relu_edge, _gemm_transb_bias: every ISA) take it;
+# here at 3 threads against the reference data, and the split loop checked
+# to be there at 2
+foreach(case linear_relu_edge gemm_transb_bias)
+  add_test(NAME gemm_parts_threads3_${case} COMMAND ${KILN_BIN} check -q --threads 3 ${T}/threads/cases/${case})
+endforeach()
+add_test(NAME gemm_parts_emitted
+         COMMAND sh -c "\"$0\" compile -q --threads 2 \"$1\" -o \"$2\" && grep -c 'part t % 2 of its row tiles' \"$2\""
+                 ${KILN_BIN} ${T}/threads/cases/linear_relu_edge/model.onnx ${CMAKE_BINARY_DIR}/gemm_parts.c)
+set_tests_properties(gemm_parts_emitted PROPERTIES PASS_REGULAR_EXPRESSION "^[1-9]")
