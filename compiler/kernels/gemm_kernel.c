@@ -672,9 +672,9 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
       buf_printf(&at, "%s%lld", j ? ", " : "", (long long)g->part_at[j]);
     emit_line(e, "static const int part_at[%d] = {%s}; /* the first row of each part, and M */", g->parts + 1, at.s);
     buf_free(&at);
-    emit_line(e, "const int r0 = part_at[part], r1 = part_at[part + 1];");
+    emit_line(e, "const int part_lo = part_at[part], part_hi = part_at[part + 1];");
     if (g->m_hi > 0) {
-      emit_line(e, "for (int i0 = r0; i0 < (r1 < %lld ? r1 : %lld); i0 += %d) { /* tiles of %d x %d */",
+      emit_line(e, "for (int i0 = part_lo; i0 < (part_hi < %lld ? part_hi : %lld); i0 += %d) { /* tiles of %d x %d */",
                 (long long)g->m_hi, (long long)g->m_hi, g->mr_hi, g->mr_hi, valid);
       e->indent++;
       emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
@@ -682,7 +682,7 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
       emit_line(e, "}");
     }
     if (g->m_hi < s->m) {
-      emit_line(e, "for (int i0 = r0 > %lld ? r0 : %lld; i0 < r1; i0 += %d) { /* tiles of %d x %d */",
+      emit_line(e, "for (int i0 = part_lo > %lld ? part_lo : %lld; i0 < part_hi; i0 += %d) { /* tiles of %d x %d */",
                 (long long)g->m_hi, (long long)g->m_hi, g->mr_lo, g->mr_lo, valid);
       e->indent++;
       emit_tile(e, s, g, g->mr_lo, pw, valid, pf);
