@@ -1550,3 +1550,32 @@ if(NOT KILN_SANITIZE)
   add_test(NAME conv_real_cnn COMMAND ${T}/conv/check_real.sh ${KILN_BIN} cnn ${CMAKE_BINARY_DIR}/conv_real)
   set_tests_properties(conv_real_ppocr conv_real_cnn PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK conv_real)
 endif()
+# ---- depthwise convs channels last: the inside windows written out ----------
+# (compiler/ops/conv.c, emit_depthwise_split; issue 24, item 2): 2-D with
+# dilation, stride, asymmetric pads and a conv no window of which fits in x
+# (tap by tap only), and 3-D; 21 and 18 channels (a body of 16 and a rest):
+# generated C, the interpreter, 2 threads and clang -Weverything against
+# ONNX Runtime (tools/make_conv_cases.py)
+foreach(case conv_depthwise_windows conv_depthwise_3d)
+  add_test(NAME ${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
+  add_test(NAME ${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
+  add_test(NAME ${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
+  if(CLANG)
+    add_test(NAME ${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
+             --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros\ -Werror
+             ${T}/conv/cases/${case})
+  endif()
+endforeach()
+# ---- the GEMM's row parts on --threads (compiler/kernels/gemm_kernel.c, -----
+# Geo.parts; issue 24): a product whose panels the threads do not divide
+# evenly splits each panel's row tiles in parts. The 2-thread cases above
+# (threads2_case_linear_relu_edge, _gemm_transb_bias: every ISA) take it;
+# here at 3 threads against the reference data, and the split loop checked
+# to be there at 2
+foreach(case linear_relu_edge gemm_transb_bias)
+  add_test(NAME gemm_parts_threads3_${case} COMMAND ${KILN_BIN} check -q --threads 3 ${T}/threads/cases/${case})
+endforeach()
+add_test(NAME gemm_parts_emitted
+         COMMAND sh -c "\"$0\" compile -q --threads 2 \"$1\" -o \"$2\" && grep -c 'part t % 2 of its row tiles' \"$2\""
+                 ${KILN_BIN} ${T}/threads/cases/linear_relu_edge/model.onnx ${CMAKE_BINARY_DIR}/gemm_parts.c)
+set_tests_properties(gemm_parts_emitted PROPERTIES PASS_REGULAR_EXPRESSION "^[1-9]")

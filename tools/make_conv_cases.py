@@ -18,6 +18,8 @@ residual block whose activations stay channels last through MaxPool, a
 residual Add, Relu, a depthwise conv, HardSwish, a per-channel Mul and a
 squeeze-and-excitation block (conv_gemm's layout); an SE block at batch 1
 (ReduceMean and ReduceMax over the positions of channels-last [1, P, C]);
+depthwise convs channels last, 2-D and 3-D, whose windows lie inside x,
+overhang it, or never fit in it (conv.c's runs of each);
 a residual block of 3x3 convs on Winograd's F(4x4, 3x3) at batch 2 (odd
 image, residual Add and Relu in the output transform's epilogue) and one
 on F(2x2, 3x3) with asymmetric pads and channels off the vector width;
@@ -183,6 +185,33 @@ def main():
           helper.make_node("Conv", ["u", "w3"], ["y"], name="c3")],
          [const("w1", [21, 4, 3, 3], -0.3, 0.3), const("b1", [21]), const("wq", [21, 21, 1, 1], -0.5, 0.5),
           const("bq", [21]), const("w3", [5, 21, 1, 1], -0.4, 0.4)], [1, 4, 9, 10], ["y", "qs"])
+    # depthwise convs channels last (conv.c's runs: the windows inside x
+    # with their taps written out, those overhanging it tap by tap):
+    # 1x1 conv -> depthwise 5x5 pad 2, dilation [1, 2] (one inside window a
+    # row) -> 3x3 stride [2, 1] asymmetric pads (the last column overhangs)
+    # -> 5x3 over 3 rows (no window inside: tap by tap only) -> 1x1 conv;
+    # 21 channels (a body of 16 and 5 more), batch 2
+    save(out, "conv_depthwise_windows",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1"),
+          helper.make_node("Conv", ["a", "wd1", "bd1"], ["d1"], name="dw1", kernel_shape=[5, 5], pads=[2, 2, 2, 2],
+                           dilations=[1, 2], group=21),
+          helper.make_node("Conv", ["d1", "wd2", "bd2"], ["d2"], name="dw2", kernel_shape=[3, 3], strides=[2, 1],
+                           pads=[1, 0, 0, 1], group=21),
+          helper.make_node("Conv", ["d2", "wd3"], ["d3"], name="dw3", kernel_shape=[5, 3], pads=[2, 1, 2, 1],
+                           group=21),
+          helper.make_node("Conv", ["d3", "w2"], ["y"], name="c2")],
+         [const("w1", [21, 5, 1, 1], -0.4, 0.4), const("b1", [21]), const("wd1", [21, 1, 5, 5], -0.3, 0.3),
+          const("bd1", [21]), const("wd2", [21, 1, 3, 3], -0.4, 0.4), const("bd2", [21]),
+          const("wd3", [21, 1, 5, 3], -0.3, 0.3), const("w2", [6, 21, 1, 1], -0.4, 0.4)], [2, 5, 7, 9], ["y"])
+    # a 3-D depthwise conv channels last between two 1x1x1 convs: 3x3x3,
+    # pads 1, 18 channels
+    save(out, "conv_depthwise_3d",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1"),
+          helper.make_node("Conv", ["a", "wd", "bd"], ["d"], name="dw", kernel_shape=[3, 3, 3], pads=[1] * 6,
+                           group=18),
+          helper.make_node("Conv", ["d", "w2"], ["y"], name="c2")],
+         [const("w1", [18, 4, 1, 1, 1], -0.4, 0.4), const("b1", [18]), const("wd", [18, 1, 3, 3, 3], -0.3, 0.3),
+          const("bd", [18]), const("w2", [5, 18, 1, 1, 1], -0.4, 0.4)], [1, 4, 4, 5, 6], ["y"])
     # Winograd F(4x4, 3x3) (compiler/ops/winograd.c): a stem conv, then a
     # residual block, 3x3 + BN + Relu (16 -> 24 channels: 16- and 8-wide
     # steps) and 3x3 + BN + Add + Relu (24 -> 16), batch 2 on a 19 x 23

@@ -170,6 +170,14 @@ static int widest_view(int nr) {
 #define GEMM_A_LARGE (1 << 20)
 #define GEMM_B_SMALL (1 << 19)
 
+/* --threads: a product of few panels, a number the threads do not divide
+ * or whose last panel is narrower (PP-OCR's 1x1 convs: 32 + 16 columns, 3
+ * or 5 panels on 2 threads), has each panel's
+ * row tiles in parts, as many as the threads, the parts of all panels the
+ * items of the split loop: 5 panels on 2 threads are 10 items, 5 each,
+ * not 3 and 2 (the run waits for the thread with 3). Geo.parts. */
+#define GEMM_PARTS_MAX 8
+
 /* --precision=bf16: A is rounded to bf16 once per product, into a local
  * array of M x ceil(K/2) words on the calling thread's stack; a product
  * whose A would need more stays f32. */
@@ -199,6 +207,8 @@ typedef struct Geo {
                         else they split each pair into two f32 and use FMAs */
   double ns;         /* estimated serial time (emit_parallel_for) */
   bool par_panels;   /* --threads: the panels split among the threads */
+  int parts;         /* with par_panels: each panel's row tiles in this many parts (1: whole) */
+  int64_t part_at[GEMM_PARTS_MAX + 1]; /* the first row of each part, and M */
   bool par_rows;     /* --threads: else the row tiles of each panel */
   bool prefetch;     /* the last row tiles of a full panel prefetch the next panel (bn) */
   bool a_large;      /* rows outside panels (emit_rows_outer): A is large, B small */
@@ -253,6 +263,17 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   g->ns = gemm_ns(s);
   g->par_panels = emit_parallel_worth(e, g->npf + (g->nrem > 0), g->ns);
   g->par_rows = !g->par_panels && emit_parallel_worth(e, tiles, g->ns);
+  int64_t np = g->npf + (g->nrem > 0);
+  g->parts = 1;
+  if (g->par_panels && (np % e->threads || g->nrem) && np < 4 * e->threads && e->threads <= GEMM_PARTS_MAX &&
+      tiles >= e->threads && !s->rows && !g->bf16 && !g->q8 && g->nkb == 1) {
+    g->parts = e->threads;
+    int64_t t_hi = g->m_hi / g->mr_hi;
+    for (int j = 0; j <= g->parts; j++) { /* part j: the row tiles from tiles * j / parts */
+      int64_t tt = tiles * j / g->parts;
+      g->part_at[j] = tt < t_hi ? tt * g->mr_hi : g->m_hi + (tt - t_hi) * g->mr_lo;
+    }
+  }
   g->prefetch = tiles >= GEMM_PREFETCH_MIN_TILES && !g->widen; /* widening streams the int8 block in order */
   g->rows_outer = 0;
   g->a_large = !g->q8 && !g->bf16 && !s->rows && g->nkb == 1 && 4 * s->m * s->k > GEMM_A_LARGE &&
@@ -260,6 +281,7 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
   if (g->a_large) { /* with threads, the row tiles are split; nothing to prefetch */
     g->par_rows = g->par_panels || g->par_rows;
     g->par_panels = false;
+    g->parts = 1;
     g->prefetch = false;
   }
 }
@@ -644,6 +666,31 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
     return;
   }
   double row_ns = g->ns / (double)s->m / (double)(g->npf + (g->nrem > 0));
+  if (g->parts > 1) { /* this item's part of the row tiles (Geo.parts) */
+    Buf at = {0};
+    for (int j = 0; j <= g->parts; j++)
+      buf_printf(&at, "%s%lld", j ? ", " : "", (long long)g->part_at[j]);
+    emit_line(e, "static const int part_at[%d] = {%s}; /* the first row of each part, and M */", g->parts + 1, at.s);
+    buf_free(&at);
+    emit_line(e, "const int part_lo = part_at[part], part_hi = part_at[part + 1];");
+    if (g->m_hi > 0) {
+      emit_line(e, "for (int i0 = part_lo; i0 < (part_hi < %lld ? part_hi : %lld); i0 += %d) { /* tiles of %d x %d */",
+                (long long)g->m_hi, (long long)g->m_hi, g->mr_hi, g->mr_hi, valid);
+      e->indent++;
+      emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
+      e->indent--;
+      emit_line(e, "}");
+    }
+    if (g->m_hi < s->m) {
+      emit_line(e, "for (int i0 = part_lo > %lld ? part_lo : %lld; i0 < part_hi; i0 += %d) { /* tiles of %d x %d */",
+                (long long)g->m_hi, (long long)g->m_hi, g->mr_lo, g->mr_lo, valid);
+      e->indent++;
+      emit_tile(e, s, g, g->mr_lo, pw, valid, pf);
+      e->indent--;
+      emit_line(e, "}");
+    }
+    return;
+  }
   if (g->m_hi > 0) {
     if (g->par_rows)
       emit_parallel_for(e, g->m_hi / g->mr_hi, row_ns * (double)g->m_hi);
@@ -728,13 +775,18 @@ static void emit_edge_panel(Emit *e, const GemmSpec *s, const Geo *g, const char
  * the threads. */
 static void emit_panels_parallel(Emit *e, const GemmSpec *s, const Geo *g) {
   int64_t np = g->npf + (g->nrem > 0);
-  emit_parallel_for(e, np, g->ns);
-  if (g->nrem == 0)
-    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d */",
-              (long long)np, g->nr, g->nr, g->nr - 1);
-  else
-    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d, "
-                 "the last one narrower */", (long long)np, g->nr, g->nr, g->nr - 1);
+  const char *narrow = g->nrem ? ", the last one narrower" : "";
+  if (g->parts > 1) { /* the items: each panel's row tiles in parts (Geo.parts) */
+    emit_parallel_for(e, np * g->parts, g->ns);
+    emit_line(e, "for (int t = 0; t < %lld; t++) { /* panel p = t / %d: columns %d * p .. %d * p + %d%s; "
+                 "part t %% %d of its row tiles */", (long long)(np * g->parts), g->parts, g->nr, g->nr,
+              g->nr - 1, narrow, g->parts);
+    emit_line(e, "  const int p = t / %d, part = t %% %d;", g->parts, g->parts);
+  } else {
+    emit_parallel_for(e, np, g->ns);
+    emit_line(e, "for (int p = 0; p < %lld; p++) { /* panel p: columns %d * p .. %d * p + %d%s */",
+              (long long)np, g->nr, g->nr, g->nr - 1, narrow);
+  }
   e->indent++;
   if (g->nrem == 0) {
     emit_full_panel(e, s, g);

@@ -28,7 +28,9 @@
  * X [N, in..., C] to Y [N, out..., C]. Per output position its C channels
  * start at the bias and add each tap inside x, C contiguous products at a
  * time with W packed tap-major ([k..., C], emit_const_array): a loop that
- * vectorises; taps in the padding are skipped per tap (emit_depthwise_last). */
+ * vectorises; taps in the padding are skipped per tap. Where a window lies
+ * inside x (most of them), its taps are written out in one sum per channel
+ * instead (emit_depthwise_split). */
 #include <stdio.h>
 #include <string.h>
 
@@ -626,6 +628,133 @@ static void emit_rows(Emit *e, const Node *n, const ConvGeom *c, bool copy, int6
 #undef OPEN
 }
 
+/* Windows of at most this many taps are written out as one sum per
+ * channel where they lie inside x (emit_depthwise_split). */
+#define DEPTHWISE_TAPS_MAX 32
+
+/* The outputs along spatial dim j whose windows lie inside x: o * s - pad
+ * >= 0 and o * s - pad + (k - 1) * d < in, o in [*lo, *hi]; false when
+ * there are none. */
+static bool depthwise_inside(const ConvGeom *c, int j, int64_t *lo, int64_t *hi) {
+  int64_t last = c->in[j] - 1 - (c->k[j] - 1) * c->dil[j] + c->pad[j]; /* the last o·s inside */
+  *lo = (c->pad[j] + c->stride[j] - 1) / c->stride[j];
+  *hi = last < 0 ? -1 : last / c->stride[j];
+  if (*hi > c->out[j] - 1)
+    *hi = c->out[j] - 1;
+  return *lo <= *hi;
+}
+
+/* One output position's C channels, its taps one at a time: from the
+ * bias, each tap inside x adds C contiguous products (W tap-major). */
+static void depthwise_taps(Emit *e, const Node *n, const ConvGeom *c, const WindowWalk *walk, const char *W,
+                           const char *bias) {
+  Arena *a = e->g->arena;
+  int64_t ch = c->cin;
+  window_channel_loop(e, ch, arena_printf(a, "yp[c] = %s;", bias));
+  const char *tap, *ipos = window_last_taps(e, walk, &tap);
+  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld, *wp = %s + (%s) * %lld;",
+            emit_ref(e, n->in[0]), (long long)window_prod(c->in, c->nsp), ipos, (long long)ch, W, tap,
+            (long long)ch);
+  window_channel_loop(e, ch, "yp[c] += xp[c] * wp[c];");
+  for (int j = 0; j < c->nsp; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
+/* One output position whose window lies inside x: the taps written out,
+ * y[c] = b[c] + x_0[c]·w_0[c] + ... + x_T[c]·w_T[c] in one loop over the
+ * channels, each tap a constant offset from the window's corner. */
+static void depthwise_written_out(Emit *e, const Node *n, const ConvGeom *c, const char *W, const char *bias) {
+  Arena *a = e->g->arena;
+  int ns = c->nsp;
+  int64_t ch = c->cin, ksz = window_prod(c->k, ns);
+  const char *corner[MAX_RANK];
+  for (int j = 0; j < ns; j++) {
+    const char *os = c->stride[j] == 1 ? arena_printf(a, "o%d", j)
+                                       : arena_printf(a, "o%d * %lld", j, (long long)c->stride[j]);
+    corner[j] = c->pad[j] ? arena_printf(a, "%s - %lld", os, (long long)c->pad[j]) : os;
+  }
+  emit_line(e, "const float *xo = %s + ((int64_t)n * %lld + %s) * %lld; /* the window's corner */",
+            emit_ref(e, n->in[0]), (long long)window_prod(c->in, ns), window_flat(a, ns, corner, c->in, false),
+            (long long)ch);
+  Buf sum = {0};
+  buf_printf(&sum, "yp[c] = %s", bias);
+  for (int64_t t = 0; t < ksz; t++) {
+    int64_t at[MAX_RANK], off = 0;
+    window_unflatten(t, c->k, ns, at);
+    for (int j = 0; j < ns; j++)
+      off = off * c->in[j] + at[j] * c->dil[j];
+    buf_printf(&sum, " + xo[%lld + c] * %s[%lld + c]", (long long)(off * ch), W, (long long)(t * ch));
+  }
+  buf_puts(&sum, ";");
+  window_channel_loop(e, ch, sum.s);
+  buf_free(&sum);
+}
+
+/* Conv {channels_last} with the windows inside x apart: per row of outputs
+ * (all spatial dims but the last), the outputs before the inside ones and
+ * after them add their taps one at a time (depthwise_taps); the inside
+ * ones, most of them, have theirs written out (depthwise_written_out), so
+ * each sum stays in registers, where adding tap by tap into yp stores and
+ * reloads it (a store-to-load chain of T steps a vector). The taps are
+ * added in the same order either way: the same sums. The three runs are
+ * loops with bounds of their own, not a test per output: under such a
+ * test gcc 12 -O2 leaves the loops scalar (it guesses `(unsigned)(o - 1)
+ * <= 9u` false and optimises what it guards for size); a row outside x in
+ * the outer dims gets an empty inside run. */
+static void emit_depthwise_split(Emit *e, const Node *n, const ConvGeom *c, const WindowWalk *walk, const char *W,
+                                 const char *bias, const int64_t *lo, const int64_t *hi) {
+  Arena *a = e->g->arena;
+  int ns = c->nsp, L = ns - 1;
+  int64_t ch = c->cin, ksz = window_prod(c->k, ns);
+  emit_line(e, "for (int n = 0; n < %lld; n++) {", (long long)c->batch);
+  e->indent++;
+  Buf in = {0};
+  for (int j = 0; j < L; j++) {
+    if (j == 0) /* --threads: the outer output dim split (an FMA: about 0.25 ns an element and tap) */
+      emit_parallel_for(e, c->out[0], 0.25 * (double)(window_prod(c->out, ns) * ch * ksz));
+    emit_line(e, "for (int o%d = 0; o%d < %lld; o%d++) {", j, j, (long long)c->out[j], j);
+    e->indent++;
+    if (lo[j] > 0 || hi[j] < c->out[j] - 1)
+      buf_printf(&in, "%s(unsigned)(o%d - %lld) <= %lldu", in.len ? " && " : "", j, (long long)lo[j],
+                 (long long)(hi[j] - lo[j]));
+  }
+  const char *pos = "o0";
+  for (int j = 1; j < ns; j++)
+    pos = arena_printf(a, "(%s) * %lld + o%d", pos, (long long)c->out[j], j);
+  const char *yp = arena_printf(a, "float *yp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->out[0]),
+                                (long long)window_prod(c->out, ns), pos, (long long)ch);
+  if (in.len) {
+    emit_line(e, "const int in = %s; /* this row's windows can lie inside x */", in.s);
+    emit_line(e, "const int lo = in ? %lld : %lld, hi = in ? %lld : %lld; /* those inside: [lo, hi) */",
+              (long long)lo[L], (long long)c->out[L], (long long)hi[L] + 1, (long long)c->out[L]);
+  } else {
+    emit_line(e, "const int lo = %lld, hi = %lld; /* the windows inside x: [lo, hi) */", (long long)lo[L],
+              (long long)hi[L] + 1);
+  }
+  buf_free(&in);
+  const char *from[3] = {"0", "lo", "hi"}, *to[3] = {"lo", "hi", emit_int(e, c->out[L])};
+  const char *what[3] = {"overhanging x: the taps inside it one at a time",
+                         arena_printf(a, "inside x: the %lld taps written out", (long long)ksz),
+                         "overhanging x at the end"};
+  for (int r = 0; r < 3; r++) {
+    emit_line(e, "for (int o%d = %s; o%d < %s; o%d++) { /* %s */", L, from[r], L, to[r], L, what[r]);
+    e->indent++;
+    emit_line(e, "%s", yp);
+    if (r == 1)
+      depthwise_written_out(e, n, c, W, bias);
+    else
+      depthwise_taps(e, n, c, walk, W, bias);
+    e->indent--;
+    emit_line(e, "}");
+  }
+  for (int j = 0; j < ns; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 /* Conv {channels_last}: see the top of this file. */
 static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
   Graph *g = e->g;
@@ -642,14 +771,21 @@ static void emit_depthwise_last(Emit *e, const Node *n, const ConvGeom *c) {
   emit_line(e, "/* y[n][o...][c] = b[c] + the sum of x[n][o * stride + k * dilation - pad ...][c] * w[c][k...] over "
                "the taps inside x (channels last, %lld channels) */", (long long)ch);
   const WindowWalk walk = {ns, c->in, c->out, c->k, c->stride, c->dil, c->pad};
+  const char *bias = node_has_in(n, 2) ? arena_printf(a, "%s[c]", emit_ref(e, n->in[2])) : "0.0f";
+  int64_t lo[MAX_RANK], hi[MAX_RANK];
+  bool inside = ns >= 2 && ksz <= DEPTHWISE_TAPS_MAX;
+  for (int j = 0; j < ns && inside; j++)
+    inside = depthwise_inside(c, j, &lo[j], &hi[j]);
+  if (inside) {
+    emit_depthwise_split(e, n, c, &walk, W, bias, lo, hi);
+    return;
+  }
   window_last_outputs(e, &walk, c->batch, ch, emit_ref(e, n->out[0]));
-  window_channel_loop(e, ch, node_has_in(n, 2) ? arena_printf(a, "yp[c] = %s[c];", emit_ref(e, n->in[2])) : "yp[c] = 0.0f;");
-  const char *tap, *ipos = window_last_taps(e, &walk, &tap);
-  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld, *wp = %s + (%s) * %lld;",
-            emit_ref(e, n->in[0]), (long long)window_prod(c->in, ns), ipos, (long long)ch, W, tap,
-            (long long)ch);
-  window_channel_loop(e, ch, "yp[c] += xp[c] * wp[c];");
-  window_last_close(e, ns);
+  depthwise_taps(e, n, c, &walk, W, bias);
+  for (int j = 0; j < ns + 1; j++) {
+    e->indent--;
+    emit_line(e, "}");
+  }
 }
 
 bool conv_emit(Emit *e, const Node *n) {

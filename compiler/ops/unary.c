@@ -152,6 +152,14 @@ bool unary_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
 
 /* ---- the formulas again, as C ---------------------------------------------- */
 
+/* fmax(0, fmin(1, v)) as selects, NaN giving 1 as there: a loop of them
+ * vectorises, where fmaxf and fminf are calls at -O2 (their NaN rules
+ * are no single x86 instruction's). */
+static const char *clamp01(Emit *e, DType dt, const char *v) {
+  const char *one = emit_double_literal(e, dt, 1), *zero = emit_double_literal(e, dt, 0);
+  return arena_printf(e->g->arena, "(!(%s < %s) ? %s : %s > %s ? %s : %s)", v, one, one, v, zero, v, zero);
+}
+
 static const char *c_float_expr(Emit *e, const Node *n, DType dt) {
   Arena *a = e->g->arena;
 #define F(name) emit_mathfn(e, dt, name)
@@ -178,11 +186,10 @@ static const char *c_float_expr(Emit *e, const Node *n, DType dt) {
     return arena_printf(a, "$0 >= %s ? $0 : %s * (%s($0) - %s)", L(0),
                         L(attr_float(n, "alpha", 1.0)), F("exp"), L(1));
   case OP_HARDSIGMOID:
-    return arena_printf(a, "%s(%s, %s(%s, %s * $0 + %s))", F("fmax"), L(0), F("fmin"), L(1),
-                        L(attr_float(n, "alpha", 0.2)), L(attr_float(n, "beta", 0.5)));
+    return clamp01(e, dt, arena_printf(a, "%s * $0 + %s", L(attr_float(n, "alpha", 0.2)),
+                                       L(attr_float(n, "beta", 0.5))));
   case OP_HARDSWISH:
-    return arena_printf(a, "$0 * %s(%s, %s(%s, $0 / %s + %s))", F("fmax"), L(0), F("fmin"), L(1),
-                        L(6), L(0.5));
+    return arena_printf(a, "$0 * %s", clamp01(e, dt, arena_printf(a, "$0 / %s + %s", L(6), L(0.5))));
   case OP_ISINF: {
     bool pos = attr_int(n, "detect_positive", 1), neg = attr_int(n, "detect_negative", 1);
     return arena_printf(a, "isinf($0) && (%s || %s)", pos ? "$0 > 0" : "0", neg ? "$0 < 0" : "0");
