@@ -522,7 +522,9 @@ static void emit_chunk_ptrs(Emit *e, const IGemmSpec *s, const char *boff, const
 }
 
 /* Path pt over every column: the chunks of the full panels (split among
- * the threads), then the edge panel's. */
+ * the threads), then the edge panel's, on the lead alone (KILN_LEAD_ONLY:
+ * outside a split loop every thread of the job runs the code, and a late
+ * one would read the next block's rows or the lead's finished stack). */
 static void emit_path(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *pt, int64_t rows) {
   int vw = pt->vw, cw = pt->cw, cpp = IG_NR / cw;
   long long panel = g->kp * 4 * IG_NR;
@@ -544,8 +546,8 @@ static void emit_path(Emit *e, const IGemmSpec *s, const IGeo *g, const IPath *p
   }
   for (int q = 0; q * cw < g->nrem; q++) {
     int valid = g->nrem - q * cw < cw ? g->nrem - q * cw : cw;
-    emit_line(e, "{ /* the edge panel: columns %lld .. %lld */", (long long)(g->npf * IG_NR + q * cw),
-              (long long)(g->npf * IG_NR + q * cw + valid - 1));
+    emit_line(e, "%s{ /* the edge panel: columns %lld .. %lld */", emit_lead_only(e),
+              (long long)(g->npf * IG_NR + q * cw), (long long)(g->npf * IG_NR + q * cw + valid - 1));
     e->indent++;
     emit_chunk_ptrs(e, s, emit_int(e, g->npf * panel + q * cw * 4), emit_int(e, g->npf * IG_NR + q * cw));
     emit_chunk_rows(e, s, g, pt, rows, (valid + vw - 1) / vw, 4 * g->pwe, valid);
@@ -565,8 +567,9 @@ static void emit_path_c(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows
       continue;
     if (!edge)
       emit_parallel_for(e, np, g->ns * (double)rows / (double)g->m);
-    emit_line(e, "for (int p = %lld; p < %lld; p++) { /* %s */", (long long)(edge ? g->npf : 0),
-              (long long)(edge ? g->npf + 1 : g->npf), edge ? "the edge panel" : "the full panels");
+    emit_line(e, "%sfor (int p = %lld; p < %lld; p++) { /* %s */", edge ? emit_lead_only(e) : "",
+              (long long)(edge ? g->npf : 0), (long long)(edge ? g->npf + 1 : g->npf),
+              edge ? "the edge panel" : "the full panels");
     e->indent++;
     emit_line(e, "const int8_t *b = bp + p * %lld; /* [%lld][%d][4] */", panel, (long long)g->kp, pw);
     emit_line(e, "for (int i = 0; i < %lld; i++) {", (long long)rows);
@@ -663,7 +666,8 @@ static void emit_amx_chunk(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t r
 }
 
 /* The AMX path over every column: the full panels (split among the
- * threads), then the edge panel. */
+ * threads), then the edge panel; the edge panel and the zeroing of A's
+ * padding rows on the lead alone, as in emit_path. */
 static void emit_path_amx(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t rows) {
   long long panel = g->kp * 4 * IG_NR, kp = g->kp;
   int64_t r16 = (rows + 15) / 16 * 16;
@@ -671,8 +675,8 @@ static void emit_path_amx(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t ro
   emit_line(e, "typedef int v16i __attribute__((vector_size(64)));");
   emit_line(e, "typedef float v16f __attribute__((vector_size(64)));");
   if (r16 > rows)
-    emit_line(e, "memset(au + %lld, 0, %lld); /* rows %lld .. %lld: whole tiles */", (long long)rows * kp,
-              (long long)(r16 - rows) * kp * 4, (long long)rows, (long long)r16 - 1);
+    emit_line(e, "%smemset(au + %lld, 0, %lld); /* rows %lld .. %lld: whole tiles */", emit_lead_only(e),
+              (long long)rows * kp, (long long)(r16 - rows) * kp * 4, (long long)rows, (long long)r16 - 1);
   if (g->npf > 0) {
     emit_parallel_for(e, g->npf, g->ns * (double)rows / (double)g->m);
     emit_line(e, "for (int c = 0; c < %lld; c++) { /* columns 32 * c .. 32 * c + 31 */", (long long)g->npf);
@@ -683,7 +687,7 @@ static void emit_path_amx(Emit *e, const IGemmSpec *s, const IGeo *g, int64_t ro
     emit_line(e, "}");
   }
   if (g->nrem) {
-    emit_line(e, "{ /* the edge panel: columns %lld .. %lld */", (long long)(g->npf * IG_NR),
+    emit_line(e, "%s{ /* the edge panel: columns %lld .. %lld */", emit_lead_only(e), (long long)(g->npf * IG_NR),
               (long long)(s->n - 1));
     e->indent++;
     emit_chunk_ptrs(e, s, emit_int(e, g->npf * panel), emit_int(e, g->npf * IG_NR));
