@@ -1064,16 +1064,19 @@ static void emit_gemm_cblas(Emit *e, const GemmSpec *s) {
   emit_line(e, "float *y = %s; /* [%lld,%lld] */", s->y, m, n);
   emit_rows_run(e, s);
   const char *mr = s->rows ? "(int)m_run" : emit_int(e, m); /* the rows multiplied */
+  /* the call (and K = 0's memset) on the lead alone: code outside a split
+   * loop runs on every thread of the job, and two cblas_sgemm calls at
+   * once on one Y race (OpenBLAS's own buffers too: heap corruption) */
   if (k == 0) { /* BLAS rejects a leading dimension of 0 */
-    emit_line(e, "memset(y, 0, %lld); /* K = 0: the empty sums */", 4 * m * n);
+    emit_line(e, "%smemset(y, 0, %lld); /* K = 0: the empty sums */", emit_lead_only(e), 4 * m * n);
   } else {
     const char *b = emit_const_array(e, DT_F32, s->b, k * n, s->b_name ? s->b_name : "b",
                                      arena_printf(a, "B%s [%lld,%lld]%s for cblas_sgemm (--gemm=openblas)",
                                                   bname, s->b_trans ? n : k, s->b_trans ? k : n,
                                                   s->b_trans ? " (transposed)" : ""));
-    emit_line(e, "cblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %s, %lld, %lld, 1.0f, %s, %lld, %s, %lld, "
+    emit_line(e, "%scblas_sgemm(CblasRowMajor, CblasNoTrans, %s, %s, %lld, %lld, 1.0f, %s, %lld, %s, %lld, "
                  "0.0f, y, %lld);",
-              s->b_trans ? "CblasTrans" : "CblasNoTrans", mr, n, k, s->a, (long long)s->a_rs, b,
+              emit_lead_only(e), s->b_trans ? "CblasTrans" : "CblasNoTrans", mr, n, k, s->a, (long long)s->a_rs, b,
               s->b_trans ? k : n, n);
   }
   if (s->bias || s->act || s->residual) {
