@@ -639,8 +639,9 @@ static inline int kiln_amx_ready(void) {
  *   work. So every KILN_SPIN_YIELD rounds it calls sched_yield, and when
  *   that returns later than KILN_SPIN_GAP ticks, another thread ran on its
  *   core in between: the core is not idle, spinning there costs the
- *   others, and the worker sleeps at once (a publish wakes it). On an idle
- *   core sched_yield returns at once (a system call);
+ *   others, and the worker sleeps at once (the next event wakes it). On an
+ *   idle core sched_yield returns at once (a system call). The lead does
+ *   not yield: that would give a busy process its core for a time slice;
  * - a wake-up (pthread_cond_broadcast) is sent only to threads that said
  *   they sleep, once: each waker takes the count of sleepers to 0, so a
  *   job's publish, loop opens and last tiles cost one system call between
@@ -672,7 +673,7 @@ static inline int kiln_amx_ready(void) {
 #define KILN_SPIN_YIELD 16 /* a spinning worker calls sched_yield every KILN_SPIN_YIELD rounds; 0: never */
 #endif
 #ifndef KILN_SPIN_GAP
-#define KILN_SPIN_GAP 20000 /* a sched_yield longer than this (kiln_ticks, about 10 microseconds): the core is shared */
+#define KILN_SPIN_GAP 20000 /* a sched_yield longer than this (kiln_ticks, about 6-10 microseconds): the core is shared */
 #endif
 
 /* A cycle count for spin limits and kiln_adapt's timing (only ratios of
