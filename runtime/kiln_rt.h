@@ -639,9 +639,12 @@ static inline int kiln_amx_ready(void) {
  *   work. So every KILN_SPIN_YIELD rounds it calls sched_yield, and when
  *   that returns later than KILN_SPIN_GAP ticks, another thread ran on its
  *   core in between: the core is not idle, spinning there costs the
- *   others, and the worker sleeps at once (the next event wakes it). On an
- *   idle core sched_yield returns at once (a system call). The lead does
- *   not yield: that would give a busy process its core for a time slice;
+ *   others, and a tile it claimed there could be held through the other
+ *   thread's time slice. So it rests: it sleeps where no event wakes it,
+ *   for KILN_REST_TICKS, until the lead's next publish after that
+ *   (kiln_pool_rest, kiln_pool_rouse); then it probes again. On an idle
+ *   core sched_yield returns at once (a system call). The lead does not
+ *   yield: that would give a busy process its core for a time slice;
  * - a wake-up (pthread_cond_broadcast) is sent only to threads that said
  *   they sleep, once: each waker takes the count of sleepers to 0, so a
  *   job's publish, loop opens and last tiles cost one system call between
@@ -674,6 +677,9 @@ static inline int kiln_amx_ready(void) {
 #endif
 #ifndef KILN_SPIN_GAP
 #define KILN_SPIN_GAP 20000 /* a sched_yield longer than this (kiln_ticks, about 6-10 microseconds): the core is shared */
+#endif
+#ifndef KILN_REST_TICKS
+#define KILN_REST_TICKS 2000000 /* how long a worker that found its core shared sits out: about 0.6-1 ms */
 #endif
 
 /* A cycle count for spin limits and kiln_adapt's timing (only ratios of
@@ -718,19 +724,24 @@ typedef struct kiln_pool {
   unsigned long long loop;          /* the split loop in progress (KILN_LOOP_*) */
   unsigned seq;                     /* bumped by every event a thread may sleep for */
   int sleepers;                     /* threads that said they sleep on cv since the last wake-up (or more) */
+  int resting;                      /* workers sitting out on rest_cv (their core was shared) */
+  unsigned rest_seq;                /* bumped when the lead ends their rest */
+  unsigned long long rest_until;    /* kiln_ticks when the last of them to start its rest may end it */
   int owner;                        /* 1 while a lead holds the pool */
   int state;                        /* workers: 0 not started, 1 starting, 2 started, 3 none (a forked child) */
   int nworkers;                     /* workers started */
   int next_index;                   /* the index the next worker takes (the lead is 0) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  pthread_cond_t rest_cv;
 } kiln_pool;
 
 /* A generated file's pool, name, and name_forked, the fork handler that
  * leaves a child's pool without workers (it has none of the parent's, and
  * starting threads after fork is not safe): the child runs alone. */
 #define KILN_POOL_DEFINE(name)                                                                              \
-  static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};               \
+  static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,                 \
+                           .rest_cv = PTHREAD_COND_INITIALIZER};                                            \
   static void name##_forked(void) {                                                                          \
     kiln_pool_forked(&name);                                                                                \
   }
@@ -754,6 +765,8 @@ static __thread kiln_member kiln_me;
 static inline void kiln_pool_forked(kiln_pool *p) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
+  pthread_cond_init(&p->rest_cv, NULL);
+  p->resting = 0;
   p->owner = p->sleepers = p->nworkers = p->next_index = 0;
   p->state = 3;
   kiln_me.role = 0;
@@ -767,6 +780,32 @@ static inline void kiln_pool_wake(kiln_pool *p) {
   if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0 && __atomic_exchange_n(&p->sleepers, 0, __ATOMIC_SEQ_CST) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* A worker whose core another thread shares sits out: it sleeps on
+ * rest_cv, which no event wakes, until the lead publishes a job after
+ * rest_until (kiln_pool_rouse). Nothing waits for it meanwhile. */
+static inline void kiln_pool_rest(kiln_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  const unsigned r = __atomic_load_n(&p->rest_seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->rest_until, kiln_ticks() + KILN_REST_TICKS, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&p->resting, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&p->rest_seq, __ATOMIC_RELAXED) == r)
+    pthread_cond_wait(&p->rest_cv, &p->mu);
+  __atomic_sub_fetch(&p->resting, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* The lead, publishing a job: end the workers' rest once it is over (a
+ * worker that starts one after this look is roused by a later publish). */
+static inline void kiln_pool_rouse(kiln_pool *p) {
+  if (__atomic_load_n(&p->resting, __ATOMIC_RELAXED) > 0 &&
+      (long long)(kiln_ticks() - __atomic_load_n(&p->rest_until, __ATOMIC_RELAXED)) >= 0) {
+    pthread_mutex_lock(&p->mu);
+    __atomic_add_fetch(&p->rest_seq, 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&p->rest_cv);
     pthread_mutex_unlock(&p->mu);
   }
 }
@@ -788,8 +827,10 @@ static inline void kiln_pool_wait(kiln_pool *p, int (*ready)(kiln_pool *, const 
     if (probe && KILN_SPIN_YIELD > 0 && i % (KILN_SPIN_YIELD > 0 ? KILN_SPIN_YIELD : 1) == 0) {
       const unsigned long long y = kiln_ticks();
       sched_yield();
-      if (kiln_ticks() - y > KILN_SPIN_GAP)
-        break;
+      if (kiln_ticks() - y > KILN_SPIN_GAP) {
+        kiln_pool_rest(p);
+        continue;
+      }
     } else {
       kiln_relax();
     }
@@ -936,6 +977,7 @@ static inline void kiln_team_publish(kiln_member *me) {
   me->job = j;
   me->id = (j >> 1 & 0xfffffu) << 16;
   me->published = 1;
+  kiln_pool_rouse(p);
   kiln_pool_wake(p);
 }
 
