@@ -2,8 +2,9 @@
 """threads.py — kiln's thread sweep (issue 25): how the generated C scales
 with --threads, and how it degrades beside other work.
 
-  python3 bench/threads.py [--kiln PATH] [--threads 1,2,4,8,16] [--oversubscribe 8]
-                           [--runs 200] [--rounds 4] [--cflags FLAGS] [--adapt] MODEL...
+  python3 bench/threads.py [--kiln PATH] [--baseline PATH] [--threads 1,2,4,8,16]
+                           [--oversubscribe 8] [--runs 200] [--rounds 4] [--cflags FLAGS]
+                           [--adapt] MODEL...
 
 Each MODEL (an .onnx file, or a folder holding model.onnx) is built once per
 thread count with `kiln bench --keep` (by default with -DKILN_ADAPT_PROBE=0:
@@ -22,6 +23,10 @@ and a row's figure is the median of its rounds' medians. Rows:
 
 The table (markdown) goes to stdout with the ratios the issue's targets
 read: contended NT / contended 1T (<= 1.1) and oversub / quiet (<= 1.15).
+--baseline PATH builds every model with a second kiln too (an older build,
+to see what a runtime change did): its programs are timed in the same
+rounds, alternating with --kiln's, and its rows follow, marked *baseline*;
+the busy loop's load and the machine's others are then the same for both.
 Needs taskset (util-linux) for the contended rows; without it they are
 skipped with a note."""
 import argparse
@@ -62,6 +67,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="+")
     ap.add_argument("--kiln", default=os.environ.get("KILN", "build/kiln"))
+    ap.add_argument("--baseline", help="a second kiln, timed in the same rounds (rows marked *baseline*)")
     ap.add_argument("--threads", default="1,2,4,8,16")
     ap.add_argument("--oversubscribe", type=int, default=8)
     ap.add_argument("--runs", type=int, default=200)
@@ -92,32 +98,41 @@ def main():
         for model in a.models:
             if os.path.isdir(model):
                 model = os.path.join(model, "model.onnx")
-            builds = {}
-            for t in sorted(set(counts + [1, pair] + ([over] if over else []))):
-                folder, argv = build(a.kiln, model, t, cflags)
-                kept.append(folder)
-                builds[t] = argv
-            quiet = {t: [] for t in builds}
-            busy = {1: [], pair: []}
-            for _ in range(a.rounds):
-                for t in builds:
-                    quiet[t].append(time_once(builds[t], per))
+            kilns = [("", a.kiln)] + ([("*baseline:* ", a.baseline)] if a.baseline else [])
+            builds = {}  # (kiln index, threads) -> argv
+            for k, (_, path) in enumerate(kilns):
+                for t in sorted(set(counts + [1, pair] + ([over] if over else []))):
+                    folder, argv = build(path, model, t, cflags)
+                    kept.append(folder)
+                    builds[k, t] = argv
+            quiet = {b: [] for b in builds}
+            busy = {(k, t): [] for k in range(len(kilns)) for t in (1, pair)}
+            for r in range(a.rounds):
+                order = list(range(len(kilns)))
+                if r % 2:
+                    order.reverse()  # neither kiln always first
+                for t in sorted({t for _, t in builds}):
+                    for k in order:
+                        quiet[k, t].append(time_once(builds[k, t], per))
                 if contended:
                     p = busy_loop()
                     try:
-                        for t in busy:
-                            busy[t].append(time_once(builds[t], per))
+                        for t in (1, pair):
+                            for k in order:
+                                busy[k, t].append(time_once(builds[k, t], per))
                     finally:
                         p.kill()
                         p.wait()
-            med = {t: statistics.median(v) for t, v in quiet.items()}
-            row = [os.path.basename(os.path.dirname(model)) or model] + [f"{med[t]:.3f}" for t in counts]
-            if over:
-                row += [f"{med[over]:.3f}", f"{med[over] / med[pair]:.2f}"]
-            if contended:
-                c1, c2 = statistics.median(busy[1]), statistics.median(busy[pair])
-                row += [f"{c1:.3f}", f"{c2:.3f}", f"{c2 / c1:.2f}"]
-            print("| " + " | ".join(row) + " |", flush=True)
+            name = os.path.basename(os.path.dirname(model)) or model
+            for k, (label, _) in enumerate(kilns):
+                med = {t: statistics.median(quiet[k, t]) for (kk, t) in quiet if kk == k}
+                row = [label + name] + [f"{med[t]:.3f}" for t in counts]
+                if over:
+                    row += [f"{med[over]:.3f}", f"{med[over] / med[pair]:.2f}"]
+                if contended:
+                    c1, c2 = statistics.median(busy[k, 1]), statistics.median(busy[k, pair])
+                    row += [f"{c1:.3f}", f"{c2:.3f}", f"{c2 / c1:.2f}"]
+                print("| " + " | ".join(row) + " |", flush=True)
     finally:
         for f in kept:
             shutil.rmtree(f, ignore_errors=True)

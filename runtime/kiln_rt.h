@@ -631,9 +631,24 @@ static inline int kiln_amx_ready(void) {
  *   the threads claim from one atomic word, so a late or descheduled
  *   worker costs at most the tile it holds, never a barrier;
  * - the lead waits for its loop's tiles to be done, workers for the next
- *   loop to open: each spins for KILN_SPIN_TICKS, then sleeps on the
- *   pool's condition variable, which frees the core (and lets the kernel
- *   move a preempted worker onto it);
+ *   job or loop to open: each spins for KILN_SPIN_TICKS, then sleeps on
+ *   the pool's condition variable, which frees the core (and lets the
+ *   kernel move a preempted worker onto it);
+ * - a spinning worker is a runnable thread: beside another process (or
+ *   the lead, on the same core) it took the core's time from whoever had
+ *   work. So every KILN_SPIN_YIELD rounds it calls sched_yield, and when
+ *   that returns later than KILN_SPIN_GAP ticks, another thread ran on its
+ *   core in between: the core is not idle, spinning there costs the
+ *   others, and a tile it claimed there could be held through the other
+ *   thread's time slice. So it rests: it sleeps where no event wakes it,
+ *   for KILN_REST_TICKS, until the lead's next publish after that
+ *   (kiln_pool_rest, kiln_pool_rouse); then it probes again. On an idle
+ *   core sched_yield returns at once (a system call). The lead does not
+ *   yield: that would give a busy process its core for a time slice;
+ * - a wake-up (pthread_cond_broadcast) is sent only to threads that said
+ *   they sleep, once: each waker takes the count of sleepers to 0, so a
+ *   job's publish, loop opens and last tiles cost one system call between
+ *   them, not one each, while a woken worker has not yet run;
  * - code outside the split loops runs on every thread of the job, so it
  *   may only compute locals (pointers, sizes, scratch on the stack): a
  *   store to memory there is KILN_LEAD_ONLY;
@@ -646,6 +661,7 @@ static inline int kiln_amx_ready(void) {
     (defined(__unix__) || defined(__APPLE__))
 #define KILN_POOL 1
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #define KILN_JOB_ARGS 64  /* most parameters of a kernel with split loops (compiler/emit/emit_kernel.c) */
@@ -655,6 +671,15 @@ static inline int kiln_amx_ready(void) {
 #endif
 #ifndef KILN_SPIN_TICKS
 #define KILN_SPIN_TICKS 100000 /* how long a waiting thread spins: kiln_ticks, about 30-50 microseconds */
+#endif
+#ifndef KILN_SPIN_YIELD
+#define KILN_SPIN_YIELD 16 /* a spinning worker calls sched_yield every KILN_SPIN_YIELD rounds; 0: never */
+#endif
+#ifndef KILN_SPIN_GAP
+#define KILN_SPIN_GAP 20000 /* a sched_yield longer than this (kiln_ticks, about 6-10 microseconds): the core is shared */
+#endif
+#ifndef KILN_REST_TICKS
+#define KILN_REST_TICKS 2000000 /* how long a worker that found its core shared sits out: about 0.6-1 ms */
 #endif
 
 /* A cycle count for spin limits and kiln_adapt's timing (only ratios of
@@ -698,20 +723,25 @@ typedef struct kiln_pool {
   int team;                         /* the threads it may use, the lead included */
   unsigned long long loop;          /* the split loop in progress (KILN_LOOP_*) */
   unsigned seq;                     /* bumped by every event a thread may sleep for */
-  int sleepers;                     /* threads asleep on cv, or about to be */
+  int sleepers;                     /* threads that said they sleep on cv since the last wake-up (or more) */
+  int resting;                      /* workers sitting out on rest_cv (their core was shared) */
+  unsigned rest_seq;                /* bumped when the lead ends their rest */
+  unsigned long long rest_until;    /* kiln_ticks when the last of them to start its rest may end it */
   int owner;                        /* 1 while a lead holds the pool */
   int state;                        /* workers: 0 not started, 1 starting, 2 started, 3 none (a forked child) */
   int nworkers;                     /* workers started */
   int next_index;                   /* the index the next worker takes (the lead is 0) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
+  pthread_cond_t rest_cv;
 } kiln_pool;
 
 /* A generated file's pool, name, and name_forked, the fork handler that
  * leaves a child's pool without workers (it has none of the parent's, and
  * starting threads after fork is not safe): the child runs alone. */
 #define KILN_POOL_DEFINE(name)                                                                              \
-  static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};               \
+  static kiln_pool name = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,                 \
+                           .rest_cv = PTHREAD_COND_INITIALIZER};                                            \
   static void name##_forked(void) {                                                                          \
     kiln_pool_forked(&name);                                                                                \
   }
@@ -735,40 +765,87 @@ static __thread kiln_member kiln_me;
 static inline void kiln_pool_forked(kiln_pool *p) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
+  pthread_cond_init(&p->rest_cv, NULL);
+  p->resting = 0;
   p->owner = p->sleepers = p->nworkers = p->next_index = 0;
   p->state = 3;
   kiln_me.role = 0;
 }
 
+/* An event: bump seq, and wake the threads that said they sleep (taking
+ * their count to 0: a woken thread that must sleep again says so again,
+ * so a second event before it has run costs no system call). */
 static inline void kiln_pool_wake(kiln_pool *p) {
   __atomic_add_fetch(&p->seq, 1, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+  if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0 && __atomic_exchange_n(&p->sleepers, 0, __ATOMIC_SEQ_CST) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
   }
 }
 
-/* Wait until ready(p, arg): spin KILN_SPIN_TICKS, then sleep until an
- * event (kiln_pool_wake) and look again. */
-static inline void kiln_pool_wait(kiln_pool *p, int (*ready)(kiln_pool *, const void *), const void *arg) {
+/* A worker whose core another thread shares sits out: it sleeps on
+ * rest_cv, which no event wakes, until the lead publishes a job after
+ * rest_until (kiln_pool_rouse). Nothing waits for it meanwhile. */
+static inline void kiln_pool_rest(kiln_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  const unsigned r = __atomic_load_n(&p->rest_seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->rest_until, kiln_ticks() + KILN_REST_TICKS, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&p->resting, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&p->rest_seq, __ATOMIC_RELAXED) == r)
+    pthread_cond_wait(&p->rest_cv, &p->mu);
+  __atomic_sub_fetch(&p->resting, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* The lead, publishing a job: end the workers' rest once it is over (a
+ * worker that starts one after this look is roused by a later publish). */
+static inline void kiln_pool_rouse(kiln_pool *p) {
+  if (__atomic_load_n(&p->resting, __ATOMIC_RELAXED) > 0 &&
+      (long long)(kiln_ticks() - __atomic_load_n(&p->rest_until, __ATOMIC_RELAXED)) >= 0) {
+    pthread_mutex_lock(&p->mu);
+    __atomic_add_fetch(&p->rest_seq, 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&p->rest_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* Wait until ready(p, arg): spin KILN_SPIN_TICKS (a worker, probe = 1:
+ * with sched_yield every KILN_SPIN_YIELD rounds, and no longer once one of
+ * them took KILN_SPIN_GAP), then sleep until an event (kiln_pool_wake) and
+ * look again. A sleeper adds itself to sleepers before each look at seq
+ * that may end in cond_wait (both seq_cst, as the waker's bump and
+ * exchange are): either it sees the bump, or the waker sees it and
+ * broadcasts under the mutex it holds until cond_wait. */
+static inline void kiln_pool_wait(kiln_pool *p, int (*ready)(kiln_pool *, const void *), const void *arg, int probe) {
   const unsigned long long t0 = kiln_ticks();
   for (unsigned i = 1; i < (1u << 20); i++) {
     if (ready(p, arg))
       return;
     if ((i & 63) == 0 && kiln_ticks() - t0 > KILN_SPIN_TICKS)
       break;
-    kiln_relax();
+    if (probe && KILN_SPIN_YIELD > 0 && i % (KILN_SPIN_YIELD > 0 ? KILN_SPIN_YIELD : 1) == 0) {
+      const unsigned long long y = kiln_ticks();
+      sched_yield();
+      if (kiln_ticks() - y > KILN_SPIN_GAP) {
+        kiln_pool_rest(p);
+        continue;
+      }
+    } else {
+      kiln_relax();
+    }
   }
   for (;;) {
     const unsigned s = __atomic_load_n(&p->seq, __ATOMIC_SEQ_CST);
     if (ready(p, arg))
       return;
     pthread_mutex_lock(&p->mu);
-    __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) == s)
+    for (;;) {
+      __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+      if (__atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) != s)
+        break;
       pthread_cond_wait(&p->cv, &p->mu);
-    __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    }
     pthread_mutex_unlock(&p->mu);
   }
 }
@@ -783,7 +860,7 @@ static void *kiln_pool_worker(void *arg) {
   const int index = __atomic_add_fetch(&p->next_index, 1, __ATOMIC_SEQ_CST);
   unsigned long long seen = 0;
   for (;;) {
-    kiln_pool_wait(p, kiln_job_new, &seen);
+    kiln_pool_wait(p, kiln_job_new, &seen, 1);
     const unsigned long long j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE);
     const void *args[KILN_JOB_ARGS];
     const kiln_job_fn fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
@@ -900,6 +977,7 @@ static inline void kiln_team_publish(kiln_member *me) {
   me->job = j;
   me->id = (j >> 1 & 0xfffffu) << 16;
   me->published = 1;
+  kiln_pool_rouse(p);
   kiln_pool_wake(p);
 }
 
@@ -943,7 +1021,7 @@ static inline kiln_tiles kiln_tiles_open(long long n) {
     __atomic_store_n(&p->loop, t.id << 28, __ATOMIC_RELEASE);
     kiln_pool_wake(p);
   } else {
-    kiln_pool_wait(p, kiln_loop_open, &t.id);
+    kiln_pool_wait(p, kiln_loop_open, &t.id, 1);
   }
   return t;
 }
@@ -974,7 +1052,7 @@ static inline int kiln_tiles_take(kiln_tiles *t) {
     }
   }
   if (kiln_me.role == 1 && KILN_LOOP_ID(w) == t->id)
-    kiln_pool_wait(p, kiln_loop_done, t);
+    kiln_pool_wait(p, kiln_loop_done, t, 0);
   return 0;
 }
 
