@@ -393,7 +393,10 @@ static bool gemm_emit_packed(Emit *e, const Node *n, int64_t m, int64_t nn, int6
 }
 
 /* Y = A'·B' (the kernel in its own block, for its local names), then
- * Y = alpha*Y + beta*C as an elementwise pass. */
+ * Y = alpha*Y + beta*C as an elementwise pass. With threads that pass may
+ * be a split loop, which makes the kernel a job: the product outside it,
+ * which no loop splits, is then the lead's alone (KILN_LEAD_ONLY), or a
+ * late worker would write A'·B' over the finished Y. */
 bool gemm_emit(Emit *e, const Node *n) {
   const Type *ta = &gval(e->g, n->in[0])->type, *yt = &gval(e->g, n->out[0])->type;
   bool tra = attr_int(n, "transA", 0) != 0, trb = attr_int(n, "transB", 0) != 0;
@@ -402,7 +405,7 @@ bool gemm_emit(Emit *e, const Node *n) {
     return true;
   bool uses_c = gemm_uses_c(n, node_has_in(n, 2)), c_done = false;
   if (!gemm_emit_packed(e, n, m, nn, k, uses_c, &c_done)) {
-    emit_line(e, "{");
+    emit_line(e, "%s{", emit_lead_only(e));
     e->indent++;
     MatmulSpec ms = {.dt = yt->dt, .trb = trb, .m = m, .n = nn, .k = k, .a_rs = tra ? 1 : k, .a_cs = tra ? m : 1};
     ms.a = emit_ref(e, n->in[0]);

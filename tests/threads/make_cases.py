@@ -12,7 +12,9 @@ threaded path is run against a reference:
 - batched MatMul of two inputs, one batch loop and two (flattened into
   one loop over every matrix);
 - Softmax over the last axis and over a middle one, LayerNormalization,
-  and elementwise loops (arithmetic with broadcasting, a libm call).
+  and elementwise loops (arithmetic with broadcasting, a libm call);
+- Gemm of two inputs with alpha and beta: its template product runs on
+  the lead alone before the split elementwise pass.
 
 Shapes are off every tile and panel width of every --isa. Each case is a
 folder in the ONNX backend-test layout (model.onnx, test_data_set_0/), the
@@ -117,6 +119,15 @@ def matmul_inputs(name, a_shape, b_shape):
           np.matmul(f64(a), f64(b)))
 
 
+def gemm_inputs_alpha_beta(name, m, k, n):
+    """Gemm of two inputs with alpha, beta and C: the template product, then
+    a split elementwise pass; the product outside it is the lead's alone."""
+    a, b, c = rand(m, k), weight(k, k, n), rand(n)
+    y = 0.5 * (f64(a) @ f64(b)) + 2.0 * f64(c)
+    write(name, [helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0)], [("a", a), ("b", b)], y,
+          [const("c", c)])
+
+
 def softmax(name, shape, axis):
     x = rand(*shape)
     e = np.exp(f64(x) - f64(x).max(axis=axis, keepdims=True))
@@ -158,6 +169,7 @@ def main():
     layernorm("layernorm_rows", (64, 128))
     add_broadcast("add_broadcast", (192, 256))
     erf("erf_call", (64, 64))
+    gemm_inputs_alpha_beta("gemm_inputs_alpha_beta", 200, 8, 400)  # its product outside the split pass
     print("wrote", len(os.listdir(OUT)), "cases under", os.path.relpath(OUT))
 
 
