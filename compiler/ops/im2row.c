@@ -400,18 +400,9 @@ static bool conv_blocks_infer(Graph *g, Node *n, Diag *d) {
   char why[WHY];
   if (!conv_blocks_geom(g, n, &b, why))
     return diag_node(d, g, n, "%s", why);
-  const char *act = attr_str(n, "act", "none");
-  if (strcmp(act, "none") && strcmp(act, "relu"))
-    return diag_node(d, g, n, "act is '%s'; expected none or relu", act);
   Type t = {.dt = DT_F32, .rank = 3, .dims = {b.c.batch, b.p, b.m}};
-  if (node_has_in(n, 2) && (type_numel(&node_in(g, n, 2)->type) != b.m || node_in(g, n, 2)->type.dt != DT_F32))
-    return diag_node(d, g, n, "bias has %lld elements; expected f32 [%lld]", (long long)type_numel(&node_in(g, n, 2)->type),
-                     (long long)b.m);
-  if (node_has_in(n, 3) && !type_equal(&node_in(g, n, 3)->type, &t)) {
-    char rs[96], ts[96];
-    return diag_node(d, g, n, "residual is %s; expected %s", type_str(&node_in(g, n, 3)->type, rs, sizeof rs),
-                     type_str(&t, ts, sizeof ts));
-  }
+  if (!window_epilogue_infer(g, n, 2, 3, &t, d))
+    return false;
   node_out(g, n, 0)->type = t;
   return true;
 }

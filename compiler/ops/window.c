@@ -164,3 +164,22 @@ void window_channel_loop(Emit *e, int64_t ch, const char *stmt) {
     emit_line(e, "  %s", stmt);
   }
 }
+
+bool window_epilogue_infer(const Graph *g, const Node *n, int bias_in, int res_in, const Type *yt, Diag *d) {
+  const char *act = attr_str(n, "act", "none");
+  if (strcmp(act, "none") && strcmp(act, "relu"))
+    return diag_node(d, g, n, "act is '%s'; expected none or relu", act);
+  int64_t m = yt->dims[yt->rank - 1];
+  if (node_has_in(n, bias_in)) {
+    const Type *b = &gval(g, n->in[bias_in])->type;
+    if (b->dt != DT_F32 || type_numel(b) != m || b->dims[b->rank - 1] != m)
+      return diag_node(d, g, n, "bias is %s with %lld elements; expected f32 [%lld]", dt_name(b->dt),
+                       (long long)type_numel(b), (long long)m);
+  }
+  if (node_has_in(n, res_in) && !type_equal(&gval(g, n->in[res_in])->type, yt)) {
+    char ts[96], rs[96];
+    return diag_node(d, g, n, "residual is %s; expected %s", type_str(&gval(g, n->in[res_in])->type, rs, sizeof rs),
+                     type_str(yt, ts, sizeof ts));
+  }
+  return true;
+}

@@ -35,6 +35,12 @@ Type window_permute_last(const Type *x, bool to_last);
  * of the vector width (DESIGN.md, "Convolutions on the GEMM"). */
 void window_channel_loop(Emit *e, int64_t ch, const char *stmt);
 
+/* The epilogue operands of conv_gemm's kiln ops (WinogradOut, ConvBlocks),
+ * y of type yt [.., M]: attribute act none or relu, input bias_in (when
+ * present) f32 [M], input res_in (when present) of y's type; false with a
+ * diag naming n otherwise. */
+bool window_epilogue_infer(const Graph *g, const Node *n, int bias_in, int res_in, const Type *yt, Diag *d);
+
 /* The geometry those channels-last kernels walk: a Conv's (ConvGeom) or a
  * pool's, ns spatial dims of each array. */
 typedef struct WindowWalk {

@@ -172,20 +172,8 @@ bool winograd_infer(Graph *g, Node *n, Diag *d) {
     t.dims[0] = w.n;
     t.dims[1] = w.oh * w.ow;
     t.dims[2] = w.c;
-    const char *act = attr_str(n, "act", "none");
-    if (strcmp(act, "none") && strcmp(act, "relu"))
-      return diag_node(d, g, n, "act is '%s'; expected none or relu", act);
-    if (node_has_in(n, 1)) {
-      const Type *b = &node_in(g, n, 1)->type;
-      if (b->dt != DT_F32 || type_numel(b) != w.c || b->dims[b->rank - 1] != w.c)
-        return diag_node(d, g, n, "bias is %s with %lld elements; expected f32 [%lld]", dt_name(b->dt),
-                         (long long)type_numel(b), (long long)w.c);
-    }
-    if (node_has_in(n, 2) && !type_equal(&node_in(g, n, 2)->type, &t)) {
-      char ts[96], rs[96];
-      return diag_node(d, g, n, "residual is %s; expected %s", type_str(&node_in(g, n, 2)->type, rs, sizeof rs),
-                       type_str(&t, ts, sizeof ts));
-    }
+    if (!window_epilogue_infer(g, n, 1, 2, &t, d))
+      return false;
   }
   node_out(g, n, 0)->type = t;
   return true;
