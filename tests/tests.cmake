@@ -1444,17 +1444,45 @@ set_tests_properties(bench_profile_conv PROPERTIES PASS_REGULAR_EXPRESSION
 # H, W, 1x1 conv, HardSigmoid, Mul) -> 1x1 conv on channels-last forms
 # (MaxPool and Conv {channels_last}): generated C, the interpreter (their _eval) and
 # 2 threads against ONNX Runtime, and -v naming every node the layout moved
-foreach(mode c interp threads)
-  set(args "")
-  if(mode STREQUAL "interp")
-    set(args --interp)
-  elseif(mode STREQUAL "threads")
-    set(args --threads 2)
-  endif()
-  add_test(NAME conv_layout_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_layout_residual)
-  # batch 1: the SE block's ReduceMean/ReduceMax fold rows of [1, P, C] (reduce.c)
-  add_test(NAME conv_se_batch1_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_se_batch1)
-endforeach()
+# kiln_conv_checks(CASE MODE...): CASE_MODE, `kiln check` of the conv case
+# tests/conv/cases/CASE as generated C (c), by the interpreter (interp), at
+# 2 threads (threads), with the 16-wide (v16), 8-wide (v8) or plain C
+# (scalar) steps, through cblas_sgemm at 2 threads (openblas, where found)
+# or built by clang -Weverything (clang, where found)
+function(kiln_conv_checks case)
+  foreach(mode ${ARGN})
+    if(mode STREQUAL "c")
+      set(args "")
+    elseif(mode STREQUAL "interp")
+      set(args --interp)
+    elseif(mode STREQUAL "threads")
+      set(args --threads 2)
+    elseif(mode STREQUAL "v16")
+      set(args "--cflags=${KILN_V16}")
+    elseif(mode STREQUAL "v8")
+      set(args --isa=avx2 "--cflags=${KILN_V8}")
+    elseif(mode STREQUAL "scalar")
+      set(args --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR")
+    elseif(mode STREQUAL "openblas")
+      if(NOT (KILN_CBLAS_H AND KILN_OPENBLAS))
+        continue()
+      endif()
+      set(args --gemm=openblas --threads 2)
+    elseif(mode STREQUAL "clang")
+      if(NOT CLANG)
+        continue()
+      endif()
+      set(args --cc=${CLANG}
+          --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros\ -Werror)
+    else()
+      message(FATAL_ERROR "kiln_conv_checks: unknown mode ${mode}")
+    endif()
+    add_test(NAME ${case}_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/${case})
+  endforeach()
+endfunction()
+kiln_conv_checks(conv_layout_residual c interp threads)
+# batch 1: the SE block's ReduceMean/ReduceMax fold rows of [1, P, C] (reduce.c)
+kiln_conv_checks(conv_se_batch1 c interp threads)
 add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_layout_residual/model.onnx
          -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)
 set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSION
@@ -1468,18 +1496,9 @@ set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSI
 # 2 threads, and the 16-wide, 8-wide and plain C steps; -v says which
 # convs took it; kiln export refuses the transforms by name
 foreach(case conv_winograd_f4_residual conv_winograd_f2_pads)
-  add_test(NAME ${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
-  add_test(NAME ${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
-  add_test(NAME ${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
-  if(KILN_SANITIZE) # the generated C's other paths: the release suite's
-    continue()
-  endif()
-  add_test(NAME ${case}_v16 COMMAND ${KILN_BIN} check -q "--cflags=${KILN_V16}" ${T}/conv/cases/${case})
-  add_test(NAME ${case}_v8 COMMAND ${KILN_BIN} check -q --isa=avx2 "--cflags=${KILN_V8}" ${T}/conv/cases/${case})
-  add_test(NAME ${case}_scalar COMMAND ${KILN_BIN} check -q --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR"
-           ${T}/conv/cases/${case})
-  if(KILN_CBLAS_H AND KILN_OPENBLAS) # the batched product as one cblas_sgemm a position
-    add_test(NAME ${case}_openblas COMMAND ${KILN_BIN} check -q --gemm=openblas --threads 2 ${T}/conv/cases/${case})
+  kiln_conv_checks(${case} c interp threads)
+  if(NOT KILN_SANITIZE) # the generated C's other paths (openblas: a cblas_sgemm a tile position): release only
+    kiln_conv_checks(${case} v16 v8 scalar openblas)
   endif()
 endforeach()
 add_test(NAME conv_winograd_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_winograd_f4_residual/model.onnx
@@ -1522,23 +1541,10 @@ endforeach()
 # ConvBlocks (compiler/ops/im2row.c): rows over 1 MiB a block at a time, a
 # 7x7 stride-2 stem at batch 2 and a dilated 3x3 conv with the residual Add
 # in its GEMM's epilogue; conv5x5_large_rows above is one too
-set(KILN_BLOCK_MODES c interp threads)
+kiln_conv_checks(conv_blocks_residual c interp threads)
 if(NOT KILN_SANITIZE) # the generated C's other paths: the release suite's
-  list(APPEND KILN_BLOCK_MODES scalar v8)
+  kiln_conv_checks(conv_blocks_residual scalar v8)
 endif()
-foreach(mode ${KILN_BLOCK_MODES})
-  set(args "")
-  if(mode STREQUAL "interp")
-    set(args --interp)
-  elseif(mode STREQUAL "threads")
-    set(args --threads 2)
-  elseif(mode STREQUAL "scalar")
-    set(args --isa=generic "--cflags=-O1 -DKILN_GEMM_SCALAR")
-  elseif(mode STREQUAL "v8")
-    set(args --isa=avx2 "--cflags=${KILN_V8}")
-  endif()
-  add_test(NAME conv_blocks_residual_${mode} COMMAND ${KILN_BIN} check -q ${args} ${T}/conv/cases/conv_blocks_residual)
-endforeach()
 add_test(NAME conv_blocks_fused COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_blocks_residual/model.onnx
          -o ${CMAKE_BINARY_DIR}/conv_blocks_residual.c)
 set_tests_properties(conv_blocks_fused PROPERTIES PASS_REGULAR_EXPRESSION
@@ -1557,14 +1563,7 @@ endif()
 # generated C, the interpreter, 2 threads and clang -Weverything against
 # ONNX Runtime (tools/make_conv_cases.py)
 foreach(case conv_depthwise_windows conv_depthwise_3d)
-  add_test(NAME ${case}_c COMMAND ${KILN_BIN} check -q ${T}/conv/cases/${case})
-  add_test(NAME ${case}_interp COMMAND ${KILN_BIN} check -q --interp ${T}/conv/cases/${case})
-  add_test(NAME ${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 ${T}/conv/cases/${case})
-  if(CLANG)
-    add_test(NAME ${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}
-             --cflags=-O1\ -Weverything\ -Wno-padded\ -Wno-declaration-after-statement\ -Wno-unused-macros\ -Werror
-             ${T}/conv/cases/${case})
-  endif()
+  kiln_conv_checks(${case} c interp threads clang)
 endforeach()
 # ---- the GEMM's row parts on --threads (compiler/kernels/gemm_kernel.c, -----
 # Geo.parts; issue 24): a product whose panels the threads do not divide
