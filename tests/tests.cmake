@@ -9,6 +9,11 @@ set(T ${CMAKE_SOURCE_DIR}/tests)
 add_executable(unit_ir ${T}/unit/unit_ir.c)
 target_link_libraries(unit_ir PRIVATE kilnlib)
 add_test(NAME unit_ir COMMAND unit_ir)
+# the pool rule (compiler/emit/pool_rule.c): what a split kernel may do
+# outside its split loops, on the shapes of the races TSan found
+add_executable(unit_pool_rule ${T}/unit/pool_rule.c)
+target_link_libraries(unit_pool_rule PRIVATE kilnlib)
+add_test(NAME unit_pool_rule COMMAND unit_pool_rule)
 # the layering rule (STYLE.md): compiler/'s includes point down the layers
 add_test(NAME layering_includes COMMAND sh ${T}/layering/check_includes.sh ${CMAKE_SOURCE_DIR})
 # ... and fails on a copy of compiler/ with includes that go up and a file in no floor
@@ -377,6 +382,14 @@ if(NOT KILN_SANITIZE)
                    ${T}/threads/tsan.sh ${KILN_BIN} ${T}/models/transformer_ed ${T}/generated/gemm_shapes_bf16/bf16_batch
                    ${T}/generated/gemm_shapes_bf16/bf16_gelu_kblock ${T}/generated/gemm_shapes_int8/q8_kblock)
   set_tests_properties(threads_tsan_quant PROPERTIES SKIP_RETURN_CODE 77)
+  # recurrent layers: directions split among the threads around a product
+  # that splits too (it was split inside the split), one direction on the
+  # lead after a split product, the chunked input side
+  add_test(NAME threads_tsan_recurrent
+           COMMAND sh ${T}/threads/tsan.sh ${KILN_BIN} --rtol=1e-5 --atol=1e-5
+                   ${T}/generated/recurrent/lstm_bidir_split_product ${T}/generated/recurrent/gru_split_product
+                   ${T}/generated/recurrent/lstm_layout1_chunked)
+  set_tests_properties(threads_tsan_recurrent PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # NAME_set_threads (issue 25): the run-time cap on --threads N, its
 # KILN_E_ARG for n outside 1..N, the same outputs at every count
@@ -1111,9 +1124,16 @@ endforeach()
 foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq)
   add_test(NAME recurrent_${case}_avx512 COMMAND ${KILN_BIN} check -q --isa=avx512 --rtol=1e-5 --atol=1e-5
            ${T}/generated/recurrent/${case})
-  add_test(NAME recurrent_${case}_threads COMMAND ${KILN_BIN} check -q --threads 2 --rtol=1e-5 --atol=1e-5
+endforeach()
+foreach(case lstm_bidir_peep_seq gru_bidir_lbr_seq lstm_bidir_split_product gru_split_product lstm_layout1_chunked)
+  add_test(NAME recurrent_${case}_threads COMMAND ${KILN_BIN} check -q --threads 3 --rtol=1e-5 --atol=1e-5
            ${T}/generated/recurrent/${case})
 endforeach()
+if(KILN_CBLAS_H AND KILN_OPENBLAS) # cblas_sgemm, then a split bias pass, inside a chunk of a direction
+  add_test(NAME recurrent_lstm_layout1_chunked_openblas_threads
+           COMMAND ${KILN_BIN} check -q --gemm=openblas --threads 2 --rtol=1e-5 --atol=1e-5
+                   ${T}/generated/recurrent/lstm_layout1_chunked)
+endif()
 if(CLANG)
   foreach(case lstm_bidir_peep_seq gru_reverse_acts_clip)
     add_test(NAME recurrent_${case}_clang COMMAND ${KILN_BIN} check -q --cc=${CLANG}

@@ -340,6 +340,11 @@ def main():
          seq=[1100, 800], peep=True, outs=("Y_h", "Y_c"), seed=22)
     case(out, "gru_reverse_chunked", "GRU", 1000, 1, 2, 48, direction="reverse", outs=("Y_h",), init_h=True,
          seed=23)
+    # --threads: the directions split among the threads, each with an input-side product big enough to
+    # split too (it was split inside the split, and a direction came out wrong); one direction on the
+    # lead after a product split among the threads (its recurrence ran on every thread)
+    case(out, "lstm_bidir_split_product", "LSTM", 32, 1, 64, 32, direction="bidirectional", seed=29)
+    case(out, "gru_split_product", "GRU", 48, 1, 96, 40, linear_before_reset=1, seed=30)
 
 
 if __name__ == "__main__":

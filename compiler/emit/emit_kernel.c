@@ -1,8 +1,10 @@
 /* emit_kernel.c — nodes into kernels, kernels into static functions
  * (emit_kernel.h). */
 #include "emit_kernel.h"
+#include "pool_rule.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +228,12 @@ void kernel_end(Emit *e) {
   const char *body = ks->body.s ? ks->body.s : "";
   if (strstr(body, "KILN_PARALLEL_FOR"))
     body = split_loops(a, body, ks->nkp > EMIT_JOB_ARGS, &split);
+  char why[160];
+  if (split && !pool_rule_ok(body, why, sizeof why)) {
+    fprintf(stderr, "kiln: internal error: the %s kernel breaks the pool rule (pool_rule.c): %s\n", node_op_name(n),
+            why);
+    KILN_ASSERT(!"the pool rule");
+  }
   if (ks->nkp == 0) { /* nothing read or written: a comment ("no copy: a view") */
     call->text = arena_strdup(a, body);
     return;

@@ -835,7 +835,7 @@ static void emit_rows_outer(Emit *e, const GemmSpec *s, const Geo *g0) {
 }
 
 /* The vector path: [the K blocks,] the full panels, the edge panel. */
-static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
+static void emit_vector_panels(Emit *e, const GemmSpec *s, const Geo *g) {
   int vw = g->vw;
   emit_line(e, "typedef float %s __attribute__((vector_size(%d)));", g->vt, 4 * vw);
   if (s->act == GEMM_ACT_RELU || s->act == GEMM_ACT_GELU || g->q8)
@@ -871,6 +871,26 @@ static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
   }
 }
 
+/* The vector path. With threads, where neither its panels nor its row
+ * tiles are split (too little work), it is the lead's alone: another loop
+ * of the kernel may be split (A's rounding to bf16), and every thread runs
+ * what lies outside the split loops (pool_rule.c); over K blocks a late
+ * thread's first block reset sums another had finished. */
+static void emit_vector_path(Emit *e, const GemmSpec *s, const Geo *g) {
+  if (e->threads == 1 || g->par_panels || g->par_rows) {
+    emit_vector_panels(e, s, g);
+    return;
+  }
+  int threads = e->threads;
+  emit_line(e, "KILN_LEAD_ONLY {");
+  e->indent++;
+  e->threads = 1;
+  emit_vector_panels(e, s, g);
+  e->threads = threads;
+  e->indent--;
+  emit_line(e, "}");
+}
+
 /* The plain C path over the same panels. */
 static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
   const char *bias = arena_printf(e->g->arena, "%s%s",
@@ -884,8 +904,8 @@ static void emit_scalar_path(Emit *e, const GemmSpec *s, const Geo *g) {
     int pw = edge ? g->pwe : g->nr, valid = edge ? g->nrem : g->nr;
     if (valid == 0 || p1 == p0)
       continue;
-    if (g->par_panels || g->par_rows) /* the template starts with its loop over panels */
-      emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
+    /* the template starts with its loop over panels: split, or the lead's */
+    emit_parallel_for(e, p1 - p0, g->ns * (double)(p1 - p0) / (double)(g->npf + (g->nrem > 0)));
     if (g->bf16) {
       emit_tmpl(e, "gemm_bf16_scalar", "P0", emit_int(e, p0), "P1", emit_int(e, p1), "PANEL",
                 emit_int(e, g->kp * g->nr), "K2", emit_int(e, g->krows), "KA", emit_int(e, g->kp), "PW", emit_int(e, pw), "M",
@@ -1019,8 +1039,8 @@ static void emit_amx_path(Emit *e, const GemmSpec *s, const Geo *g) {
     emit_line(e, "}");
   }
   if (g->nrem > 0) {
-    emit_line(e, "{ /* the edge panel: columns %lld .. %lld, zero-padded to %d */", (long long)(g->npf * g->nr),
-              (long long)(s->n - 1), g->pwe);
+    emit_line(e, "%s{ /* the edge panel: columns %lld .. %lld, zero-padded to %d */", emit_lead_only(e),
+              (long long)(g->npf * g->nr), (long long)(s->n - 1), g->pwe);
     e->indent++;
     emit_amx_panel(e, s, g, emit_int(e, g->npf * panel), emit_int(e, g->npf * g->nr), g->pwe, g->nrem);
     e->indent--;

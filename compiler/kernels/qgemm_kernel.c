@@ -775,7 +775,7 @@ static void emit_prefill(Emit *e, const QGemmSpec *s, const QGeo *g, const View 
     emit_line(e, "}");
   }
   if (rem > 0) {
-    emit_line(e, "{ /* the last %d rows of W */", rem);
+    emit_line(e, "%s{ /* the last %d rows of W */", emit_lead_only(e), rem);
     e->indent++;
     emit_panel_tile(e, s, &p, v->vw, ll(e, np * p.nr), rem);
     e->indent--;
@@ -842,7 +842,7 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
     emit_line(e, "}");
   }
   if (g->rem > 0) {
-    emit_line(e, "{ /* the last %d rows of W */", g->rem);
+    emit_line(e, "%s{ /* the last %d rows of W */", emit_lead_only(e), g->rem);
     e->indent++;
     emit_reg_tile(e, s, g, g->rem, ll(e, g->nt * QG_R), false);
     e->indent--;
@@ -853,6 +853,7 @@ static void emit_decode_tiles(Emit *e, const QGemmSpec *s, QGeo *g) {
 /* Plain C: each block dequantized as the reference does, then a dot. */
 static void emit_scalar_path(Emit *e, const QGemmSpec *s, const QGeo *g) {
   int bv = bq_formats[s->fmt].block_values;
+  emit_parallel_for(e, s->n, g->ns); /* W's rows: split, or the lead's (the other paths split theirs) */
   emit_line(e, "for (int j = 0; j < %s; j++)", ll(e, s->n));
   emit_line(e, "  for (int i = 0; i < %s; i++) {", rows_bound(e, s));
   e->indent += 2;

@@ -839,8 +839,11 @@ bool recurrent_emit(Emit *e, const Node *n) {
     emit_line(e, "/* %s: X %s, %lld direction%s, hidden size %lld; the input side of every step first */",
               node_op_name(n), r->batch_first ? "[B, S, I] (layout 1)" : "[S, B, I]", (long long)r->d,
               r->d > 1 ? "s" : "", (long long)r->h);
-    emit_line(e, "%s gx[%lld] __attribute__((aligned(64))); /* [%lld][%lld]: X·Wᵀ + Wb + Rb, row %s */",
-              dt_ctype(r->dt), rows * dgh, rows, dgh, r->batch_first ? "b*S + t" : "t*B + b");
+    /* with --threads the input side's product may be split: gx is then
+     * the lead's, shared with the workers (KILN_SHARED) */
+    emit_shared_array(e, dt_ctype(r->dt), "gx", rows * dgh,
+                      arena_printf(g->arena, "[%lld][%lld]: X·Wᵀ + Wb + Rb, row %s", rows, dgh,
+                                   r->batch_first ? "b*S + t" : "t*B + b"));
     emit_input_side(e, &q, rows, q.x, r->i, 0, r->d);
   }
   if (!packed_f32(&q, q.rw))
@@ -855,9 +858,16 @@ bool recurrent_emit(Emit *e, const Node *n) {
     q.y[k] = emit_ref(e, n->out[k]);
   /* the two directions are independent: with --threads, one thread each.
    * A direction's time: per step the product at half the GEMM's rate
-   * (2·G·H·H / 50 ns) and a gate function (~4 ns) per gate and unit */
+   * (2·G·H·H / 50 ns) and a gate function (~4 ns) per gate and unit.
+   * A direction runs whole on one thread (e->threads = 1 inside): its
+   * recurrence writes the outputs, and a chunked input side's gx is its
+   * own; so directions not split among the threads are the lead's alone
+   * (pool_rule.c: a split product inside them raced, and lost a direction) */
   double ns = (double)(r->s * r->b) * (2.0 * (double)(r->g * r->h * r->h) / 50.0 + 4.0 * (double)(r->g * r->h));
-  if (r->d == 2 && emit_parallel_for(e, 2, 2 * ns)) {
+  int threads = e->threads;
+  bool split = r->d == 2 && emit_parallel_for(e, 2, 2 * ns); /* else KILN_LEAD_ONLY (threads > 1) */
+  e->threads = 1;
+  if (split) {
     emit_line(e, "for (int d = 0; d < 2; d++) {");
     emit_line(e, "  if (d == 0) {");
     e->indent += 2;
@@ -869,9 +879,20 @@ bool recurrent_emit(Emit *e, const Node *n) {
     e->indent -= 2;
     emit_line(e, "  }");
     emit_line(e, "}");
-    return true;
+  } else {
+    if (threads > 1) {
+      if (r->d != 2)
+        emit_line(e, "KILN_LEAD_ONLY");
+      emit_line(e, "{ /* the directions, on the lead */");
+      e->indent++;
+    }
+    for (int64_t d = 0; d < r->d; d++)
+      emit_direction(e, &q, d);
+    if (threads > 1) {
+      e->indent--;
+      emit_line(e, "}");
+    }
   }
-  for (int64_t d = 0; d < r->d; d++)
-    emit_direction(e, &q, d);
+  e->threads = threads;
   return true;
 }
