@@ -35,7 +35,8 @@ cmd       base ir formats emit frontend lua passes export
 # emit/: the emitter: emit.h/emit_api.h (what a generator writes C with),
 #   the file writer, kernels as static functions, C names, the weights blob,
 #   the tokenizer's tables. Inside it the rows below keep the order
-#   emit_text < emit_kernel (the Emit types of emit.h only) < emit.c
+#   pool_rule (text only) < emit_text < emit_kernel (the Emit types of
+#   emit.h only) < emit.c
 #   (references, weight names) < emit_weights, emit_forward (bodies, layer
 #   loops; it reads emit_pack.h's plan, a struct) < emit_pack (which calls
 #   run once over a pack of sentences) < emit_decoder < emit_file: no file
@@ -60,7 +61,9 @@ emit/emit_api.h  ir/ir.h
 emit/templates.h -
 emit/emit_text.h    base ir/ir.h
 emit/emit_text.c    base ir/ir.h emit/emit_text.h
-emit/emit_kernel.c  base ir emit/emit_kernel.h emit/emit.h emit/emit_api.h emit/cnames.h
+emit/pool_rule.h    -
+emit/pool_rule.c    emit/pool_rule.h
+emit/emit_kernel.c  base ir emit/emit_kernel.h emit/emit.h emit/emit_api.h emit/cnames.h emit/pool_rule.h
 emit/emit.c         base ir emit/emit.h emit/emit_api.h emit/emit_kernel.h emit/emit_text.h emit/cnames.h emit/templates.h
 emit/emit_weights.c base ir emit/emit_weights.h emit/emit.h emit/emit_api.h emit/emit_text.h emit/weights_blob.h
 emit/emit_forward.c base ir emit/emit_forward.h emit/emit.h emit/emit_api.h emit/emit_kernel.h emit/emit_text.h emit/cnames.h emit/emit_pack.h
