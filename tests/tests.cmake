@@ -549,16 +549,19 @@ endforeach()
 # __builtin_prefetch compiled as a one-byte read under ASan (the packed
 # weights of a small model are arrays of their own, with redzones), so a
 # prefetch past the panels — the next block of GEMM_PREFETCH_SPREAD, the
-# first panel's next K block — is a global-buffer-overflow
-foreach(case linear_kblock_panels linear_kblock_tiles linear_gelu_tiles)
+# first panel's next K block, the next product's first panel — is a
+# global-buffer-overflow
+foreach(case gemm_shapes_tiles/linear_kblock_panels gemm_shapes_tiles/linear_kblock_tiles
+        gemm_shapes_tiles/linear_gelu_tiles gemm_shapes/matmul_batch_panels)
+  get_filename_component(name ${case} NAME)
   foreach(variant "avx512|${KILN_V16}" "avx2|${KILN_V8}")
     string(REPLACE "|" ";" v "${variant}")
     list(GET v 0 isa)
     list(GET v 1 flags)
-    add_test(NAME gemm_prefetch_bounds_${case}_${isa}
+    add_test(NAME gemm_prefetch_bounds_${name}_${isa}
              COMMAND ${KILN_BIN} check -q --isa=${isa} --weights-mode=inline
                      "--cflags=${flags} -fsanitize=address '-D__builtin_prefetch(p)=((void)*(volatile const char *)(p))'"
-                     ${T}/generated/gemm_shapes_tiles/${case})
+                     ${T}/generated/${case})
   endforeach()
 endforeach()
 

@@ -175,7 +175,8 @@ static int widest_view(int nr) {
  * __builtin_prefetch a step; the tiles together cover the block once
  * (each line touched at least once while mr * NR / M <= 16 floats, that
  * is, with 2 or more tiles). With K in blocks, the last panel's next
- * block is the first panel's next K block. Measured on a Xeon (SPR
+ * block is the first panel's next K block; in a batch of products
+ * (GemmSpec.batch: Winograd's) the last one's is the next product's first. Measured on a Xeon (SPR
  * class, one thread, thread CPU time, median of 40; the weight evicted
  * from cache before each call): Y[49,512] = A[49,4608] x B[4608,512]
  * 1.93-2.01 -> 1.39-1.41 ms, where with the weight in cache it takes
@@ -520,14 +521,13 @@ static const char *prefetch_next(Emit *e, const Geo *g, int pw, bool pf) {
 }
 
 /* Geo.pf_spread: the prefetch of the tile of mr rows at i0 at step k,
- * its share of the next block (bn, emit_panel) of kc rows of pw floats. */
+ * its share of the next block (at bn, emit_panel) of kc rows of pw floats. */
 static const char *prefetch_share(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw) {
   Arena *a = e->g->arena;
   bool split = g->nkb > 1;
   /* (i0 * kc + (k - k0) * mr) * pw < M * kc * pw: int while that fits */
   const char *cast = (double)s->m * (double)g->kc * pw < 2e9 ? "" : "(long long)";
-  return arena_printf(a, "__builtin_prefetch(bn + %s((%si0 * %lld + %s * %d) * %d) / %lld);\n",
-                      split ? arena_printf(a, "k0 * %d + ", pw) : "", cast, (long long)g->kc,
+  return arena_printf(a, "__builtin_prefetch(bn + ((%si0 * %lld + %s * %d) * %d) / %lld);\n", cast, (long long)g->kc,
                       split ? "(k - k0)" : "k", mr, pw, (long long)s->m);
 }
 
@@ -775,15 +775,25 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "}");
   }
   bool pf = full && g->prefetch && g->npf > 1;
-  if (pf && g->pf_spread && g->nkb > 1)
-    emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld : k0 + %lld < %lld ? bp + %lld : b; /* the next block "
-                 "(the next panel's, or the first panel's next K block; at the end its own), its share prefetched by "
-                 "every row tile, at bn + k0 * %d */",
-              (long long)g->npf, (long long)(g->kp * g->nr), (long long)g->kc, (long long)g->krows,
-              (long long)(g->kc * g->nr), g->nr);
-  else if (pf && g->pf_spread)
-    emit_line(e, "const float *bn = b + (p + 1 < %lld ? %lld : 0); /* the next panel, its share prefetched by every row tile */",
-              (long long)g->npf, (long long)(g->kp * g->nr));
+  if (pf && g->pf_spread) {
+    /* after the last full panel's last block: the next product's first
+     * (GemmSpec.batch), else its own (nothing past the weight) */
+    long long plen = (long long)(g->kp * (g->npf * g->nr + g->pwe));
+    const char *own = g->nkb > 1 ? arena_printf(e->g->arena, "b + k0 * %d", g->nr) : "b";
+    const char *end = s->batch > 1 ? arena_printf(e->g->arena, "q + 1 < %lld ? bp + %lld : %s", (long long)s->batch,
+                                                  plen, own)
+                                   : own;
+    if (g->nkb > 1)
+      emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld + k0 * %d : k0 + %lld < %lld ? bp + (k0 + %lld) * %d : %s; "
+                   "/* the next block (the next panel's, else the first panel's next K block%s), its share "
+                   "prefetched by every row tile */",
+                (long long)g->npf, (long long)(g->kp * g->nr), g->nr, (long long)g->kc, (long long)g->krows,
+                (long long)g->kc, g->nr, end, s->batch > 1 ? ", else the next product's" : "");
+    else
+      emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld : %s; /* the next panel%s, its share prefetched by every "
+                   "row tile */",
+                (long long)g->npf, (long long)(g->kp * g->nr), end, s->batch > 1 ? " (or the next product's first)" : "");
+  }
   else if (pf)
     emit_line(e, "const %s *bn = %s + (p + 1 < %lld ? %lld : 0); /* the next panel, prefetched by %s row tiles */",
               g->bf16 ? "uint32_t" : g->q8 ? "int8_t" : "float", "b", (long long)g->npf,
