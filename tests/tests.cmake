@@ -554,12 +554,17 @@ endforeach()
 foreach(case gemm_shapes_tiles/linear_kblock_panels gemm_shapes_tiles/linear_kblock_tiles
         gemm_shapes_tiles/linear_gelu_tiles gemm_shapes/matmul_batch_panels)
   get_filename_component(name ${case} NAME)
-  foreach(variant "avx512|${KILN_V16}" "avx2|${KILN_V8}")
+  foreach(variant "avx512|${KILN_V16}|1" "avx2|${KILN_V8}|1" "avx512|${KILN_V16}|2")
     string(REPLACE "|" ";" v "${variant}")
     list(GET v 0 isa)
     list(GET v 1 flags)
-    add_test(NAME gemm_prefetch_bounds_${name}_${isa}
-             COMMAND ${KILN_BIN} check -q --isa=${isa} --weights-mode=inline
+    list(GET v 2 th)
+    set(tname ${name}_${isa})
+    if(th GREATER 1) # the split loop over panels in each K block
+      set(tname ${tname}_threads${th})
+    endif()
+    add_test(NAME gemm_prefetch_bounds_${tname}
+             COMMAND ${KILN_BIN} check -q --isa=${isa} --threads ${th} --weights-mode=inline
                      "--cflags=${flags} -fsanitize=address '-D__builtin_prefetch(p)=((void)*(volatile const char *)(p))'"
                      ${T}/generated/${case})
   endforeach()
