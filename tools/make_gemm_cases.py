@@ -300,6 +300,11 @@ def main():
     x, w = rand(5, 23, 37), weight(37, 5, 37, 29)
     write("matmul_batch_weights", [helper.make_node("MatMul", ["x", "w"], ["y"])], x, (5, 23, 29), [const("w", w)],
           np.matmul(x.astype(np.float64), w.astype(np.float64)))
+    # products of 2+ full panels and 2+ row tiles a weight: the last panel
+    # of each prefetches the next product's first (GEMM_PREFETCH_SPREAD)
+    x, w = rand(3, 20, 40), weight(40, 3, 40, 70)
+    write("matmul_batch_panels", [helper.make_node("MatMul", ["x", "w"], ["y"])], x, (3, 20, 70), [const("w", w)],
+          np.matmul(x.astype(np.float64), w.astype(np.float64)))
     print("wrote", len(os.listdir(OUT)), "cases under", os.path.relpath(OUT))
 
 

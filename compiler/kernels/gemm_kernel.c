@@ -164,6 +164,27 @@ static int widest_view(int nr) {
 #define GEMM_PREFETCH_MIN_TILES 2
 #endif
 
+/* Spreading that prefetch over every row tile (Geo.pf_spread). The last
+ * group alone fetches the next panel's block in the time of its own
+ * tiles; when that group is one tile of few (a 7x7 conv's M = 49 rows:
+ * tiles of 10, 10, 10, 10 and 9) it asks for the block several times
+ * faster than a core's share of memory bandwidth, and the next panel's
+ * first tile waits. So, for f32 panels, every row tile prefetches its
+ * share: the tile at row i0 of mr rows, at step k of a block of kc, the
+ * line at (i0 * kc + (k - k0) * mr) / M of the next block's rows, one
+ * __builtin_prefetch a step; the tiles together cover the block once
+ * (each line touched at least once while mr * NR / M <= 16 floats, that
+ * is, with 2 or more tiles). With K in blocks, the last panel's next
+ * block is the first panel's next K block; in a batch of products
+ * (GemmSpec.batch: Winograd's) the last one's is the next product's first. Measured on a Xeon (SPR
+ * class, one thread, thread CPU time, median of 40; the weight evicted
+ * from cache before each call): Y[49,512] = A[49,4608] x B[4608,512]
+ * 1.93-2.01 -> 1.39-1.41 ms, where with the weight in cache it takes
+ * 1.26-1.42 ms and a plain read of the 9.4 MB weight 0.60-0.67 ms. */
+#ifndef GEMM_PREFETCH_SPREAD /* -DGEMM_PREFETCH_SPREAD=0: the last group alone, for experiments */
+#define GEMM_PREFETCH_SPREAD 1
+#endif
+
 /* Rows outside panels (emit_rows_outer) when A has more bytes than
  * GEMM_A_LARGE (more than a core's share of L2) and B at most GEMM_B_SMALL
  * (all its panels stay in L2). */
@@ -211,6 +232,7 @@ typedef struct Geo {
   int64_t part_at[GEMM_PARTS_MAX + 1]; /* the first row of each part, and M */
   bool par_rows;     /* --threads: else the row tiles of each panel */
   bool prefetch;     /* the last row tiles of a full panel prefetch the next panel (bn) */
+  bool pf_spread;    /* with prefetch: every row tile prefetches its share of the next block */
   bool a_large;      /* rows outside panels (emit_rows_outer): A is large, B small */
   int rows_outer;    /* while emit_rows_outer writes a row tile: its rows, else 0 */
 } Geo;
@@ -275,6 +297,7 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
     }
   }
   g->prefetch = tiles >= GEMM_PREFETCH_MIN_TILES && !g->widen; /* widening streams the int8 block in order */
+  g->pf_spread = GEMM_PREFETCH_SPREAD && g->prefetch && !g->q8 && !g->bf16 && !s->rows;
   g->rows_outer = 0;
   g->a_large = !g->q8 && !g->bf16 && !s->rows && g->nkb == 1 && 4 * s->m * s->k > GEMM_A_LARGE &&
                4 * s->k * s->n <= GEMM_B_SMALL;
@@ -283,7 +306,10 @@ static void gemm_geo(Emit *e, const GemmSpec *s, const IsaTile *t, const View *v
     g->par_panels = false;
     g->parts = 1;
     g->prefetch = false;
+    g->pf_spread = false;
   }
+  if (g->parts > 1) /* a part's row tiles prefetch as before */
+    g->pf_spread = false;
 }
 
 /* B packed into the panels of g: floats, int8 for bq, or words of two
@@ -494,6 +520,17 @@ static const char *prefetch_next(Emit *e, const Geo *g, int pw, bool pf) {
   return bufstr(e, &b);
 }
 
+/* Geo.pf_spread: the prefetch of the tile of mr rows at i0 at step k,
+ * its share of the next block (at bn, emit_panel) of kc rows of pw floats. */
+static const char *prefetch_share(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw) {
+  Arena *a = e->g->arena;
+  bool split = g->nkb > 1;
+  /* (i0 * kc + (k - k0) * mr) * pw < M * kc * pw: int while that fits */
+  const char *cast = (double)s->m * (double)g->kc * pw < 2e9 ? "" : "(long long)";
+  return arena_printf(a, "__builtin_prefetch(bn + ((%si0 * %lld + %s * %d) * %d) / %lld);\n", cast, (long long)g->kc,
+                      split ? "(k - k0)" : "k", mr, pw, (long long)s->m);
+}
+
 /* A tile's row pointers a0 .. a<mr-1> (elements of type t, row i0 of
  * base, rows stride apart; note follows the first) into rows, its
  * accumulators acc<r>_<v> (zero) into acc. */
@@ -578,7 +615,7 @@ static void emit_tile(Emit *e, const GemmSpec *s, const Geo *g, int mr, int pw, 
   }
   int vw = g->vw, nv = (valid + vw - 1) / vw;
   Buf rows = {0}, acc = {0}, bv = {0}, ld = {0}, fma = {0};
-  buf_puts(&ld, prefetch_next(e, g, pw, pf));
+  buf_puts(&ld, pf && g->pf_spread ? prefetch_share(e, s, g, mr, pw) : prefetch_next(e, g, pw, pf));
   tile_rows_acc(g, mr, nv, "float", "a", s->a_rs, "", &rows, &acc);
   for (int r = 0; r < mr; r++) {
     buf_printf(&fma, "%s", r ? "\n" : "");
@@ -697,7 +734,7 @@ static void emit_panel_rows(Emit *e, const GemmSpec *s, const Geo *g, int pw, in
     emit_line(e, "for (int i0 = 0; i0 < %s; i0 += %d) { /* tiles of %d x %d */", tiles_bound(e, s, g->m_hi),
               g->mr_hi, g->mr_hi, valid);
     e->indent++;
-    emit_tile(e, s, g, g->mr_hi, pw, valid, pf && g->m_hi == s->m);
+    emit_tile(e, s, g, g->mr_hi, pw, valid, pf && (g->m_hi == s->m || g->pf_spread));
     e->indent--;
     emit_line(e, "}");
   }
@@ -738,7 +775,26 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
     emit_line(e, "}");
   }
   bool pf = full && g->prefetch && g->npf > 1;
-  if (pf)
+  if (pf && g->pf_spread) {
+    /* after the last full panel's last block: the next product's first
+     * (GemmSpec.batch), else its own (nothing past the weight) */
+    long long plen = (long long)(g->kp * (g->npf * g->nr + g->pwe));
+    const char *own = g->nkb > 1 ? arena_printf(e->g->arena, "b + k0 * %d", g->nr) : "b";
+    const char *end = s->batch > 1 ? arena_printf(e->g->arena, "q + 1 < %lld ? bp + %lld : %s", (long long)s->batch,
+                                                  plen, own)
+                                   : own;
+    if (g->nkb > 1)
+      emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld + k0 * %d : k0 + %lld < %lld ? bp + (k0 + %lld) * %d : %s; "
+                   "/* the next block (the next panel's, else the first panel's next K block%s), its share "
+                   "prefetched by every row tile */",
+                (long long)g->npf, (long long)(g->kp * g->nr), g->nr, (long long)g->kc, (long long)g->krows,
+                (long long)g->kc, g->nr, end, s->batch > 1 ? ", else the next product's" : "");
+    else
+      emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld : %s; /* the next panel%s, its share prefetched by every "
+                   "row tile */",
+                (long long)g->npf, (long long)(g->kp * g->nr), end, s->batch > 1 ? " (or the next product's first)" : "");
+  }
+  else if (pf)
     emit_line(e, "const %s *bn = %s + (p + 1 < %lld ? %lld : 0); /* the next panel, prefetched by %s row tiles */",
               g->bf16 ? "uint32_t" : g->q8 ? "int8_t" : "float", "b", (long long)g->npf,
               (long long)(g->kp * g->nr), s->rows && !g->par_rows ? "all its" : "the last");

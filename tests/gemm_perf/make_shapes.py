@@ -40,10 +40,15 @@ SHAPES = [
 
 # Test cases: K split in blocks (K = 2100 for avx2 and avx512) with several
 # row tiles and full panels, each tile summing its share of every block;
-# then an edge panel, and a residual added after the last block.
+# then an edge panel, and a residual added after the last block. New cases
+# go at the end: the generator draws them in order from one seed.
 TEST_SHAPES = [
     ("linear_kblock_tiles", 13, 2100, 40, "residual"),
     ("linear_gelu_tiles", 20, 70, 36, "gelu"),
+    # K in blocks with 2+ full panels and 2+ row tiles: every row tile
+    # prefetches its share of the next block, the last panel's the first
+    # panel's next K block (gemm_kernel.c, GEMM_PREFETCH_SPREAD)
+    ("linear_kblock_panels", 20, 2100, 70, "residual"),
 ]
 
 
