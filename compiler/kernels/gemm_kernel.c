@@ -793,11 +793,11 @@ static void emit_panel(Emit *e, const GemmSpec *s, const Geo *g, const char *bof
       emit_line(e, "const float *bn = p + 1 < %lld ? b + %lld : %s; /* the next panel%s, its share prefetched by every "
                    "row tile */",
                 (long long)g->npf, (long long)(g->kp * g->nr), end, s->batch > 1 ? " (or the next product's first)" : "");
-  }
-  else if (pf)
+  } else if (pf) {
     emit_line(e, "const %s *bn = %s + (p + 1 < %lld ? %lld : 0); /* the next panel, prefetched by %s row tiles */",
               g->bf16 ? "uint32_t" : g->q8 ? "int8_t" : "float", "b", (long long)g->npf,
               (long long)(g->kp * g->nr), s->rows && !g->par_rows ? "all its" : "the last");
+  }
   emit_line(e, "float *yp = y + %s;", col);
   if (s->scale)
     emit_line(e, "const float *scale_p = scale + %s;", col);
