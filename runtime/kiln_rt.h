@@ -158,6 +158,27 @@ KILN_MATH float kiln_expf(float x) {
   return p * kiln_pow2if(n1) * kiln_pow2if(n - n1);
 }
 
+/* exp(x) for x <= 0, as softmax's exp(x - max) needs: kiln_expf's steps
+ * with one 2^n (n >= -126 after the clamp), and 0 below -87.34 where
+ * kiln_expf rounds into the subnormals (softmax then divides by a sum of
+ * at least 1: a difference below 1.2e-38). Equal to kiln_expf bit for bit
+ * on [-87.34, 0]; NaN gives NaN. Two operations fewer an element, and one
+ * vector of bits instead of two (KILN_EXPF_NONPOS_VEC is its vector form). */
+KILN_MATH float kiln_expf_nonpos(float x) {
+  const bool tiny = x < -87.3365479f;
+  x = kiln_selectf(tiny, -87.3365479f, x);
+  const float n = kiln_roundf(x * KILN_EXPF_LOG2E);
+  float r = x - n * KILN_EXPF_LN2_HI; /* exact */
+  r = r - n * KILN_EXPF_LN2_LO;
+  float p = KILN_EXPF_C6;
+  p = p * r + KILN_EXPF_C5;
+  p = p * r + KILN_EXPF_C4;
+  p = p * r + KILN_EXPF_C3;
+  p = p * r + KILN_EXPF_C2;
+  p = 1.0f + (r + r * r * p);
+  return kiln_selectf(tiny, 0.0f, p * kiln_pow2if(n));
+}
+
 /* kiln_expf's steps on a GNU C vector x <= 0 of floats (type VT; VI is
  * the int vector of its width), as the attention kernel's exp(s - max)
  * needs: n = round(x / ln 2) by the 1.5·2^23 shifter, x - n·ln 2 in two
