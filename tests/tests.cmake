@@ -1531,6 +1531,14 @@ add_test(NAME conv_layout_residual_moved COMMAND ${KILN_BIN} compile -v ${T}/con
          -o ${CMAKE_BINARY_DIR}/conv_layout_residual.c)
 set_tests_properties(conv_layout_residual_moved PROPERTIES PASS_REGULAR_EXPRESSION
   "pool channels last\nconv_gemm: c2 <- c2\nconv_gemm: add channels last\nconv_gemm: relu2 channels last\nconv_gemm: dw channels last\nconv_gemm: hswish channels last\nconv_gemm: mul channels last\nconv_gemm: squeeze channels last\nconv_gemm: excite <- excite\nconv_gemm: gate channels last\nconv_gemm: scale channels last")
+# AveragePool {channels_last} (pool.c's emit_avg_last): PP-OCR's unpadded
+# [3, 2] / [3, 2] pool and a 3x3 / 2 pool whose pads do not count, each
+# window divided by its taps inside x; the pool whose pads count stays NCHW
+kiln_conv_checks(conv_avgpool_last c interp threads scalar clang)
+add_test(NAME conv_avgpool_last_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_avgpool_last/model.onnx
+         -o ${CMAKE_BINARY_DIR}/conv_avgpool_last.c)
+set_tests_properties(conv_avgpool_last_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "conv_gemm: pool32 channels last\n.*conv_gemm: pool_pads channels last\n" FAIL_REGULAR_EXPRESSION "pool_counted channels last")
 # ---- Winograd's F(m x m, 3 x 3) for 3x3 stride-1 convs (issue 24, item 2) ----
 # compiler/ops/winograd.c: WinogradIn -> MatMul by the transformed weight
 # (one packed GEMM per tile position) -> WinogradOut. F(4x4) on a residual

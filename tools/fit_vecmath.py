@@ -33,6 +33,8 @@ ERF_SMALL = 0.875       # |x| below: erf(x) = x·P(x²); above: 1 - exp(Q(|x|))
 ERF_BIG = 4.0           # |x| at and above: erf = ±1 in float (erfc(4) < 2^-25)
 ERFC_MID = ERF_SMALL       # Q is a polynomial in |x| - ERFC_MID: small terms where erfc is large
 TANH_SMALL = 0.625      # |x| below: tanh(x) = x + x³·P(x²); above: 1 - 2/(e^2|x| + 1)
+ERF_PIECES = 8          # KILN_ERFF_VEC's table: [0, 4) in pieces of ERF_BIG / ERF_PIECES
+ERF_PIECE_DEG = 7       # a polynomial of this degree in t = |x| - the piece's start
 
 
 def chebyshev_points(a, b, n=NPOINTS):
@@ -109,6 +111,36 @@ def fit_tanh_small():
     return "TANHF_P", c, err.max(), "relative, |x| < %g" % TANH_SMALL
 
 
+def fit_erf_pieces():
+    """KILN_ERFF_VEC's piecewise erf: on piece i of [0, 4), a = i·w + t,
+    erf(a) = (C0 + t·U) + (C0LO + t·(C1 + t·(C2 + ... + t·C7))), w = 0.5.
+    C0 is erf(i·w) rounded to float and C0LO what that rounding lost
+    (refitted with the rest), so the constant term is good to far below an
+    ulp; on piece 0, C0 = C0LO = 0 and U = 1, so erf(a) = a + a·(C1 + ...)
+    with C1 = 2/√π - 1, relative error (as ERFF_P); elsewhere U = 0 and the
+    error is absolute. Returns the rows C0, C0LO, C1..C7, U (each a value
+    per piece) and the largest fit error."""
+    erf = np.vectorize(math.erf)
+    w = ERF_BIG / ERF_PIECES
+    rows = np.zeros((ERF_PIECE_DEG + 3, ERF_PIECES))
+    worst = 0.0
+    for i in range(ERF_PIECES):
+        a = chebyshev_points(max(i * w, 1e-6), (i + 1) * w)
+        t, y = a - i * w, erf(a)
+        if i == 0:
+            cols = np.stack([t**k / y for k in range(1, ERF_PIECE_DEG + 1)], 1)
+            c = np.concatenate([[0.0, 0.0], lawson_in_floats(cols, (y - t) / y), [1.0]])
+            err = np.abs(t + sum(c[k + 1] * t**k for k in range(1, ERF_PIECE_DEG + 1)) - y) / y
+        else:
+            hi = float(np.float32(math.erf(i * w)))
+            cols = np.stack([t**k for k in range(ERF_PIECE_DEG + 1)], 1)
+            c = np.concatenate([[hi], lawson_in_floats(cols, y - hi), [0.0]])
+            err = np.abs(hi + sum(c[k + 1] * t**k for k in range(ERF_PIECE_DEG + 1)) - y)
+        rows[:, i] = c
+        worst = max(worst, err.max())
+    return rows, worst
+
+
 def c_float(v):
     s = "%.9g" % np.float32(v)
     return s + ("" if re.search(r"[.e]", s) else ".0") + "f"
@@ -134,9 +166,24 @@ def define_lines():
     return lines
 
 
+def table_lines():
+    """kiln_erff_tab: a row per coefficient (C0, C0LO, C1..C7, U), each the
+    pieces' values twice, so that a 16-lane vector loads a whole row."""
+    rows, err = fit_erf_pieces()
+    names = ["C0", "C0LO"] + ["C%d" % k for k in range(1, ERF_PIECE_DEG + 1)] + ["U"]
+    lines = ["/* ERFF_TAB: fit error %.2g (relative on [0, %g), absolute above; %d pieces, degree %d) */"
+             % (err, ERF_BIG / ERF_PIECES, ERF_PIECES, ERF_PIECE_DEG)]
+    for name, r in zip(names, rows):
+        vals = ", ".join(c_float(v) for v in r)
+        lines.append("    {%s, /* %s */" % (vals, name))
+        lines.append("     %s}," % vals)
+    return lines
+
+
 def check(header):
     text = open(header).read()
     missing = [l for l in define_lines() if l.startswith("#define") and l not in text]
+    missing += [l for l in table_lines() if l not in text]
     for l in missing:
         print("fit_vecmath: %s lacks the line: %s" % (header, l), file=sys.stderr)
     return 1 if missing else 0
@@ -149,6 +196,7 @@ def main(argv):
         print("usage: fit_vecmath.py [--check HEADER]", file=sys.stderr)
         return 2
     print("\n".join(define_lines()))
+    print("\n".join(table_lines()))
     return 0
 
 

@@ -24,7 +24,9 @@ a residual block of 3x3 convs on Winograd's F(4x4, 3x3) at batch 2 (odd
 image, residual Add and Relu in the output transform's epilogue) and one
 on F(2x2, 3x3) with asymmetric pads and channels off the vector width;
 a 7x7 stride-2 stem and a dilated 3x3 conv with a residual Add whose
-rows exceed 1 MiB (ConvBlocks: the rows a block at a time).
+rows exceed 1 MiB (ConvBlocks: the rows a block at a time); AveragePools
+on channels-last forms, unpadded and with pads that do not count, and
+one whose pads count (kept NCHW).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -247,6 +249,21 @@ def main():
           helper.make_node("Relu", ["r"], ["y"], name="relu1")],
          [const("w0", [16, 3, 7, 7], -0.1, 0.1), const("b0", [16]), const("w1", [16, 16, 3, 3], -0.15, 0.15)]
          + bn_inits("bn0", 16) + bn_inits("bn1", 16), [2, 3, 100, 76], ["y"])
+    # AveragePool on channels-last forms (pool.c's emit_avg_last): after a
+    # 1x1 conv, PP-OCR's [3, 2] / [3, 2] unpadded pool, and after a second
+    # conv a 3x3 / 2 pool with pads that do not count (each window divides
+    # by its taps inside x); a 3x3 / 2 pool whose pads count
+    # (count_include_pad=1) stays NCHW; 21 channels, batch 2
+    save(out, "conv_avgpool_last",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1"),
+          helper.make_node("AveragePool", ["a"], ["p"], name="pool32", kernel_shape=[3, 2], strides=[3, 2]),
+          helper.make_node("Conv", ["a", "w2", "b2"], ["b"], name="c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("AveragePool", ["b"], ["q"], name="pool_pads", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 1, 1, 1]),
+          helper.make_node("AveragePool", ["b"], ["r"], name="pool_counted", kernel_shape=[3, 3], strides=[2, 2],
+                           pads=[1, 1, 1, 1], count_include_pad=1)],
+         [const("w1", [21, 5, 1, 1], -0.5, 0.5), const("b1", [21]), const("w2", [21, 21, 3, 3], -0.2, 0.2),
+          const("b2", [21])], [2, 5, 9, 13], ["p", "q", "r"])
 
 
 if __name__ == "__main__":

@@ -402,7 +402,7 @@ static void emit_tile_epilogue(Emit *e, const IGemmSpec *s, const IPath *pt, int
       if (s->act == GEMM_ACT_RELU)
         emit_line(e, "f = (%s)((%s)f & (%s)(f > (%s){0}));", vf, vi, vi, vf);
       else if (s->act == GEMM_ACT_GELU)
-        emit_line(e, "f = 0.5f * f * (1.0f + KILN_ERFF_VEC(%s, %s, f * 0x1.6a09e6p-1f));", vf, vi);
+        emit_line(e, "f = f * (0.5f + 0.5f * KILN_ERFF_VEC(%s, %s, f * 0x1.6a09e6p-1f));", vf, vi);
       if (s->residual && s->act != GEMM_ACT_GELU_TANH)
         emit_line(e, "{ %s rv = {0}; memcpy(&rv, rt + %lld, %d); f += rv; }", vf, (long long)r * n + v * vw, 4 * cols);
       emit_line(e, "memcpy(%s, &f, %d);", yp, 4 * cols);

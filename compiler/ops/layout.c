@@ -146,7 +146,14 @@ static void emit_copy(Emit *e, int dst, int src, Copy c) {
    * back to channels-first is [P, M] -> [M, P]) */
   int r = c.rank, tiled = !run && r >= 2 && c.src_st[r - 2] == 1 && c.dst_st[r - 1] == 1 &&
                           c.dims[r - 2] > COPY_TILE && c.dims[r - 1] > COPY_TILE;
-  for (int k = 0; k < loops; k++) {
+  /* the same transpose to a last dim of at most 4 (an image's channels last:
+   * [3, P] -> [P, 3]): the loop over that dim outside the one along which
+   * src is contiguous, so the reads run in order (PP-OCRv6's input, 15360
+   * x 3: 2x faster with AVX-512) */
+  int swap = !run && !tiled && r >= 2 && c.src_st[r - 2] == 1 && c.dst_st[r - 1] == 1 &&
+             c.dims[r - 1] <= 4;
+  for (int kl = 0; kl < loops; kl++) {
+    int k = swap && kl >= r - 2 ? 2 * r - 3 - kl : kl;
     if (tiled && k == r - 2) {
       for (int t = r - 2; t < r; t++) {
         emit_line(e, "for (%s i%db = 0; i%db < %lld; i%db += %d) {", ity, t, t, (long long)c.dims[t], t, COPY_TILE);

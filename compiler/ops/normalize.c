@@ -107,14 +107,15 @@ bool softmax_emit(Emit *e, const Node *n) {
   /* contiguous rows of at least 16: the max and the sum in 16 lanes */
   if (n->op == OP_SOFTMAX && r.inner == 1 && r.len >= 16)
     name = "softmax_lanes";
+  /* f32 Softmax's exps are of x - max <= 0: kiln_expf_nonpos (kiln_rt.h) */
+  const char *exp = n->op == OP_SOFTMAX && dt == DT_F32 ? "kiln_expf_nonpos" : emit_mathfn(e, dt, "exp");
   /* --threads: rows split among the threads (the template starts with its
    * loop over rows); a max, an exp, a sum and a division per element */
   emit_parallel_for(e, r.outer * r.inner, 6.0 * (double)type_numel(&x->type));
   emit_tmpl(e, name, "T", dt_ctype(dt), "ROWS", emit_int(e, r.outer * r.inner), "LEN", emit_int(e, r.len), "BODY", emit_int(e, r.len / 16 * 16),
-            "XR", base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
+            "BODY2", emit_int(e, r.len / 32 * 32), "XR", base ? arena_printf(g->arena, "%s + %s", X, base) : X, "YR",
             base ? arena_printf(g->arena, "%s + %s", Y, base) : Y, "K", k, "ZERO",
-            emit_double_literal(e, dt, 0), "ONE", emit_double_literal(e, dt, 1), "EXP",
-            emit_mathfn(e, dt, "exp"), "LOG", emit_mathfn(e, dt, "log"), NULL);
+            emit_double_literal(e, dt, 0), "ONE", emit_double_literal(e, dt, 1), "EXP", exp, "LOG", emit_mathfn(e, dt, "log"), NULL);
   return true;
 }
 

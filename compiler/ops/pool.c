@@ -22,11 +22,13 @@
  * Opset < 9 `spatial=0` (statistics per channel and position) is handled
  * by treating each position as a channel.
  *
- * MaxPool {channels_last=1} (made only by the conv_gemm pass's layout,
- * never read from a file): X is [N, spatial..., C] and Y [N, out..., C],
- * f32, no Indices; the windows are those of X's [N, C, spatial...] form.
- * Each window's max is C contiguous channels at a time, a loop that
- * vectorises with no tests inside (emit_max_last). */
+ * MaxPool and AveragePool {channels_last=1} (made only by the conv_gemm
+ * pass's layout, never read from a file): X is [N, spatial..., C] and Y
+ * [N, out..., C], f32, no Indices; the windows are those of X's [N, C,
+ * spatial...] form. Each window's max or sum is C contiguous channels at
+ * a time, a loop that vectorises with no tests inside (emit_max_last);
+ * an AveragePool so has no ceil_mode and divides by the taps inside x
+ * (count_include_pad=0, or no padding), counted as they are walked. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,8 +129,22 @@ static bool include_pad(const Node *n) {
   return n->op == OP_AVERAGEPOOL && (n->opset < 7 || attr_int(n, "count_include_pad", 0) == 1);
 }
 
-/* MaxPool {channels_last}: X [N, spatial..., C]. */
-static bool pool_last(const Node *n) { return n->op == OP_MAXPOOL && attr_int(n, "channels_last", 0); }
+/* An AveragePool {channels_last} divides by the taps inside x: no
+ * ceil_mode (no window past the end pad), and padding only where it does
+ * not count. */
+static bool avg_last_ok(const Node *n, const Window *w) {
+  if (attr_int(n, "ceil_mode", 0))
+    return false;
+  for (int j = 0; j < w->nsp && include_pad(n); j++)
+    if (w->pad[j] || w->pad_end[j])
+      return false;
+  return true;
+}
+
+/* MaxPool or AveragePool {channels_last}: X [N, spatial..., C]. */
+static bool pool_last(const Node *n) {
+  return (n->op == OP_MAXPOOL || n->op == OP_AVERAGEPOOL) && attr_int(n, "channels_last", 0);
+}
 
 #define permute_last window_permute_last
 
@@ -152,6 +168,9 @@ static bool infer_window_pool(Graph *g, Node *n, Diag *d) {
   char why[WHY];
   if (!pool_window(n, &xt, &w, why))
     return diag_node(d, g, n, "%s", why);
+  if (last && n->op == OP_AVERAGEPOOL && !avg_last_ok(n, &w))
+    return diag_node(d, g, n, "channels_last AveragePool with ceil_mode or with count_include_pad and padding; "
+                     "expected neither");
   Type t = xt;
   for (int j = 0; j < w.nsp; j++)
     t.dims[2 + j] = w.out[j];
@@ -305,7 +324,6 @@ bool pool_eval(const Node *n, const Tensor *in, Tensor *out, Diag *d) {
         for (int64_t i = 0; i < s; i++)
           xd[(b * c + ch) * s + i] = xs[(b * s + i) * c + ch];
     Node m = *n;
-    m.op = OP_MAXPOOL;
     m.nattr = 0; /* pool_last(&m) false: the NCHW path (pool_window reads the other attributes) */
     Attr *keep = m.attrs = n->nattr ? malloc(sizeof(Attr) * (size_t)n->nattr) : NULL;
     for (int i = 0; i < n->nattr; i++)
@@ -529,6 +547,35 @@ static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, i
   window_last_close(e, ns);
 }
 
+/* AveragePool {channels_last}, f32 (avg_last_ok): y's C channels start
+ * at 0 and add each tap inside x, C contiguous floats at a time, in the
+ * NCHW kernel's order of taps; then a division by the taps counted. */
+static void emit_avg_last(Emit *e, const Node *n, const Window *w, int64_t nb, int64_t c) {
+  Arena *a = e->g->arena;
+  int ns = w->nsp;
+  emit_line(e, "/* y[n][o...][c] = the mean of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
+               "inside x (channels last, %lld channels) */", flat_dims(a, ns, w->k), (long long)c);
+  const WindowWalk walk = {ns, w->in, w->out, w->k, w->stride, w->dil, w->pad};
+  window_last_outputs(e, &walk, nb, c, emit_ref(e, n->out[0]));
+  window_channel_loop(e, c, "yp[c] = 0.0f;");
+  emit_line(e, "int inside = 0; /* the taps inside x */");
+  const char *ipos = window_last_taps(e, &walk, NULL);
+  emit_line(e, "inside++;");
+  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
+            (long long)window_prod(w->in, ns), ipos, (long long)c);
+  window_channel_loop(e, c, "yp[c] += xp[c];");
+  for (int j = 0; j < ns; j++) { /* the taps' loops */
+    e->indent--;
+    emit_line(e, "}");
+  }
+  emit_line(e, "const float count = (float)inside;");
+  window_channel_loop(e, c, "yp[c] = yp[c] / count;");
+  for (int j = 0; j < ns + 1; j++) { /* the outputs' and the batch's */
+    e->indent--;
+    emit_line(e, "}");
+  }
+}
+
 static bool emit_window_pool(Emit *e, const Node *n) {
   Graph *g = e->g;
   Arena *a = g->arena;
@@ -540,6 +587,8 @@ static bool emit_window_pool(Emit *e, const Node *n) {
     KILN_ASSERT(pool_window(n, &xt, &w, why));
     if (type_numel(&node_out(g, n, 0)->type) == 0)
       emit_line(e, "/* empty output: nothing to compute */");
+    else if (n->op == OP_AVERAGEPOOL)
+      emit_avg_last(e, n, &w, xt.dims[0], xt.dims[1]);
     else
       emit_max_last(e, n, &w, xt.dims[0], xt.dims[1]);
     return true;

@@ -30,13 +30,14 @@
  * channel ([1, C, 1, ...], read as [1, 1, C]), is computed on those forms,
  * a ReduceMean/Sum/Max over the spatial dims (kept) is one over P, an
  * f32 MaxPool reading one runs as MaxPool {channels_last=1}
- * (compiler/ops/pool.c) and a depthwise conv by a constant W as Conv
+ * (compiler/ops/pool.c), so does an AveragePool that divides by the taps
+ * inside x (avg_pool_last), and a depthwise conv by a constant W as Conv
  * {channels_last=1} (compiler/ops/conv.c); their results are channels-last forms in turn,
  * with a Transpose back to NCHW for other readers, as a conv's. So a
  * ResNet block's residual Add and Relu, and the max pool after a stem,
  * read and write [N, P, C] and the convs after them read it with no
  * transpose; what is left of the Transposes (a reader that is none of
- * these: a global or average pool, a Reshape to a sequence) is
+ * these: a global pool, a Reshape to a sequence) is
  * computed once, where that reader is. dce runs at the end, so
  * fuse_residual then finds a conv's GEMM result read by the Add alone.
  *
@@ -433,10 +434,33 @@ static bool reduce_spatial(const Graph *g, const Node *n, const int *chlast, int
   return na == r - 2;
 }
 
+/* An AveragePool that pool.c runs channels last: no ceil_mode, and
+ * padding only where count_include_pad=0 does not count it (each window
+ * divides by its taps inside x). */
+static bool avg_pool_last(const Node *n) {
+  if (attr_int(n, "ceil_mode", 0))
+    return false;
+  if (n->opset >= 7 && attr_int(n, "count_include_pad", 0) == 0)
+    return true;
+  const char *ap = attr_str(n, "auto_pad", "NOTSET");
+  if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"))
+    return false;
+  const Attr *p = attr_get(n, "pads");
+  for (int i = 0; p && !strcmp(ap, "NOTSET") && i < p->n; i++)
+    if (p->ints[i])
+      return false;
+  return true;
+}
+
+/* Is n a pool or a conv the layout makes {channels_last}? */
+static bool layout_window_op(const Node *n) {
+  return n->op == OP_MAXPOOL || n->op == OP_CONV || (n->op == OP_AVERAGEPOOL && avg_pool_last(n));
+}
+
 /* Node n can run channels last: an f32 elementwise op with one operand
  * of its shape at least in channels-last form and the others readable so
- * (operand_kind), or an f32 MaxPool without Indices on a channels-last
- * form. */
+ * (operand_kind), or an f32 MaxPool without Indices (or an AveragePool,
+ * avg_pool_last) on a channels-last form. */
 static bool layout_node(const Graph *g, const Node *n, const int *chlast, int nv0) {
   if (n->nout != 1 || n->out[0] < 0)
     return false;
@@ -445,11 +469,11 @@ static bool layout_node(const Graph *g, const Node *n, const int *chlast, int nv
     return false;
   if (layout_reduce(n)) /* over every spatial dim, kept: over P of [N, P, C], the form of [N, C, 1...] */
     return reduce_spatial(g, n, chlast, nv0);
-  if (n->op == OP_MAXPOOL || n->op == OP_CONV) {
+  if (layout_window_op(n)) {
     int x = n->in[0];
     if (x < 0 || x >= nv0 || chlast[x] < 0 || g->vals[x].type.dt != DT_F32)
       return false;
-    if (n->op == OP_MAXPOOL)
+    if (n->op != OP_CONV)
       return true;
     /* a depthwise conv: group = C = M, W [C, 1, k...] constant */
     const Value *w = &g->vals[n->in[1]];
@@ -488,7 +512,7 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
         return false;
       continue;
     }
-    if (v < 0 || op == OP_MAXPOOL || op == OP_CONV) { /* x, then a conv's W and B as they are */
+    if (v < 0 || layout_window_op(&g->nodes[i])) { /* x, then a conv's W and B as they are */
       in[j] = v < 0 || j > 0 ? v : last_view(&l, v, chlast[v]);
       if (j == 0 && in[j] < 0)
         return false;
@@ -533,12 +557,13 @@ static bool lower_layout(Graph *g, int i, const int *chlast, int nv0, int *cl_ou
     }
   }
   g->nodes[idx].opset = g->nodes[i].opset;
-  if (op == OP_MAXPOOL || op == OP_CONV)
+  bool window = layout_window_op(src);
+  if (window)
     ir_attr_int(g, idx, "channels_last", 1);
   int t = lw_finish(&l, idx);
   if (t < 0)
     return false;
-  if (op == OP_MAXPOOL || op == OP_CONV) { /* [N, out..., C] viewed as [N, P, C] */
+  if (window) { /* [N, out..., C] viewed as [N, P, C] */
     const Type *tt = &g->vals[t].type;
     int64_t dims[3] = {tt->dims[0], type_numel(tt) / (tt->dims[0] * tt->dims[tt->rank - 1]), tt->dims[tt->rank - 1]};
     int r = lw_reshape(&l, t, dims, 3);

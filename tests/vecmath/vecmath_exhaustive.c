@@ -1,5 +1,5 @@
 /* vecmath_exhaustive.c — checks kiln's vector math (kiln_expf, kiln_erff,
- * kiln_tanhf of runtime/kiln_rt.h) against double precision: the error in
+ * kiln_tanhf, KILN_ERFF_VEC and kiln_expf_nonpos of runtime/kiln_rt.h) against double precision: the error in
  * ulps of the exact result, the absolute error, NaN in → NaN out, the sign
  * of every result (of -0 too). Exits 1 when a function exceeds the bound
  * kiln_rt.h states for it, printing the worst input.
@@ -57,16 +57,31 @@ static void run_erf(const float *restrict x, float *restrict y) {
     y[i] = kiln_erff(x[i]);
 }
 
-/* KILN_ERFF_VEC, 8 lanes at a time (the GEMM's GELU epilogue's erf) */
+/* KILN_ERFF_VEC, 8, 16 and 4 lanes at a time (the GEMM's GELU epilogue's
+ * erf): built -march=native under gcc, the table's form (KILN_ERFF_VEC_TAB)
+ * on 8 lanes with AVX2 and on 16 with AVX-512; the exp form elsewhere */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int v8i __attribute__((vector_size(32)));
-static void run_erf_vec(const float *restrict x, float *restrict y) {
-  for (int i = 0; i < BLOCK; i += 8) {
-    v8f v;
-    memcpy(&v, x + i, sizeof v);
-    v = KILN_ERFF_VEC(v8f, v8i, v);
-    memcpy(y + i, &v, sizeof v);
+typedef float v16f __attribute__((vector_size(64)));
+typedef int v16i __attribute__((vector_size(64)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int v4i __attribute__((vector_size(16)));
+#define RUN_ERF_VEC(NAME, VF, VI)                                \
+  static void NAME(const float *restrict x, float *restrict y) { \
+    for (int i = 0; i < BLOCK; i += (int)(sizeof(VF) / 4)) {     \
+      VF v;                                                      \
+      memcpy(&v, x + i, sizeof v);                               \
+      v = KILN_ERFF_VEC(VF, VI, v);                              \
+      memcpy(y + i, &v, sizeof v);                               \
+    }                                                            \
   }
+RUN_ERF_VEC(run_erf_vec, v8f, v8i)
+RUN_ERF_VEC(run_erf_vec16, v16f, v16i)
+RUN_ERF_VEC(run_erf_vec4, v4f, v4i)
+
+static void run_exp_nonpos(const float *restrict x, float *restrict y) {
+  for (int i = 0; i < BLOCK; i++)
+    y[i] = kiln_expf_nonpos(x[i]);
 }
 
 static void run_tanh(const float *restrict x, float *restrict y) {
@@ -191,6 +206,35 @@ static bool report(const Check *c) {
   return ok;
 }
 
+/* kiln_expf_nonpos (softmax's exp of x - max <= 0) on every 7·stride-th
+ * float x <= 0, -0 to -NaN: kiln_expf's result bit for bit from -87.34
+ * up, 0 below (-inf included), NaN for NaN. */
+static bool check_exp_nonpos(unsigned stride) {
+  static float x[BLOCK], y[BLOCK];
+  long long bad = 0;
+  float bad_x = 0;
+  uint64_t step = 7ull * stride;
+  for (uint64_t u = 0x80000000u; u <= 0xFFFFFFFFu;) {
+    int n = 0;
+    for (; n < BLOCK && u <= 0xFFFFFFFFu; n++, u += step)
+      x[n] = kiln_float_of_bits((uint32_t)u);
+    for (int i = n; i < BLOCK; i++)
+      x[i] = 0.0f;
+    run_exp_nonpos(x, y);
+    for (int i = 0; i < n; i++) {
+      float want = isnan(x[i]) ? NAN : x[i] < -87.3365479f ? 0.0f : kiln_expf(x[i]);
+      bool ok = isnan(want) ? isnan(y[i]) : kiln_bits_of_float(y[i]) == kiln_bits_of_float(want);
+      if (!ok && bad++ == 0)
+        bad_x = x[i];
+    }
+  }
+  printf("%-10s kiln_expf's bits on [-87.34, 0], 0 below, NaN for NaN: %lld failures%s\n", "expf_nonpos", bad,
+         bad ? "" : ": ok");
+  if (bad)
+    printf("  first failure at x = %a\n", (double)bad_x);
+  return bad == 0;
+}
+
 int main(int argc, char **argv) {
   unsigned stride = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 1;
   if (stride == 0) {
@@ -201,6 +245,8 @@ int main(int argc, char **argv) {
       {"kiln_expf", run_exp, ref_exp, false, 104.0f, 1.5, INFINITY, 0, 0, 0, 0, 0, 0},
       {"kiln_erff", run_erf, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
       {"erff_vec", run_erf_vec, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
+      {"erff_vec16", run_erf_vec16, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
+      {"erff_vec4", run_erf_vec4, ref_erf, true, 4.0f, 1.5, 1e-7, 0, 0, 0, 0, 0, 0},
       {"kiln_tanhf", run_tanh, ref_tanh, true, 10.0f, 2.0, INFINITY, 0, 0, 0, 0, 0, 0},
   };
   bool ok = true;
@@ -208,5 +254,6 @@ int main(int argc, char **argv) {
     check_all(&checks[i], stride);
     ok = report(&checks[i]) && ok;
   }
+  ok = check_exp_nonpos(stride) && ok;
   return ok ? 0 : 1;
 }
