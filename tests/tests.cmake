@@ -1630,3 +1630,21 @@ add_test(NAME gemm_parts_emitted
          COMMAND sh -c "\"$0\" compile -q --threads 2 \"$1\" -o \"$2\" && grep -c 'part t % 2 of its row tiles' \"$2\""
                  ${KILN_BIN} ${T}/threads/cases/linear_relu_edge/model.onnx ${CMAKE_BINARY_DIR}/gemm_parts.c)
 set_tests_properties(gemm_parts_emitted PROPERTIES PASS_REGULAR_EXPRESSION "^[1-9]")
+
+# ---- the long tests first ----
+# CTest runs the tests in descending COST where it has no timings of its
+# own (a fresh clone, as in CI), else in the order they were added, which
+# can leave a four-minute test alone on one core at the end. Seconds
+# measured on the 2-core CI kind (session 14; both suites).
+foreach(pair gemma3_270m:260 docs_commands:250 node_onnx120_c:190 smollm2_reference:120 fuzz_smoke:115
+             w8a8_minilm:115 node_c:110 threads_tsan:90 entmax_ops:80 vecmath_exhaustive_plain:75
+             emit_layer_loops:70 hostile_injection:60 names_no_op_type:55 vecmath_exhaustive_native:45
+             fusion_kernels:45 generate_tokenizer:40 hostile_hash_flips:35 export_deterministic_lua:32
+             decoder_api_asan:30 pictures:28 batch_tiny:27)
+  string(REPLACE ":" ";" p ${pair})
+  list(GET p 0 name)
+  list(GET p 1 cost)
+  if(TEST ${name})
+    set_tests_properties(${name} PROPERTIES COST ${cost})
+  endif()
+endforeach()
