@@ -137,6 +137,19 @@ KILN_MATH float kiln_pow2if(float k) {
   return kiln_float_of_bits(kiln_bits_of_float(k + 12583039.0f) << 23);
 }
 
+/* e^r for r = x - n·ln2 (n = round(x / ln2)): the reduction and the
+ * degree-6 polynomial that kiln_expf and kiln_expf_nonpos share. */
+KILN_MATH float kiln_expf_reduced(float x, float n) {
+  float r = x - n * KILN_EXPF_LN2_HI; /* exact */
+  r = r - n * KILN_EXPF_LN2_LO;
+  float p = KILN_EXPF_C6;
+  p = p * r + KILN_EXPF_C5;
+  p = p * r + KILN_EXPF_C4;
+  p = p * r + KILN_EXPF_C3;
+  p = p * r + KILN_EXPF_C2;
+  return 1.0f + (r + r * r * p);
+}
+
 /* exp(x) = 2^n · e^r with n = round(x / ln2), |r| <= ln2/2, e^r by a
  * degree-6 polynomial. 2^n is applied in two halves, 2^n1 · 2^n2, so that
  * n from -150 to 128 needs no special case: the result overflows to inf
@@ -146,14 +159,7 @@ KILN_MATH float kiln_expf(float x) {
   x = kiln_selectf(x > 89.0f, 89.0f, x); /* comparisons keep a NaN as it is */
   x = kiln_selectf(x < -104.0f, -104.0f, x);
   const float n = kiln_roundf(x * KILN_EXPF_LOG2E);
-  float r = x - n * KILN_EXPF_LN2_HI; /* exact */
-  r = r - n * KILN_EXPF_LN2_LO;
-  float p = KILN_EXPF_C6;
-  p = p * r + KILN_EXPF_C5;
-  p = p * r + KILN_EXPF_C4;
-  p = p * r + KILN_EXPF_C3;
-  p = p * r + KILN_EXPF_C2;
-  p = 1.0f + (r + r * r * p);
+  const float p = kiln_expf_reduced(x, n);
   const float n1 = kiln_roundf(n * 0.5f);
   return p * kiln_pow2if(n1) * kiln_pow2if(n - n1);
 }
@@ -168,15 +174,7 @@ KILN_MATH float kiln_expf_nonpos(float x) {
   const bool tiny = x < -87.3365479f;
   x = kiln_selectf(tiny, -87.3365479f, x);
   const float n = kiln_roundf(x * KILN_EXPF_LOG2E);
-  float r = x - n * KILN_EXPF_LN2_HI; /* exact */
-  r = r - n * KILN_EXPF_LN2_LO;
-  float p = KILN_EXPF_C6;
-  p = p * r + KILN_EXPF_C5;
-  p = p * r + KILN_EXPF_C4;
-  p = p * r + KILN_EXPF_C3;
-  p = p * r + KILN_EXPF_C2;
-  p = 1.0f + (r + r * r * p);
-  return kiln_selectf(tiny, 0.0f, p * kiln_pow2if(n));
+  return kiln_selectf(tiny, 0.0f, kiln_expf_reduced(x, n) * kiln_pow2if(n));
 }
 
 /* kiln_expf's steps on a GNU C vector x <= 0 of floats (type VT; VI is
