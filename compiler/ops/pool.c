@@ -26,7 +26,7 @@
  * pass's layout, never read from a file): X is [N, spatial..., C] and Y
  * [N, out..., C], f32, no Indices; the windows are those of X's [N, C,
  * spatial...] form. Each window's max or sum is C contiguous channels at
- * a time, a loop that vectorises with no tests inside (emit_max_last);
+ * a time, a loop that vectorises with no tests inside (emit_pool_last);
  * an AveragePool so has no ceil_mode and divides by the taps inside x
  * (count_include_pad=0, or no padding), counted as they are walked. */
 #include <math.h>
@@ -528,42 +528,34 @@ static void emit_max_rows(Emit *e, const Node *n, const Window *w) {
   emit_line(e, "}");
 }
 
-/* MaxPool {channels_last}, f32: for each window, y's C channels start at
- * -INFINITY and take the max of each tap inside x, C contiguous floats at
- * a time (a loop of constant trip count that vectorises); the taps outside
- * x are skipped per tap, not per element. */
-static void emit_max_last(Emit *e, const Node *n, const Window *w, int64_t nb, int64_t c) {
+/* MaxPool and AveragePool {channels_last}, f32: for each window, y's C
+ * channels start at -INFINITY (0) and take the max of (add) each tap
+ * inside x, C contiguous floats at a time (a loop of constant trip count
+ * that vectorises), in the NCHW kernel's order of taps; the taps outside
+ * x are skipped per tap, not per element. The mean then divides by the
+ * taps counted (avg_last_ok: no pads the divisor counts). */
+static void emit_pool_last(Emit *e, const Node *n, const Window *w, int64_t nb, int64_t c) {
   Arena *a = e->g->arena;
   int ns = w->nsp;
-  emit_line(e, "/* y[n][o...][c] = the max of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
-               "inside x (channels last, %lld channels) */", flat_dims(a, ns, w->k), (long long)c);
+  bool avg = n->op == OP_AVERAGEPOOL;
+  emit_line(e, "/* y[n][o...][c] = the %s of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
+               "inside x (channels last, %lld channels) */", avg ? "mean" : "max", flat_dims(a, ns, w->k),
+            (long long)c);
   const WindowWalk walk = {ns, w->in, w->out, w->k, w->stride, w->dil, w->pad};
   window_last_outputs(e, &walk, nb, c, emit_ref(e, n->out[0]));
-  window_channel_loop(e, c, "yp[c] = -INFINITY;");
+  window_channel_loop(e, c, avg ? "yp[c] = 0.0f;" : "yp[c] = -INFINITY;");
+  if (avg)
+    emit_line(e, "int inside = 0; /* the taps inside x */");
   const char *ipos = window_last_taps(e, &walk, NULL);
+  if (avg)
+    emit_line(e, "inside++;");
   emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
             (long long)window_prod(w->in, ns), ipos, (long long)c);
-  window_channel_loop(e, c, "yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
-  window_last_close(e, ns);
-}
-
-/* AveragePool {channels_last}, f32 (avg_last_ok): y's C channels start
- * at 0 and add each tap inside x, C contiguous floats at a time, in the
- * NCHW kernel's order of taps; then a division by the taps counted. */
-static void emit_avg_last(Emit *e, const Node *n, const Window *w, int64_t nb, int64_t c) {
-  Arena *a = e->g->arena;
-  int ns = w->nsp;
-  emit_line(e, "/* y[n][o...][c] = the mean of x[n][o * stride + k * dilation - pad ...][c] over the taps k < %s "
-               "inside x (channels last, %lld channels) */", flat_dims(a, ns, w->k), (long long)c);
-  const WindowWalk walk = {ns, w->in, w->out, w->k, w->stride, w->dil, w->pad};
-  window_last_outputs(e, &walk, nb, c, emit_ref(e, n->out[0]));
-  window_channel_loop(e, c, "yp[c] = 0.0f;");
-  emit_line(e, "int inside = 0; /* the taps inside x */");
-  const char *ipos = window_last_taps(e, &walk, NULL);
-  emit_line(e, "inside++;");
-  emit_line(e, "const float *xp = %s + ((int64_t)n * %lld + %s) * %lld;", emit_ref(e, n->in[0]),
-            (long long)window_prod(w->in, ns), ipos, (long long)c);
-  window_channel_loop(e, c, "yp[c] += xp[c];");
+  window_channel_loop(e, c, avg ? "yp[c] += xp[c];" : "yp[c] = xp[c] > yp[c] ? xp[c] : yp[c];");
+  if (!avg) {
+    window_last_close(e, ns);
+    return;
+  }
   for (int j = 0; j < ns; j++) { /* the taps' loops */
     e->indent--;
     emit_line(e, "}");
@@ -587,10 +579,8 @@ static bool emit_window_pool(Emit *e, const Node *n) {
     KILN_ASSERT(pool_window(n, &xt, &w, why));
     if (type_numel(&node_out(g, n, 0)->type) == 0)
       emit_line(e, "/* empty output: nothing to compute */");
-    else if (n->op == OP_AVERAGEPOOL)
-      emit_avg_last(e, n, &w, xt.dims[0], xt.dims[1]);
     else
-      emit_max_last(e, n, &w, xt.dims[0], xt.dims[1]);
+      emit_pool_last(e, n, &w, xt.dims[0], xt.dims[1]);
     return true;
   }
   KILN_ASSERT(pool_window(n, &x->type, &w, why));
