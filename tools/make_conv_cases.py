@@ -26,7 +26,8 @@ on F(2x2, 3x3) with asymmetric pads and channels off the vector width;
 a 7x7 stride-2 stem and a dilated 3x3 conv with a residual Add whose
 rows exceed 1 MiB (ConvBlocks: the rows a block at a time); AveragePools
 on channels-last forms, unpadded and with pads that do not count, and
-one whose pads count (kept NCHW).
+one whose pads count (kept NCHW); 1 x K convs on an image one row high,
+x's batch declared -1.
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -54,11 +55,12 @@ def bn(p, x, y):
                             name=p, epsilon=1e-3)
 
 
-def save(out, name, nodes, inits, x_shape, y_shapes):
+def save(out, name, nodes, inits, x_shape, y_shapes, x_decl=None):
+    """x_decl: x's shape as the model declares it (default x_shape)."""
     ys = [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in y_shapes]
     for v in ys:
         v.type.tensor_type.ClearField("shape")
-    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], ys,
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_decl or x_shape)], ys,
                           initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
     m.ir_version = 8
@@ -264,6 +266,16 @@ def main():
                            pads=[1, 1, 1, 1], count_include_pad=1)],
          [const("w1", [21, 5, 1, 1], -0.5, 0.5), const("b1", [21]), const("w2", [21, 21, 3, 3], -0.2, 0.2),
           const("b2", [21])], [2, 5, 9, 13], ["p", "q", "r"])
+
+    # 1 x K convs on an image one row high (PP-OCRv4's recogniser): the
+    # first reads x NCHW, the second its channels-last rows; x declares its
+    # batch as dim_value -1 (older exporters' "unknown", a symbolic dim)
+    save(out, "conv_row_1xk",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[1, 3], pads=[0, 1, 0, 1]),
+          helper.make_node("Relu", ["a"], ["r"], name="relu"),
+          helper.make_node("Conv", ["r", "w2", "b2"], ["y"], name="c2", kernel_shape=[1, 3], pads=[0, 1, 0, 1])],
+         [const("w1", [24, 8, 1, 3], -0.3, 0.3), const("b1", [24]), const("w2", [16, 24, 1, 3], -0.2, 0.2),
+          const("b2", [16])], [1, 8, 1, 40], ["y"], x_decl=[-1, 8, 1, 40])
 
 
 if __name__ == "__main__":

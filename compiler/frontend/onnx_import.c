@@ -239,7 +239,10 @@ static bool import_value_info(Importer *im, const Onnx__ValueInfoProto *vi, Valu
   v->type.rank = (int)tt->shape->n_dim;
   for (size_t i = 0; i < tt->shape->n_dim; i++) {
     const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
-    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+    /* dim_value -1 is an older exporters' "unknown" (paddle2onnx's PP-OCR
+     * classifier): a symbolic dim, as if no value were set */
+    bool unknown = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value == -1;
+    if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && !unknown) {
       if (dim->dim_value < 0 || dim->dim_value > MAX_NUMEL)
         return diag_error(im->d, "%s: dim %zu is %lld; expected a non-negative size", what, i,
                           (long long)dim->dim_value);

@@ -130,6 +130,12 @@ static bool overhangs(const ConvGeom *c, int j) {
   return first < 0 || last >= c->in[j];
 }
 
+/* Does the code read dim j's landing? Not where x has one position there
+ * and no window overhangs it: every tap lands on 0, and window_flat drops
+ * a dim of 1 from the index (a 1 x K conv on an image one row high, as in
+ * PP-OCRv4's recogniser; declaring it anyway is -Wunused-variable). */
+static bool landing_read(const ConvGeom *c, int j) { return c->in[j] > 1 || overhangs(c, j); }
+
 /* ConvBlocks: the windows of one block of output positions (hb of the
  * outer output dim, all of the others, of image n from oh0 on: C
  * variables the caller defines) into the array `rows`. */
@@ -193,7 +199,8 @@ static void emit_windows(Emit *e, const ConvGeom *c, const char *x, const char *
     e->indent++;
     open++;
     land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
-    emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
+    if (landing_read(c, j))
+      emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
     if (!overhangs(c, j))
       continue;
     if (j == ns - 1) {
@@ -262,7 +269,8 @@ static void emit_windows_last(Emit *e, const ConvGeom *c, const char *x, const c
     emit_line(e, "for (int %s = 0; %s < %lld; %s++) {", kv[j], kv[j], (long long)c->k[j], kv[j]);
     e->indent++;
     land[j] = arena_printf(a, "i%s", window_dim_sfx(a, ns, j));
-    emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
+    if (landing_read(c, j))
+      emit_line(e, "const int %s = %s;", land[j], conv_landing(a, c, j, ov[j], kv[j]));
     if (overhangs(c, j)) {
       const char *t = arena_printf(a, "(unsigned)%s < %lldu", land[j], (long long)c->in[j]);
       inside = inside ? arena_printf(a, "%s && %s", inside, t) : t;
