@@ -268,6 +268,30 @@ void emit_tmpl(Emit *e, const char *name, ...) {
 
 /* ---- elementwise loops ---------------------------------------------------- */
 
+int emit_split_blocks(const Emit *e, int r, int64_t *dims, int nk, int64_t (*st)[MAX_RANK], double serial_ns) {
+  if (r != 1 || r + 1 > MAX_RANK || !emit_parallel_worth(e, dims[0], serial_ns))
+    return r;
+  /* the largest block of 16 to 1024 elements (a multiple of 16: whole
+   * vectors of any width) that divides the loop and leaves each thread
+   * KILN_TILES_PER_THREAD (4) of them, else at least one */
+  int64_t n = dims[0], b = 0;
+  for (int64_t c = 1024; c >= 16 && !b; c /= 2)
+    if (n % c == 0 && n / c >= 4 * e->threads)
+      b = c;
+  for (int64_t c = 1024; c >= 16 && !b; c /= 2)
+    if (n % c == 0 && n / c >= e->threads)
+      b = c;
+  if (!b)
+    return r;
+  dims[0] = n / b;
+  dims[1] = b;
+  for (int k = 0; k < nk; k++) {
+    st[k][1] = st[k][0];
+    st[k][0] *= b;
+  }
+  return 2;
+}
+
 /* Estimated serial nanoseconds per element of expr (emit_parallel_for):
  * arithmetic vectorises; a call to libm (expf, erff; a cast is not a
  * call) runs scalar, a few nanoseconds each. */
@@ -360,6 +384,8 @@ void emit_elementwise_store(Emit *e, const int *ins, int nin, int out, const cha
   }
   if (type_numel(ot) == 0)
     return;
+  if (!dt_is_packed(ot->dt))
+    r = emit_split_blocks(e, r, md, nin + 1, ms, (double)type_numel(ot) * elementwise_ns(expr));
   const char *idx[MAX_RANK + 1] = {0};
   for (int k = 0; k <= nin; k++) {
     Buf b = {0};

@@ -336,6 +336,7 @@ bool elementwise_chain_emit(Emit *e, const Node *n) {
   DType dt = ot->dt;
   Nest nest;
   chain_nest(g, n, &nest);
+  nest.r = emit_split_blocks(e, nest.r, nest.dim, n->nin + 1, nest.st, (double)type_numel(ot) * chain_ns(st, ns));
   const char *elem[CHAIN_MAX_INPUTS];
   for (int k = 0; k < n->nin; k++)
     elem[k] = arena_printf(g->arena, "%s[%s]", emit_ref(e, n->in[k]), nest_index(e, &nest, k));
