@@ -7,8 +7,12 @@
  * numpy-style, to Y's shape), tK the result of step K (an earlier one); the
  * last step's result is Y. Ops: Abs Ceil Cos Erf Exp Floor Log Neg
  * Reciprocal Relu Sigmoid Sin Sqrt Tanh (one operand), Add Sub Mul Div Pow
- * (two), Where (a bool condition input, then two operands). Every step
+ * Max Min (two), Clip (x, lo, hi: both bounds, as Clip's inputs from opset
+ * 11), Where (a bool condition input, then two operands). Every step
  * computes in Y's type, f32 or f64; Where's condition is a bool input.
+ * Max, Min and Clip keep their nodes' formulas, NaN included (Max and Min
+ * return a NaN first operand; Clip passes a NaN x, and with lo > hi gives
+ * hi), so a chain's bits are the separate nodes'.
  *
  * Why an op: each elementwise node costs a pass over memory and a buffer;
  * a chain of them is one pass here, its intermediates in registers. _eval
@@ -33,7 +37,7 @@ static const struct {
     {OP_ABS, 1},  {OP_CEIL, 1}, {OP_COS, 1},  {OP_ERF, 1},  {OP_EXP, 1},  {OP_FLOOR, 1},
     {OP_LOG, 1},  {OP_NEG, 1},  {OP_RECIPROCAL, 1},         {OP_RELU, 1}, {OP_SIGMOID, 1},
     {OP_SIN, 1},  {OP_SQRT, 1}, {OP_TANH, 1}, {OP_ADD, 2},  {OP_SUB, 2},  {OP_MUL, 2},
-    {OP_DIV, 2},  {OP_POW, 2},  {OP_WHERE, 3},
+    {OP_DIV, 2},  {OP_POW, 2},  {OP_MAX, 2},  {OP_MIN, 2},  {OP_CLIP, 3}, {OP_WHERE, 3},
 };
 
 /* Operands of op in a chain, or 0 when a chain cannot hold it. */
@@ -75,7 +79,7 @@ static bool parse_step(const char *text, int s, int nin, Step *st, char *err, si
   st->narg = st->op >= 0 ? chain_op_arity(st->op) : 0;
   if (st->narg == 0) {
     snprintf(err, en, "step %d '%s': op '%s' cannot be in a chain; expected one of Abs Ceil Cos Erf "
-             "Exp Floor Log Neg Reciprocal Relu Sigmoid Sin Sqrt Tanh Add Sub Mul Div Pow Where", s, text,
+             "Exp Floor Log Neg Reciprocal Relu Sigmoid Sin Sqrt Tanh Add Sub Mul Div Pow Max Min Clip Where", s, text,
              name);
     return false;
   }
@@ -189,6 +193,9 @@ static double step_eval(int op, const double *v) {
   case OP_MUL: return v[0] * v[1];
   case OP_DIV: return v[0] / v[1];
   case OP_POW: return pow(v[0], v[1]);
+  case OP_MAX: return isnan(v[0]) || v[0] > v[1] ? v[0] : v[1];
+  case OP_MIN: return isnan(v[0]) || v[0] < v[1] ? v[0] : v[1];
+  case OP_CLIP: return v[0] < v[1] ? (v[1] > v[2] ? v[2] : v[1]) : v[0] > v[2] ? v[2] : v[0];
   case OP_WHERE: return v[0] != 0 ? v[1] : v[2];
   default: KILN_ASSERT(!"chain op without a formula"); return 0;
   }
@@ -251,6 +258,11 @@ static const char *step_expr(Emit *e, DType dt, int op, const char *const *v) {
   case OP_MUL: return arena_printf(a, "%s * %s", v[0], v[1]);
   case OP_DIV: return arena_printf(a, "%s / %s", v[0], v[1]);
   case OP_POW: return arena_printf(a, "%s(%s, %s)", F("pow"), v[0], v[1]);
+  case OP_MAX: return arena_printf(a, "isnan(%s) || %s > %s ? %s : %s", v[0], v[0], v[1], v[0], v[1]);
+  case OP_MIN: return arena_printf(a, "isnan(%s) || %s < %s ? %s : %s", v[0], v[0], v[1], v[0], v[1]);
+  case OP_CLIP:
+    return arena_printf(a, "%s < %s ? (%s > %s ? %s : %s) : %s > %s ? %s : %s", v[0], v[1], v[1], v[2], v[2], v[1],
+                        v[0], v[2], v[2], v[0]);
   case OP_WHERE: return arena_printf(a, "%s ? %s : %s", v[0], v[1], v[2]);
   default: KILN_ASSERT(!"chain op without a formula"); return "";
   }
@@ -318,7 +330,7 @@ static double chain_ns(const Step *st, int ns) {
   for (int s = 0; s < ns; s++) {
     int op = st[s].op;
     bool call = op != OP_NEG && op != OP_RELU && op != OP_RECIPROCAL && op != OP_ADD && op != OP_SUB &&
-                op != OP_MUL && op != OP_DIV && op != OP_WHERE;
+                op != OP_MUL && op != OP_DIV && op != OP_WHERE && op != OP_MAX && op != OP_MIN && op != OP_CLIP;
     t += call ? 4 : 0.25;
   }
   return t;

@@ -226,6 +226,23 @@ def chains_f64(name):
     c.write([y], ["fuse: elementwise chain of 4 <-"], ref)
 
 
+def chains_clip(name, shape):
+    """Clip, Max and Min in chains: PP-OCR's HardSwish with a learnt scale
+    and shift, w0 * (x * Clip(x + 3, 0, 6) / 6) + w1 (x read by two steps,
+    one chain input); a ReLU6 as Min(Max(x, 0), 6); a Clip whose bounds
+    cross (lo > hi: every element is hi)."""
+    c = Case(name)
+    x = c.input("x", 4 * rand(*shape))
+    zero, three, six = (c.init(n, np.float32(v)) for n, v in (("zero", 0), ("three", 3), ("six", 6)))
+    hs = c.op("Div", [c.op("Mul", [x, c.op("Clip", [c.op("Add", [x, three]), zero, six])]), six])
+    y = c.op("Add", [c.op("Mul", [c.init("w0", np.float32(1.25)), hs]), c.init("w1", rand(shape[-1]))])
+    r6 = c.op("Min", [c.op("Max", [c.op("Mul", [x, c.init("k", np.float32(2))]), zero]), six])
+    lohi = c.op("Clip", [c.op("Sub", [x, three]), c.init("lo", np.float32(0.5)), c.init("hi", np.float32(-0.5))])
+    z = c.op("Abs", [lohi])
+    c.write([y, r6, z], ["fuse: elementwise chain of 6 <-", "fuse: elementwise chain of 3 <-",
+                         "fuse: elementwise chain of 3 <-"])
+
+
 def matmul_transposes(name):
     """Kᵀ read in place; heads split before a batched MatMul and merged
     after it, as attention exports write them (no Softmax here, so no
@@ -255,6 +272,7 @@ def main():
     postnorm_block("postnorm_threads", (1, 40, 128), 64, 17)
     chains_f64("chains_f64")
     matmul_transposes("matmul_transposes")
+    chains_clip("chains_clip", (8, 48, 40))  # large enough for --threads=2 to split the loops
     print("wrote", len(os.listdir(OUT)), "cases under", os.path.relpath(OUT))
 
 
