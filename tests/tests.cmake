@@ -404,6 +404,12 @@ if(Threads_FOUND)
                    "${KILN_SET_THREADS_FLAGS}")
   set_tests_properties(threads_set_threads PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0)
 endif()
+# a flat elementwise loop split among threads is blocks of a constant
+# count inside the split loop (emit_split_blocks: gcc -O2 vectorises only
+# constant trip counts): chains_clip's ReLU6 over 15,360 floats, 15 x 1024
+add_test(NAME threads_elementwise_blocks
+         COMMAND sh -c "\"$0\" compile -q --threads 2 \"$1\" -o \"$2\" && grep -A1 -F 'KILN_PARALLEL_FOR(int, i0, 0, 15, 1) {' \"$2\" | grep -qF 'for (int i1 = 0; i1 < 1024; i1++) {'"
+         ${KILN_BIN} ${T}/fusion/cases/chains_clip/model.onnx ${CMAKE_BINARY_DIR}/threads_elementwise_blocks.c)
 # the pool as an application uses it: two threads calling m_run_ws at once
 # (one leads, one runs alone), then a forked child (tests/threads/pool_app.sh)
 if(Threads_FOUND)
