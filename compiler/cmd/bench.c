@@ -66,12 +66,15 @@ static void random_tensor(Arena *a, const Type *t, uint64_t *seed, Tensor *out) 
 /* --profile: the driver's model_profile_mark (the generated body calls it
  * after each kernel, emit_api.h), a table per IR node of its name and
  * FLOPs, the FMA peak of one core (independent chains of vector FMAs,
- * best of 3 of ~50 ms; bench/peak_fma.c's method) and the report. */
+ * best of 3 of ~50 ms; bench/peak_fma.c's method) and the report. A layer
+ * loop (equal_layers) calls one node's kernel once per layer, so the
+ * marks count calls: the node's FLOPs count once per call, and the report
+ * says how many calls a run its time covers. */
 static void profile_source(Arena *a, Buf *b, const Graph *g, int threads) {
-  buf_printf(b, "#define PROF_N %d\nstatic double prof_last, prof_ms[PROF_N];\n"
+  buf_printf(b, "#define PROF_N %d\nstatic double prof_last, prof_ms[PROF_N];\nstatic long prof_calls[PROF_N];\n"
                 "void model_profile_mark(int node);\n"
                 "void model_profile_mark(int node) {\n  double t = now_ms();\n"
-                "  prof_ms[node] += t - prof_last;\n  prof_last = t;\n}\n",
+                "  prof_ms[node] += t - prof_last;\n  prof_calls[node]++;\n  prof_last = t;\n}\n",
              g->nnodes);
   buf_puts(b, "static const char *const prof_name[PROF_N] = {\n");
   for (int i = 0; i < g->nnodes; i++) {
@@ -119,13 +122,17 @@ static void profile_source(Arena *a, Buf *b, const Graph *g, int threads) {
                 "         n, total / runs, peak);\n"
                 "  printf(\"  %%10s %%6s %%9s %%6s  %%s\\n\", \"ms a run\", \"share\", \"GFLOP/s\", \"peak\", \"node (op)\");\n"
                 "  for (int k = 0; k < n; k++) {\n    int i = order[k];\n"
-                "    double ms = prof_ms[i] / runs, gf = prof_flops[i] / (ms * 1e6);\n"
+                "    double ms = prof_ms[i] / runs, calls = (double)prof_calls[i] / runs;\n"
+                "    double gf = prof_flops[i] * calls / (ms * 1e6);\n"
+                "    char layers[48] = \"\";\n"
+                "    if (prof_calls[i] > runs) /* a layer loop's node: its calls a run */\n"
+                "      snprintf(layers, sizeof layers, \", %%g calls a run\", calls);\n"
                 "    if (prof_flops[i] > 0)\n"
-                "      printf(\"  %%10.4f %%5.1f%%%% %%9.2f %%5.1f%%%%  %%s\\n\", ms, 100 * prof_ms[i] / total, gf,\n"
-                "             peak > 0 ? 100 * gf / peak : 0, prof_name[i]);\n"
+                "      printf(\"  %%10.4f %%5.1f%%%% %%9.2f %%5.1f%%%%  %%s%%s\\n\", ms, 100 * prof_ms[i] / total, gf,\n"
+                "             peak > 0 ? 100 * gf / peak : 0, prof_name[i], layers);\n"
                 "    else\n"
-                "      printf(\"  %%10.4f %%5.1f%%%% %%9s %%6s  %%s\\n\", ms, 100 * prof_ms[i] / total, \"-\", \"-\",\n"
-                "             prof_name[i]);\n"
+                "      printf(\"  %%10.4f %%5.1f%%%% %%9s %%6s  %%s%%s\\n\", ms, 100 * prof_ms[i] / total, \"-\", \"-\",\n"
+                "             prof_name[i], layers);\n"
                 "  }\n}\n\n",
              threads, threads, threads > 1 ? "s" : "");
 }
@@ -170,7 +177,7 @@ static const char *timer_source(Arena *a, Graph *g, const char *dir, int64_t row
                  "  for (int i = 0; i < warmup; i++)\n    %s\n%s"
                  "  for (int i = 0; i < runs; i++) {\n    double t0 = now_ms();\n%s    %s\n"
                  "    t[i] = now_ms() - t0;\n  }\n",
-             call, profile_threads ? "  memset(prof_ms, 0, sizeof prof_ms);\n" : "",
+             call, profile_threads ? "  memset(prof_ms, 0, sizeof prof_ms);\n  memset(prof_calls, 0, sizeof prof_calls);\n" : "",
              profile_threads ? "    prof_last = t0;\n" : "", call);
   /* a checksum of the float outputs: the result is used, and a glance
    * shows two builds computed the same thing */
