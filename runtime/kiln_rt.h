@@ -742,17 +742,8 @@ static inline int kiln_amx_ready(void) {
  *   loop, and workers that are awake run the same kernel; each split loop
  *   cuts its iterations into tiles (KILN_TILES_PER_THREAD per thread; a
  *   loop of at most twice that many iterations, one tile each) that the
- *   threads claim, so a late or descheduled worker costs at most the tile
- *   it holds, never a barrier;
- * - each thread has a home range of every loop's tiles, the same share of
- *   the iterations in every loop (thread i of T: tiles [nt·i/T,
- *   nt·(i+1)/T)), which it claims from the front; when its own are gone it
- *   takes the others' from their back. So consecutive loops over the same
- *   rows leave each row on the core that wrote it, as long as no thread
- *   falls behind: an elementwise op after another on a 1 MB tensor ran 5x
- *   slower on 2 threads than on 1 when any thread took any tile (the
- *   rows crossed between the cores' caches), and the stealing keeps a
- *   late thread's share from waiting for it;
+ *   threads claim from one atomic word, so a late or descheduled worker
+ *   costs at most the tile it holds, never a barrier;
  * - the lead waits for its loop's tiles to be done, workers for the next
  *   job or loop to open: each spins for KILN_SPIN_TICKS, then sleeps on
  *   the pool's condition variable, which frees the core (and lets the
@@ -792,7 +783,6 @@ static inline int kiln_amx_ready(void) {
 #ifndef KILN_TILES_PER_THREAD
 #define KILN_TILES_PER_THREAD 4
 #endif
-#define KILN_HOMES 64 /* threads with a home range of tiles; any others only take the rest */
 #ifndef KILN_SPIN_TICKS
 #define KILN_SPIN_TICKS 100000 /* how long a waiting thread spins: kiln_ticks, about 30-50 microseconds */
 #endif
@@ -831,21 +821,13 @@ static inline void kiln_relax(void) {
 
 typedef void (*kiln_job_fn)(const void *const *args);
 
-/* pool->loop, the split loop in progress: bits 44-63 the job number (its
- * low 20 bits), 28-43 the loop's index in the job, 0-13 tiles done. The
- * top 36 bits are the loop's id. */
+/* pool->loop, the split loop in progress, one word so that a claim checks
+ * the loop it claims from: bits 44-63 the job number (its low 20 bits),
+ * 28-43 the loop's index in the job, 14-27 tiles claimed, 0-13 tiles done.
+ * The top 36 bits are the loop's id. */
 #define KILN_LOOP_ID(w) ((w) >> 28)
+#define KILN_LOOP_NEXT(w) ((unsigned)((w) >> 14) & 0x3fffu)
 #define KILN_LOOP_DONE(w) ((unsigned)(w)&0x3fffu)
-/* pool->home[i], thread i's home range of the loop's tiles, one word so
- * that a claim checks the loop it claims from: the loop's id in bits
- * 28-63, the next tile in 14-27 and the end in 0-13; its owner claims
- * from the front (next + 1), the others from the back (end - 1). */
-#define KILN_HOME_NEXT(w) ((unsigned)((w) >> 14) & 0x3fffu)
-#define KILN_HOME_END(w) ((unsigned)(w)&0x3fffu)
-typedef struct kiln_home {
-  unsigned long long w;
-  char pad[56]; /* a cache line each: a claim from one home does not move the others */
-} kiln_home;
 
 typedef struct kiln_pool {
   unsigned long long job;           /* the job's number, even; odd while the lead writes the job */
@@ -854,7 +836,6 @@ typedef struct kiln_pool {
   void *shared[KILN_JOB_SHARED];    /* its KILN_SHARED arrays: the lead's */
   int team;                         /* the threads it may use, the lead included */
   unsigned long long loop;          /* the split loop in progress (KILN_LOOP_*) */
-  kiln_home home[KILN_HOMES];       /* its tiles, a range for each thread (KILN_HOME_*) */
   unsigned seq;                     /* bumped by every event a thread may sleep for */
   int sleepers;                     /* threads that said they sleep on cv since the last wake-up (or more) */
   int resting;                      /* workers sitting out on rest_cv (their core was shared) */
@@ -884,7 +865,6 @@ typedef struct kiln_member {
   kiln_pool *pool;
   int role;                  /* 0: runs its loops whole; 1: leads a run; 2: works a job */
   int team;                  /* the job's threads */
-  int index;                 /* this thread's in the team: the lead 0, workers 1 .. team - 1 */
   unsigned long long job;    /* the job's number */
   unsigned long long id;     /* the next split loop's id: job number << 16 | loops met in the job */
   kiln_job_fn fn;            /* lead: the kernel in progress, published at its first split loop */
@@ -1012,7 +992,6 @@ static void *kiln_pool_worker(void *arg) {
     kiln_me.pool = p;
     kiln_me.role = 2;
     kiln_me.team = team;
-    kiln_me.index = index;
     kiln_me.job = j;
     kiln_me.id = (j >> 1 & 0xfffffu) << 16;
     kiln_me.nshared = 0;
@@ -1060,7 +1039,6 @@ static inline void kiln_team_begin(kiln_pool *p, void (*forked)(void), int n, in
     return;
   me->pool = p;
   me->role = 1;
-  me->index = 0;
   me->team = n < w + 1 ? n : w + 1;
   me->fn = NULL;
   me->published = 0;
@@ -1158,11 +1136,6 @@ static inline kiln_tiles kiln_tiles_open(long long n) {
   t.whole = 0;
   kiln_pool *p = me->pool;
   if (me->role == 1) {
-    const unsigned homes = me->team < KILN_HOMES ? (unsigned)me->team : KILN_HOMES;
-    for (unsigned i = 0; i < homes; i++) { /* the home ranges, before the loop opens (release) */
-      const unsigned long long lo = t.ntiles * i / homes, hi = t.ntiles * (i + 1) / homes;
-      __atomic_store_n(&p->home[i].w, t.id << 28 | lo << 14 | hi, __ATOMIC_RELAXED);
-    }
     __atomic_store_n(&p->loop, t.id << 28, __ATOMIC_RELEASE);
     kiln_pool_wake(p);
   } else {
@@ -1171,26 +1144,8 @@ static inline kiln_tiles kiln_tiles_open(long long n) {
   return t;
 }
 
-/* Claim a tile of home range h for loop t: its first (front) or its last
- * (a thread from another home); 0 when the range is empty or belongs to
- * another loop. */
-static inline int kiln_home_claim(kiln_home *h, kiln_tiles *t, int front) {
-  unsigned long long w = __atomic_load_n(&h->w, __ATOMIC_ACQUIRE);
-  while (KILN_LOOP_ID(w) == t->id && KILN_HOME_NEXT(w) < KILN_HOME_END(w)) {
-    const unsigned k = front ? KILN_HOME_NEXT(w) : KILN_HOME_END(w) - 1;
-    if (__atomic_compare_exchange_n(&h->w, &w, front ? w + (1ull << 14) : w - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      t->lo = (long long)k * t->n / t->ntiles;
-      t->hi = (long long)(k + 1) * t->n / t->ntiles;
-      t->holding = 1;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* Claim the loop's next tile into [t->lo, t->hi), from this thread's home
- * range, else from the others' (the next thread's first): 1, or 0 when
- * none is left (the lead then waits for the others' tiles to be done). */
+/* Claim the loop's next tile into [t->lo, t->hi): 1, or 0 when none is
+ * left (the lead then waits for the others' tiles to be done). */
 static inline int kiln_tiles_take(kiln_tiles *t) {
   if (t->whole) {
     t->lo = 0;
@@ -1204,15 +1159,17 @@ static inline int kiln_tiles_take(kiln_tiles *t) {
     if (KILN_LOOP_DONE(__atomic_add_fetch(&p->loop, 1, __ATOMIC_ACQ_REL)) == t->ntiles)
       kiln_pool_wake(p); /* the last tile: the lead may be asleep */
   }
-  const int homes = kiln_me.team < KILN_HOMES ? kiln_me.team : KILN_HOMES, me = kiln_me.index;
-  if (me < homes && kiln_home_claim(&p->home[me], t, 1))
-    return 1;
-  for (int s = 1; s <= homes; s++) {
-    const int j = (me + s) % homes;
-    if (j != me && kiln_home_claim(&p->home[j], t, 0))
+  unsigned long long w = __atomic_load_n(&p->loop, __ATOMIC_ACQUIRE);
+  while (KILN_LOOP_ID(w) == t->id && KILN_LOOP_NEXT(w) < t->ntiles) {
+    const unsigned k = KILN_LOOP_NEXT(w);
+    if (__atomic_compare_exchange_n(&p->loop, &w, w + (1ull << 14), 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      t->lo = (long long)k * t->n / t->ntiles;
+      t->hi = (long long)(k + 1) * t->n / t->ntiles;
+      t->holding = 1;
       return 1;
+    }
   }
-  if (kiln_me.role == 1)
+  if (kiln_me.role == 1 && KILN_LOOP_ID(w) == t->id)
     kiln_pool_wait(p, kiln_loop_done, t, 0);
   return 0;
 }

@@ -410,22 +410,6 @@ endif()
 add_test(NAME threads_elementwise_blocks
          COMMAND sh -c "\"$0\" compile -q --threads 2 \"$1\" -o \"$2\" && grep -A1 -F 'KILN_PARALLEL_FOR(int, i0, 0, 15, 1) {' \"$2\" | grep -qF 'for (int i1 = 0; i1 < 1024; i1++) {'"
          ${KILN_BIN} ${T}/fusion/cases/chains_clip/model.onnx ${CMAKE_BINARY_DIR}/threads_elementwise_blocks.c)
-# the pool's home ranges: each thread claims its own share of a loop's
-# tiles first, the others' from their back when its own are gone, so a
-# stalled worker holds one tile and the lead takes the rest of its share
-# (tests/threads/home_ranges.sh; skipped with one online CPU)
-if(Threads_FOUND)
-  add_test(NAME threads_home_ranges
-           COMMAND sh ${T}/threads/home_ranges.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/threads-tests/home_ranges
-                   "${KILN_SET_THREADS_FLAGS}")
-  set_tests_properties(threads_home_ranges PROPERTIES ENVIRONMENT ASAN_OPTIONS=detect_leaks=0 SKIP_RETURN_CODE 77)
-  if(CLANG AND NOT KILN_SANITIZE)
-    add_test(NAME threads_home_ranges_tsan
-             COMMAND sh ${T}/threads/home_ranges.sh ${KILN_BIN} ${CMAKE_BINARY_DIR}/threads-tests/home_ranges_tsan
-                     "-fsanitize=thread -g")
-    set_tests_properties(threads_home_ranges_tsan PROPERTIES ENVIRONMENT CC=${CLANG} SKIP_RETURN_CODE 77)
-  endif()
-endif()
 # the pool as an application uses it: two threads calling m_run_ws at once
 # (one leads, one runs alone), then a forked child (tests/threads/pool_app.sh)
 if(Threads_FOUND)
