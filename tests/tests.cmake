@@ -1488,6 +1488,12 @@ add_test(NAME bench_profile_conv COMMAND ${KILN_BIN} bench ${T}/conv/cases/conv_
          --runs 5 --profile)
 set_tests_properties(bench_profile_conv PROPERTIES PASS_REGULAR_EXPRESSION
   "profile: 11 kernel calls' nodes, [0-9.]+ ms a run; FMA peak [0-9.]+ GFLOP/s \\(1 thread\\).*[0-9.]+% +c2/Linear \\(Linear\\).*median_ms=")
+# a layer loop's node: its kernel runs once per layer, so its row covers
+# every call and counts the FLOPs of each (bert.lua at 3 layers: one loop)
+add_test(NAME bench_profile_layer_loop COMMAND ${KILN_BIN} bench ${CMAKE_SOURCE_DIR}/examples/bert.lua
+         --set layers=3 --set seq=16 --runs 3 --profile)
+set_tests_properties(bench_profile_layer_loop PROPERTIES PASS_REGULAR_EXPRESSION
+  "[0-9.]+% +[^ ]+ \\(Linear\\), 3 calls a run\n")
 # ---- conv_gemm's layout: channels last past the convs (issue 24, item 2) -----
 # conv + Relu -> MaxPool -> conv -> residual Add -> Relu -> depthwise conv ->
 # HardSwish -> per-channel Mul -> squeeze-and-excitation (ReduceMean over
