@@ -22,6 +22,8 @@
  * the bias, then each (input channel, tap) adds w * x over the box of
  * positions where the tap lands inside both tensors, its bounds again
  * from constant tables. Neither form tests for padding in its loops.
+ * (A ConvTranspose whose kernel is its stride, constant W, group 1, never
+ * gets here from `kiln compile`: the conv_gemm pass makes it a GEMM.)
  *
  * Conv {channels_last=1} (made only by the conv_gemm pass's layout, never
  * read from a file): a depthwise conv (group = C = M, f32, constant W) on
