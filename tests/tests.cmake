@@ -1551,6 +1551,21 @@ kiln_conv_checks(conv_avgpool_last c interp threads scalar clang)
 # only where the index reads it: -Werror under clang -Weverything), x's
 # batch declared as dim_value -1 (a symbolic dim)
 kiln_conv_checks(conv_row_1xk c interp threads clang)
+# ConvTranspose whose kernel is its stride (conv_gemm: Linear, then the taps
+# placed channels last): PP-OCR's detector head (2x2 stride 2 + BN + Relu in
+# the epilogue, then to one channel + Sigmoid), 1 x 3 at batch 2 reading x
+# NCHW, 3-D; and three that stay direct loops (overlapping taps, cropping
+# pads, output_padding). -v names the lowered ones and none of the others
+foreach(case deconv_2x2_bn_relu deconv_1x3_batch2 deconv_3d deconv_kept)
+  kiln_conv_checks(${case} c interp threads scalar clang)
+endforeach()
+add_test(NAME deconv_2x2_bn_relu_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/deconv_2x2_bn_relu/model.onnx
+         -o ${CMAKE_BINARY_DIR}/deconv_2x2_bn_relu.c)
+set_tests_properties(deconv_2x2_bn_relu_moved PROPERTIES PASS_REGULAR_EXPRESSION
+  "conv_gemm: up1\\+relu <- up1 \\+ bn \\(ConvTranspose: Linear, taps placed\\)\nconv_gemm: up2 <- up2 \\(ConvTranspose: Linear, taps placed\\)\nconv_gemm: sig channels last")
+add_test(NAME deconv_kept_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/deconv_kept/model.onnx
+         -o ${CMAKE_BINARY_DIR}/deconv_kept.c)
+set_tests_properties(deconv_kept_moved PROPERTIES FAIL_REGULAR_EXPRESSION "ConvTranspose: Linear")
 add_test(NAME conv_avgpool_last_moved COMMAND ${KILN_BIN} compile -v ${T}/conv/cases/conv_avgpool_last/model.onnx
          -o ${CMAKE_BINARY_DIR}/conv_avgpool_last.c)
 set_tests_properties(conv_avgpool_last_moved PROPERTIES PASS_REGULAR_EXPRESSION

@@ -27,7 +27,10 @@ a 7x7 stride-2 stem and a dilated 3x3 conv with a residual Add whose
 rows exceed 1 MiB (ConvBlocks: the rows a block at a time); AveragePools
 on channels-last forms, unpadded and with pads that do not count, and
 one whose pads count (kept NCHW); 1 x K convs on an image one row high,
-x's batch declared -1.
+x's batch declared -1; ConvTransposes whose kernel is their stride (the
+detector head's 2x2 stride-2 pair after a conv, with BN and Relu; 1 x 3
+at batch 2 reading x; 3-D) as GEMMs, and three that stay direct loops
+(overlapping taps, cropping pads, output_padding).
 Shapes are off every GEMM tile (odd channels and positions). Run with the
 venv: /tmp/venv/bin/python tools/make_conv_cases.py tests/conv/cases"""
 import os
@@ -276,6 +279,50 @@ def main():
           helper.make_node("Conv", ["r", "w2", "b2"], ["y"], name="c2", kernel_shape=[1, 3], pads=[0, 1, 0, 1])],
          [const("w1", [24, 8, 1, 3], -0.3, 0.3), const("b1", [24]), const("w2", [16, 24, 1, 3], -0.2, 0.2),
           const("b2", [16])], [1, 8, 1, 40], ["y"], x_decl=[-1, 8, 1, 40])
+
+    # ConvTransposes whose kernel is their stride (conv_gemm: a Linear, then
+    # the taps placed channels last), as in PP-OCR's detector head: conv +
+    # Relu -> 2x2 stride-2 ConvTranspose + bias + BN (folded) + Relu (the
+    # GEMM's epilogue; also an output: its transpose back kept) -> 2x2
+    # stride-2 ConvTranspose to one channel -> Sigmoid; 19 and 21 channels
+    save(out, "deconv_2x2_bn_relu",
+         [helper.make_node("Conv", ["x", "w1", "b1"], ["a"], name="c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+          helper.make_node("ConvTranspose", ["ar", "wt1", "bt1"], ["u"], name="up1", kernel_shape=[2, 2],
+                           strides=[2, 2]),
+          bn("bn", "u", "un"), helper.make_node("Relu", ["un"], ["r"], name="relu2"),
+          helper.make_node("ConvTranspose", ["r", "wt2", "bt2"], ["v"], name="up2", kernel_shape=[2, 2],
+                           strides=[2, 2]),
+          helper.make_node("Sigmoid", ["v"], ["y"], name="sig")],
+         [const("w1", [19, 5, 3, 3], -0.3, 0.3), const("b1", [19]), const("wt1", [19, 21, 2, 2], -0.3, 0.3),
+          const("bt1", [21]), const("wt2", [21, 1, 2, 2], -0.3, 0.3), const("bt2", [1])] + bn_inits("bn", 21),
+         [1, 5, 9, 7], ["y", "r"])
+    # a 1 x 3 stride-1 x 3 ConvTranspose with no bias reading x NCHW (its
+    # rows an Im2Row), batch 2, 7 -> 10 channels, then a 1x1 conv reading
+    # its channels-last form
+    save(out, "deconv_1x3_batch2",
+         [helper.make_node("ConvTranspose", ["x", "wt"], ["u"], name="up", kernel_shape=[1, 3], strides=[1, 3]),
+          helper.make_node("Conv", ["u", "w", "b"], ["y"], name="pw")],
+         [const("wt", [7, 10, 1, 3], -0.4, 0.4), const("w", [6, 10, 1, 1], -0.4, 0.4), const("b", [6])],
+         [2, 7, 5, 6], ["y"])
+    # 3-D: kernel = stride [2, 1, 3], explicit zero pads, auto_pad VALID
+    # spelled out, 6 -> 5 channels with a bias
+    save(out, "deconv_3d",
+         [helper.make_node("ConvTranspose", ["x", "wt", "bt"], ["y"], name="up3d", kernel_shape=[2, 1, 3],
+                           strides=[2, 1, 3], pads=[0] * 6, dilations=[1, 1, 1])],
+         [const("wt", [6, 5, 2, 1, 3], -0.4, 0.4), const("bt", [5])], [1, 6, 3, 4, 2], ["y"])
+    # ConvTransposes that stay conv.c's direct loops: taps that overlap (3x3
+    # stride 2, pads 1, output_padding 1), a 2x2 stride 2 whose pads crop
+    # the output, and one with output_padding
+    save(out, "deconv_kept",
+         [helper.make_node("ConvTranspose", ["x", "w1", "b1"], ["y1"], name="overlap", kernel_shape=[3, 3],
+                           strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+          helper.make_node("ConvTranspose", ["x", "w2", "b2"], ["y2"], name="cropped", kernel_shape=[2, 2],
+                           strides=[2, 2], pads=[0, 1, 0, 1]),
+          helper.make_node("ConvTranspose", ["x", "w2"], ["y3"], name="outpad", kernel_shape=[2, 2], strides=[2, 2],
+                           output_padding=[1, 0])],
+         [const("w1", [9, 6, 3, 3], -0.3, 0.3), const("b1", [6]), const("w2", [9, 4, 2, 2], -0.3, 0.3),
+          const("b2", [4])], [1, 9, 5, 6], ["y1", "y2", "y3"])
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@
  * the bias, then each (input channel, tap) adds w * x over the box of
  * positions where the tap lands inside both tensors, its bounds again
  * from constant tables. Neither form tests for padding in its loops.
+ * (The conv_gemm pass makes a ConvTranspose whose kernel is its stride,
+ * by a constant W of group 1, a GEMM first: only a pipeline without that
+ * pass brings one here.)
  *
  * Conv {channels_last=1} (made only by the conv_gemm pass's layout, never
  * read from a file): a depthwise conv (group = C = M, f32, constant W) on

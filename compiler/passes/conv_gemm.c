@@ -41,8 +41,20 @@
  * computed once, where that reader is. dce runs at the end, so
  * fuse_residual then finds a conv's GEMM result read by the Add alone.
  *
- * Depthwise and grouped convolutions, ConvTranspose, f64 and a W computed
- * at run time stay Conv nodes (conv.c's direct loops). Runs after fold_bn,
+ * A ConvTranspose whose taps never overlap (kernel = stride, the PP-OCR
+ * detector's 2x2 stride-2 upsampling) is a GEMM followed by a placement:
+ *
+ *   ConvTranspose(x [N,C,in...], W [C, M, k...], B [M]) [-> Relu | Gelu]
+ *     t  = Linear(rows of x [N, P, C], W' [C, K·M], B tiled K times) {act}
+ *     cl = Transpose(t as [N, in..., k..., M] to [N, in1, k1, in2, k2, .., M])
+ *     y  = Transpose(cl as [N, P·K, M], [0,2,1]) viewed as [N, M, out...]
+ *
+ * out_j = in_j·k_j, so cl, rows of k_last·M contiguous floats placed, is
+ * y channels last: the convs and layout ops after it read cl as they read
+ * a conv's GEMM result (gemm_deconv has the conditions).
+ *
+ * Depthwise and grouped convolutions, other ConvTransposes, f64 and a W
+ * computed at run time stay Conv nodes (conv.c's direct loops). Runs after fold_bn,
  * so a BatchNormalization after the Conv is already in W and B, and after
  * fuse_gelu, so a GELU after it is one Gelu node the epilogue takes. */
 #include <stdio.h>
@@ -335,6 +347,121 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int6
   return t >= 0 && back_to_nchw(&l, t, &yt, last);
 }
 
+/* ---- ConvTranspose as a GEMM ----------------------------------------------- */
+
+/* ConvTranspose n is one this pass rewrites: f32, group 1, constant W
+ * [C, M, k...] and B, and its taps never overlap or get cropped: kernel
+ * = stride and dilation 1 in every spatial dim, begin pad 0 and out =
+ * in·k (so no pads, no output_padding; auto_pad or an output_shape only
+ * where they come to the same). At most 3 spatial dims (the placement's
+ * Transpose has rank 2 + 2·dims). */
+static bool gemm_deconv(const Graph *g, const Node *n) {
+  if (n->op != OP_CONVTRANSPOSE || n->nout != 1)
+    return false;
+  const Value *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
+  const Value *b = node_has_in(n, 2) ? &g->vals[n->in[2]] : NULL;
+  const Type *yt = &g->vals[n->out[0]].type;
+  if (x->type.dt != DT_F32 || w->type.dt != DT_F32 || !w->data || (b && !b->data) ||
+      attr_int(n, "group", 1) != 1 || x->type.rank < 3 || 2 * x->type.rank - 2 > MAX_RANK ||
+      yt->rank != x->type.rank || type_numel(yt) <= 0 || type_numel(&w->type) <= 0)
+    return false;
+  ConvGeom c;
+  char why[WHY];
+  if (!conv_geom(n, &x->type, &w->type, &c, why))
+    return false;
+  for (int j = 0; j < c.nsp; j++)
+    if (c.k[j] != c.stride[j] || c.dil[j] != 1 || c.pad[j] != 0 || c.out[j] != c.in[j] * c.k[j])
+      return false;
+  return true;
+}
+
+/* W [C, M, K] as Linear's W' [C, K·M] (column t·M + m), and B [M] tiled
+ * K times to B' [K·M] (-1 when there is none): new constants. */
+static void deconv_weights(Graph *g, const Node *n, int *wt, int *bt) {
+  const Value *wv = &g->vals[n->in[1]];
+  int64_t c = wv->type.dims[0], m = wv->type.dims[1], k = type_numel(&wv->type) / (c * m);
+  float *w2 = arena_alloc(g->arena, sizeof(float) * (size_t)(c * k * m));
+  const float *src = wv->data;
+  for (int64_t i = 0; i < c; i++)
+    for (int64_t o = 0; o < m; o++)
+      for (int64_t t = 0; t < k; t++)
+        w2[i * k * m + t * m + o] = src[(i * m + o) * k + t];
+  int64_t wd[2] = {c, k * m}, bd[1] = {k * m};
+  *wt = ir_const_in_place(g, arena_printf(g->arena, "%s_gemm_w", n->name), DT_F32, 2, wd, w2);
+  *bt = -1;
+  if (node_has_in(n, 2)) {
+    const float *b = g->vals[n->in[2]].data;
+    float *b2 = arena_alloc(g->arena, sizeof(float) * (size_t)(k * m));
+    for (int64_t t = 0; t < k; t++)
+      memcpy(b2 + t * m, b, sizeof(float) * (size_t)m);
+    *bt = ir_const_in_place(g, arena_printf(g->arena, "%s_gemm_b", n->name), DT_F32, 1, bd, b2);
+  }
+}
+
+/* Value v viewed as dims (a Reshape made a free alias, as simplify makes
+ * them), or -1. */
+static int view_as(Lowering *l, int v, const int64_t *dims, int rank) {
+  int r = lw_reshape(l, v, dims, rank);
+  if (r >= 0 && r != v)
+    l->g->vals[r].alias_of = v;
+  return r;
+}
+
+/* The chain for ConvTranspose ci [-> activation ai] (gemm_deconv), in
+ * place of node last: its rows (cl >= 0: x's channels-last form [N, P,
+ * C] itself, else Im2Row of x by a 1x1 window), the Linear, the
+ * placement into y channels last (*cl_out, [N, P·K, M]) and the
+ * Transpose back to NCHW. */
+static bool lower_deconv(Graph *g, int ci, int last, const char *act, int cl, int *cl_out, Diag *d) {
+  Lowering l = lw_start(g, last, DT_F32, d);
+  const Node *c = &g->nodes[ci];
+  l.name = c->name;
+  if (last != ci)
+    l.origin = arena_printf(g->arena, "%s + %s", c->origin ? c->origin : c->name,
+                            g->nodes[last].origin ? g->nodes[last].origin : g->nodes[last].name);
+  int x = c->in[0], ns = g->vals[x].type.rank - 2, wt, bt, rows = cl;
+  Type xt = g->vals[x].type, yt = g->vals[c->out[0]].type, w = g->vals[c->in[1]].type;
+  deconv_weights(g, &g->nodes[ci], &wt, &bt);
+  if (rows < 0) { /* x [N, C, in...] -> rows [N, P, C] */
+    int im = lw_node(&l, OP_IM2ROW, &x, 1, 1);
+    if (im < 0)
+      return false;
+    int64_t ones[MAX_RANK];
+    for (int j = 0; j < ns; j++)
+      ones[j] = 1;
+    ir_attr_ints(g, im, "kernel_shape", ones, ns);
+    if ((rows = lw_finish(&l, im)) < 0)
+      return false;
+  }
+  int lin_in[3] = {rows, wt, bt};
+  int lin = lw_node(&l, OP_LINEAR, lin_in, bt >= 0 ? 3 : 2, 1);
+  if (lin < 0)
+    return false;
+  ir_attr_str(g, lin, "act", act);
+  int t = lw_finish(&l, lin);
+  /* t [N, P, K·M] as [N, in..., k..., M] -> [N, in1, k1, in2, k2, ..., M] */
+  int64_t dims[MAX_RANK], perm[MAX_RANK];
+  dims[0] = xt.dims[0];
+  perm[0] = 0;
+  for (int j = 0; j < ns; j++) {
+    dims[1 + j] = xt.dims[2 + j];
+    dims[1 + ns + j] = w.dims[2 + j];
+    perm[1 + 2 * j] = 1 + j;
+    perm[2 + 2 * j] = 1 + ns + j;
+  }
+  dims[1 + 2 * ns] = yt.dims[1];
+  perm[1 + 2 * ns] = 1 + 2 * ns;
+  int tv = t < 0 ? -1 : view_as(&l, t, dims, 2 + 2 * ns);
+  int tr = tv < 0 ? -1 : lw_node(&l, OP_TRANSPOSE, &tv, 1, 1);
+  if (tr < 0)
+    return false;
+  ir_attr_ints(g, tr, "perm", perm, 2 + 2 * ns);
+  int placed = lw_finish(&l, tr);
+  int64_t last_dims[3] = {yt.dims[0], type_numel(&yt) / (yt.dims[0] * yt.dims[1]), yt.dims[1]};
+  *cl_out = placed < 0 ? -1 : view_as(&l, placed, last_dims, 3);
+  return *cl_out >= 0 && back_to_nchw(&l, *cl_out, &yt, last);
+}
+
 /* The activation the GEMM's epilogue can take after conv n: its output's
  * sole reader when that is a Relu or a Gelu (its index in *ai). */
 static const char *epilogue_act(Fuser *f, const Node *n, int *ai) {
@@ -593,6 +720,24 @@ bool pass_conv_gemm(Graph *g, const PassOptions *o, Diag *d) {
   for (int i = 0; i < n0; i++) {
     if (g->nodes[i].dead)
       continue;
+    if (gemm_deconv(g, &g->nodes[i])) {
+      int last = i;
+      const char *act = epilogue_act(&f, &g->nodes[i], &last);
+      first[last] = g->nnodes;
+      int x = g->nodes[i].in[0], y = g->nodes[last].out[0], t;
+      if (!lower_deconv(g, i, last, act, x < nv0 ? chlast[x] : -1, &t, d))
+        return false;
+      if (y < nv0)
+        chlast[y] = t;
+      end[last] = g->nnodes;
+      g->nodes[i].dead = g->nodes[last].dead = true;
+      if (o->verbose)
+        fprintf(stderr, "conv_gemm: %s%s%s <- %s (ConvTranspose: Linear, taps placed)\n", g->nodes[i].name,
+                strcmp(act, "none") ? "+" : "", strcmp(act, "none") ? act : "",
+                g->nodes[i].origin ? g->nodes[i].origin : g->nodes[i].name);
+      done++;
+      continue;
+    }
     if (!gemm_conv(g, &g->nodes[i])) {
       if (!layout_node(g, &g->nodes[i], chlast, nv0))
         continue;

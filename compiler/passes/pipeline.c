@@ -23,8 +23,9 @@ const Pass pass_list[] = {
     {"conv_gemm", pass_conv_gemm, "f32 Conv by a constant weight (group 1) [+ Relu/Gelu] to Im2Row -> Linear (the "
                                   "packed GEMM, bias and act in its epilogue) -> Transpose, large rows a block at a "
                                   "time (ConvBlocks), 3x3 stride 1 by Winograd (WinogradIn -> MatMul -> "
-                                  "WinogradOut); elementwise ops, MaxPool and depthwise convs after it computed "
-                                  "channels last"},
+                                  "WinogradOut); a ConvTranspose whose kernel is its stride to Linear -> the taps "
+                                  "placed by a Transpose; elementwise ops, MaxPool and depthwise convs after it "
+                                  "computed channels last"},
     {"fuse_layernorm", pass_fuse_layernorm, "the LayerNorm decomposition (ReduceMean .. Sqrt .. Div) to LayerNormalization"},
     {"fuse_rmsnorm", pass_fuse_rmsnorm, "the RMSNorm decomposition (x·x .. ReduceMean .. Sqrt .. Div) to RMSNormalization"},
     {"fuse_dynquant", pass_fuse_dynquant, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul [+ bias] "
