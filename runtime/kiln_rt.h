@@ -790,7 +790,7 @@ static inline int kiln_amx_ready(void) {
 #define KILN_SPIN_YIELD 16 /* a spinning worker calls sched_yield every KILN_SPIN_YIELD rounds; 0: never */
 #endif
 #ifndef KILN_SPIN_GAP
-#define KILN_SPIN_GAP 20000 /* a sched_yield longer than this (kiln_ticks, about 6-10 microseconds): the core is shared */
+#define KILN_SPIN_GAP 200000 /* a sched_yield longer than this (kiln_ticks, about 60-100 microseconds): the core is shared */
 #endif
 #ifndef KILN_REST_TICKS
 #define KILN_REST_TICKS 2000000 /* how long a worker that found its core shared sits out: about 0.6-1 ms */
