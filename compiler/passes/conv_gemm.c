@@ -69,9 +69,10 @@
 #include "fuse_match.h"
 #include "passes.h"
 
-/* Conv node n is one this pass rewrites. */
-static bool gemm_conv(const Graph *g, const Node *n) {
-  if (n->op != OP_CONV || n->nout != 1)
+/* Node n is an `op` (Conv or ConvTranspose) the GEMM can take: f32, one
+ * group, a constant W and B, spatial dims, nothing empty. */
+static bool gemm_ready(const Graph *g, const Node *n, int op) {
+  if (n->op != op || n->nout != 1)
     return false;
   const Value *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
   const Value *b = node_has_in(n, 2) ? &g->vals[n->in[2]] : NULL;
@@ -80,6 +81,9 @@ static bool gemm_conv(const Graph *g, const Node *n) {
          attr_int(n, "group", 1) == 1 && x->type.rank >= 3 && yt->rank == x->type.rank &&
          type_numel(yt) > 0 && type_numel(&w->type) > 0;
 }
+
+/* Conv node n is one this pass rewrites. */
+static bool gemm_conv(const Graph *g, const Node *n) { return gemm_ready(g, n, OP_CONV); }
 
 /* Wᵀ: W [M, C·K] transposed to Linear's [C·K, M], a new constant; with
  * last (channels-last rows) its rows in tap-major order, [K·C, M]. */
@@ -356,14 +360,10 @@ static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int6
  * where they come to the same). At most 3 spatial dims (the placement's
  * Transpose has rank 2 + 2·dims). */
 static bool gemm_deconv(const Graph *g, const Node *n) {
-  if (n->op != OP_CONVTRANSPOSE || n->nout != 1)
+  if (!gemm_ready(g, n, OP_CONVTRANSPOSE))
     return false;
   const Value *x = &g->vals[n->in[0]], *w = &g->vals[n->in[1]];
-  const Value *b = node_has_in(n, 2) ? &g->vals[n->in[2]] : NULL;
-  const Type *yt = &g->vals[n->out[0]].type;
-  if (x->type.dt != DT_F32 || w->type.dt != DT_F32 || !w->data || (b && !b->data) ||
-      attr_int(n, "group", 1) != 1 || x->type.rank < 3 || 2 * x->type.rank - 2 > MAX_RANK ||
-      yt->rank != x->type.rank || type_numel(yt) <= 0 || type_numel(&w->type) <= 0)
+  if (2 * x->type.rank - 2 > MAX_RANK)
     return false;
   ConvGeom c;
   char why[WHY];
