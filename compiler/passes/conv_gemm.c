@@ -82,6 +82,19 @@ static bool gemm_ready(const Graph *g, const Node *n, int op) {
          type_numel(yt) > 0 && type_numel(&w->type) > 0;
 }
 
+/* The lowering that replaces conv (or ConvTranspose) ci, through node
+ * last (its activation, or ci): its nodes named after ci, their origin
+ * both nodes'. */
+static Lowering conv_lowering(Graph *g, int ci, int last, Diag *d) {
+  Lowering l = lw_start(g, last, DT_F32, d);
+  const Node *c = &g->nodes[ci];
+  l.name = c->name;
+  if (last != ci)
+    l.origin = arena_printf(g->arena, "%s + %s", c->origin ? c->origin : c->name,
+                            g->nodes[last].origin ? g->nodes[last].origin : g->nodes[last].name);
+  return l;
+}
+
 /* Conv node n is one this pass rewrites. */
 static bool gemm_conv(const Graph *g, const Node *n) { return gemm_ready(g, n, OP_CONV); }
 
@@ -279,12 +292,8 @@ static int lower_winograd(Lowering *l, const Node *c, int src, int64_t m, const 
  * output [N, P, M]. */
 static bool lower_conv(Graph *g, int ci, int last, const char *act, int cl, int64_t wino, int64_t hb,
                        int *gemm_out, Diag *d) {
-  Lowering l = lw_start(g, last, DT_F32, d);
+  Lowering l = conv_lowering(g, ci, last, d);
   const Node *c = &g->nodes[ci];
-  l.name = c->name;
-  if (last != ci)
-    l.origin = arena_printf(g->arena, "%s + %s", c->origin ? c->origin : c->name,
-                            g->nodes[last].origin ? g->nodes[last].origin : g->nodes[last].name);
   int x = c->in[0], w = c->in[1], b = node_has_in(c, 2) ? c->in[2] : -1;
   Type wt = g->vals[w].type, yt = g->vals[c->out[0]].type;
   /* x in NCHW and a window of more than one tap (or a stride): x is
@@ -413,12 +422,8 @@ static int view_as(Lowering *l, int v, const int64_t *dims, int rank) {
  * placement into y channels last (*cl_out, [N, P·K, M]) and the
  * Transpose back to NCHW. */
 static bool lower_deconv(Graph *g, int ci, int last, const char *act, int cl, int *cl_out, Diag *d) {
-  Lowering l = lw_start(g, last, DT_F32, d);
+  Lowering l = conv_lowering(g, ci, last, d);
   const Node *c = &g->nodes[ci];
-  l.name = c->name;
-  if (last != ci)
-    l.origin = arena_printf(g->arena, "%s + %s", c->origin ? c->origin : c->name,
-                            g->nodes[last].origin ? g->nodes[last].origin : g->nodes[last].name);
   int x = c->in[0], ns = g->vals[x].type.rank - 2, wt, bt, rows = cl;
   Type xt = g->vals[x].type, yt = g->vals[c->out[0]].type, w = g->vals[c->in[1]].type;
   deconv_weights(g, &g->nodes[ci], &wt, &bt);
