@@ -269,7 +269,7 @@ void emit_tmpl(Emit *e, const char *name, ...) {
 /* ---- elementwise loops ---------------------------------------------------- */
 
 int emit_split_blocks(const Emit *e, int r, int64_t *dims, int nk, int64_t (*st)[MAX_RANK], double serial_ns) {
-  if (r != 1 || r + 1 > MAX_RANK || !emit_parallel_worth(e, dims[0], serial_ns))
+  if (r != 1 || !emit_parallel_worth(e, dims[0], serial_ns))
     return r;
   /* the largest block of 16 to 1024 elements (a multiple of 16: whole
    * vectors of any width) that divides the loop and leaves each thread
